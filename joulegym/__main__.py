@@ -1,0 +1,31 @@
+"""``python -m joulegym list [FAMILY]``: every registered env id with a one-line description."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym.scenarios import CATALOG
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m joulegym", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    listing = sub.add_parser("list", help="list the registered environment ids")
+    listing.add_argument("family", nargs="?", help="only this family (etf, emrf, powerflow, ...)")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        rows = [(i, d) for i, (fam, d) in CATALOG.items() if args.family in (None, fam)]
+        if not rows:
+            print(f"no environment of family {args.family!r}; families: {sorted({f for f, _ in CATALOG.values()})}",
+                  file=sys.stderr)
+            return 2
+        width = max(len(i) for i, _ in rows)
+        for env_id, description in rows:
+            print(f"{env_id:<{width}}  {description}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,390 @@
+"""ETF reference policies and the paper's pure algorithms (ETF paper §4, §6; spec §9.6).
+
+The algorithms live with the simulator (:mod:`joulegym.envs.etf.allocation`, which the envs use)
+and are re-exported here, the place users look for them::
+
+    from joulegym.baselines.etf import etf_allocate, etf_waterfill, phi_fair
+
+Policies (``joulegym.baselines.make(name, **kw)``):
+
+==================  ============================================================================
+``etf``             Algorithm 1 at the scenario's phi (or ``phi=``). The paper's scheduler.
+``tf``              time fairness, Algorithm 1 at phi = 1 (paper baseline 1).
+``ef``              energy fairness, Algorithm 1 at phi = 0 (paper baseline 2, Georgiou et al.).
+``etf-fixed-phi``   Algorithm 1 at a fixed ``phi`` (default 0.7), ignoring the scenario's phi.
+``fs-oracle``       the allocation maximising the epoch's F_S (spec §9.1 ``oracle_max_fs``): exact
+                    over whole units by enumeration, under the env's guarantee and demand caps.
+                    On ``ETFPhi`` it picks the phi level with the best F_S.
+``max-frequency``   ``ETFDVFS``: the tenant always runs at the top level (the paper's default).
+``best-response``   ``ETFDVFS``: the tenant's throughput-maximising level by enumeration (privileged).
+``random``          uniform random action (generic).
+==================  ============================================================================
+
+On ``ETF-v0`` the policies read ``info["scheduler_inputs"]`` (Algorithm 1's exact inputs) and fall
+back to decoding the observation, which carries the same inputs in float32.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from scipy.optimize import linprog
+
+from joulegym.baselines.base import PolicyNotApplicable, register_policy
+from joulegym.envs.etf.allocation import (
+    energy_fair_allocation,
+    etf_allocate,
+    etf_waterfill,
+    guaranteed_units,
+    largest_remainder,
+    phi_fair,
+    time_fair_allocation,
+)
+from joulegym.envs.etf.common import SLOT_FEATURES
+from joulegym.envs.etf.metrics import (
+    energy_fairness,
+    jain_index,
+    power_disparity,
+    system_fairness,
+    time_fairness,
+)
+
+__all__ = [
+    "BestResponsePolicy",
+    "ETFPolicy",
+    "FSOraclePolicy",
+    "MaxFrequencyPolicy",
+    "energy_fair_allocation",
+    "energy_fairness",
+    "etf_allocate",
+    "etf_waterfill",
+    "guaranteed_units",
+    "jain_index",
+    "largest_remainder",
+    "oracle_max_fs",
+    "oracle_max_fs_units",
+    "phi_fair",
+    "power_disparity",
+    "system_fairness",
+    "time_fair_allocation",
+    "time_fairness",
+    "units_to_action",
+]
+
+ENUMERATION_LIMIT = 200_000  # compositions checked exhaustively by the F_S oracle
+
+
+# --- pure functions ----------------------------------------------------------------------------------
+def oracle_max_fs(weights, power, T: float, lower=None, upper=None, tol: float = 1e-9) -> tuple[np.ndarray, float]:
+    """Continuous allocation maximising F_S = min(F_T, F_E) (spec §9.1), by bisection on x in [0, 1].
+
+    Each step is an LP feasibility check: ``t >= 0`` (or ``>= lower``), ``t <= upper``, ``sum t = T``,
+    ``t_i/w_i >= x t_j/w_j`` and ``P_i t_i/w_i >= x P_j t_j/w_j`` for all i != j.
+    Returns ``(t, F_S)``.
+    """
+    w = np.asarray(weights, dtype=float)
+    p = np.asarray(power, dtype=float)
+    n = w.size
+    lo_b = np.zeros(n) if lower is None else np.asarray(lower, dtype=float)
+    hi_b = np.full(n, float(T)) if upper is None else np.minimum(np.asarray(upper, dtype=float), T)
+    total = min(float(T), float(hi_b.sum()))
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+
+    def feasible(x: float) -> np.ndarray | None:
+        rows = []
+        for i, j in pairs:
+            for scale in (1.0 / w, p / w):  # time rows, then energy rows: x*s_j t_j - s_i t_i <= 0
+                row = np.zeros(n)
+                row[i] -= scale[i]
+                row[j] += x * scale[j]
+                rows.append(row)
+        result = linprog(np.zeros(n), A_ub=np.array(rows) if rows else None, b_ub=np.zeros(len(rows)) if rows else None,
+                         A_eq=np.ones((1, n)), b_eq=[total], bounds=list(zip(lo_b, hi_b, strict=True)),
+                         method="highs")
+        return result.x if result.status == 0 else None
+
+    best = feasible(0.0)
+    if best is None:
+        raise ValueError("oracle_max_fs: the bounds admit no allocation summing to T")
+    low, high = 0.0, 1.0
+    top = feasible(1.0)
+    if top is not None:
+        return top, 1.0
+    while high - low > tol:
+        mid = 0.5 * (low + high)
+        x = feasible(mid)
+        if x is None:
+            high = mid
+        else:
+            low, best = mid, x
+    return best, float(system_fairness(best, p * best, w))
+
+
+def oracle_max_fs_units(weights, demands, power, T: int, lower=None) -> np.ndarray:
+    """Whole units maximising F_S under ``lower <= t <= min(d, T)`` and ``sum t = min(T, sum caps)``.
+
+    Exhaustive over the compositions when there are at most :data:`ENUMERATION_LIMIT`; otherwise the
+    continuous optimum of :func:`oracle_max_fs` rounded by largest remainder. Ties go to the first
+    composition in lexicographic order.
+    """
+    w = np.asarray(weights, dtype=float)
+    p = np.asarray(power, dtype=float)
+    upper = np.minimum(np.asarray(demands, dtype=float), T).astype(np.int64)
+    low = np.zeros(w.size, dtype=np.int64) if lower is None else np.asarray(lower, dtype=np.int64)
+    total = int(min(T, upper.sum()))
+    candidates = _compositions(low, upper, total)
+    if candidates is None:
+        t, _ = oracle_max_fs(w, p, T, lower=low, upper=upper)
+        return low + largest_remainder(t - low, total - int(low.sum()), caps=upper - low)
+    tn = candidates / w
+    en = candidates * (p / w)
+    f_t = _rowwise_ratio(tn)
+    f_e = _rowwise_ratio(en)
+    return candidates[int(np.argmax(np.minimum(f_t, f_e)))]
+
+
+def _rowwise_ratio(values: np.ndarray) -> np.ndarray:
+    high = values.max(axis=1)
+    return np.where(high > 0, values.min(axis=1) / np.where(high > 0, high, 1.0), 1.0)
+
+
+def _compositions(low: np.ndarray, high: np.ndarray, total: int) -> np.ndarray | None:
+    """All integer vectors ``low <= t <= high`` with ``sum t = total`` (None if too many)."""
+    n = low.size
+    if n == 1:
+        return np.array([[total]], dtype=np.int64) if low[0] <= total <= high[0] else np.zeros((0, 1), np.int64)
+    spans = [range(int(low[k]), int(high[k]) + 1) for k in range(n - 1)]
+    count = int(np.prod([len(s) for s in spans])) if spans else 1
+    if count > ENUMERATION_LIMIT:
+        return None
+    head = np.array(list(product(*spans)), dtype=np.int64).reshape(-1, n - 1)
+    last = total - head.sum(axis=1)
+    ok = (last >= low[-1]) & (last <= high[-1])
+    return np.column_stack([head[ok], last[ok]])
+
+
+def units_to_action(units: np.ndarray, guarantee: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """``ETF-v0`` action reproducing ``units``: ``a_i = r_i / max r`` with ``r = units - m``.
+
+    Exact whenever ``units >= m`` (Algorithm 1 at the env's phi always is). Units below the env's
+    guarantee (e.g. EF under a phi = 0.7 guarantee) cannot be expressed; they are clipped to ``m``.
+    """
+    above = np.where(active, np.maximum(units - guarantee, 0), 0).astype(float)
+    top = above.max() if above.size else 0.0
+    return (above / top if top > 0 else np.zeros_like(above)).astype(np.float32)
+
+
+def inputs_from_observation(obs: np.ndarray, max_apps: int, T: int) -> dict[str, Any]:
+    """Algorithm 1's inputs decoded from an ETF observation (float32: ties may differ from exact)."""
+    slots = np.asarray(obs, dtype=float)[: max_apps * SLOT_FEATURES].reshape(max_apps, SLOT_FEATURES)
+    demand = np.where(slots[:, 3] >= 1.0, np.inf, np.round(slots[:, 3] * T))
+    return {
+        "active": slots[:, 0] > 0.5,
+        "weights": np.where(slots[:, 1] > 0, slots[:, 1], 1.0),
+        "power_w": np.where(slots[:, 2] > 0, slots[:, 2], 1.0),
+        "demand_units": demand,
+        "guarantee_units": np.round(slots[:, 4] * T).astype(np.int64),
+        "T_units": T,
+        "phi": float(obs[max_apps * SLOT_FEATURES]),
+        "version": None,
+    }
+
+
+# --- policies ------------------------------------------------------------------------------------
+class _ETFKindPolicy:
+    """Shared plumbing: bind to an ETF env, read Algorithm 1's inputs, cache per active set."""
+
+    privileged = False
+    kinds: tuple[str, ...] = ("ETF", "ETFPhi")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._env: gym.Env | None = None
+        self._cache: dict[Any, Any] = {}
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        base = env.unwrapped
+        if getattr(base, "family", None) != "etf" or base.kind not in self.kinds:
+            raise PolicyNotApplicable(
+                f"policy {self.name!r} drives {self.kinds}, not {getattr(base, 'kind', type(base).__name__)}"
+            )
+        self._env = env
+        self._base = base
+        self._cache.clear()
+
+    def _inputs(self, obs: np.ndarray, info: dict[str, Any]) -> dict[str, Any]:
+        inputs = info.get("scheduler_inputs") if info else None
+        if inputs is None:
+            inputs = inputs_from_observation(obs, self._base.max_apps, self._base.T)
+        return inputs
+
+    @staticmethod
+    def _arrays(inputs: dict[str, Any]) -> dict[str, Any]:
+        """The per-slot inputs as numpy arrays (the env passes tuples)."""
+        out = dict(inputs)
+        out["active"] = np.asarray(inputs["active"], dtype=bool)
+        for key in ("weights", "power_w", "demand_units"):
+            out[key] = np.asarray(inputs[key], dtype=float)
+        out["guarantee_units"] = np.asarray(inputs["guarantee_units"], dtype=np.int64)
+        return out
+
+    def _cached(self, key, compute):
+        if key[0] is None:  # decoded from obs: no version, no cache
+            return compute()
+        if key not in self._cache:
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[key] = compute()
+        return self._cache[key]
+
+
+class ETFPolicy(_ETFKindPolicy):
+    """Algorithm 1 at ``phi`` (``None``: the env's phi). ``tf``/``ef`` are phi = 1 / 0."""
+
+    def __init__(self, phi: float | None = None, name: str = "etf") -> None:
+        super().__init__(name)
+        if phi is not None and not 0.0 <= float(phi) <= 1.0:
+            raise ValueError(f"phi must be in [0, 1] or None, got {phi!r}")
+        self.phi = None if phi is None else float(phi)
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]):
+        inputs = self._inputs(obs, info)
+        if self._base.kind == "ETFPhi":
+            phi = self.phi if self.phi is not None else inputs.get("nominal_phi", inputs["phi"])
+            return int(round(phi * (self._base.phi_levels - 1)))
+        phi = self.phi if self.phi is not None else inputs["phi"]
+        return self._cached((inputs["version"], phi), lambda: self._action(inputs, phi))
+
+    def _action(self, inputs: dict[str, Any], phi: float) -> np.ndarray:
+        inputs = self._arrays(inputs)
+        act = inputs["active"]
+        units = np.zeros(act.size, dtype=np.int64)
+        if act.any():
+            units[act] = etf_allocate(inputs["weights"][act], inputs["demand_units"][act], inputs["power_w"][act],
+                                      inputs["T_units"], phi)
+        return units_to_action(units, inputs["guarantee_units"], act)
+
+
+class FSOraclePolicy(_ETFKindPolicy):
+    """Maximises the epoch's F_S: exact over whole units (ETF-v0) or over the phi grid (ETFPhi)."""
+
+    def __init__(self, name: str = "fs-oracle") -> None:
+        super().__init__(name)
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]):
+        inputs = self._inputs(obs, info)
+        return self._cached((inputs["version"], self._base.kind), lambda: self._decide(inputs))
+
+    def _decide(self, inputs: dict[str, Any]):
+        inputs = self._arrays(inputs)
+        act = inputs["active"]
+        w, d, p = inputs["weights"][act], inputs["demand_units"][act], inputs["power_w"][act]
+        T = inputs["T_units"]
+        if self._base.kind == "ETFPhi":
+            if not act.any():
+                return 0
+            levels = self._base.phi_levels
+            scores = []
+            for level in range(levels):
+                units = etf_allocate(w, d, p, T, level / (levels - 1))
+                scores.append(system_fairness(units, units * p, w))
+            return int(np.argmax(scores))
+        units = np.zeros(act.size, dtype=np.int64)
+        if act.any():
+            units[act] = oracle_max_fs_units(w, d, p, T, lower=inputs["guarantee_units"][act])
+        return units_to_action(units, inputs["guarantee_units"], act)
+
+
+class MaxFrequencyPolicy:
+    """``ETFDVFS``: always the top frequency level (the paper's default operating point)."""
+
+    privileged = False
+
+    def __init__(self, name: str = "max-frequency") -> None:
+        self.name = name
+        self._top = 0
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        if getattr(env.unwrapped, "kind", None) != "ETFDVFS":
+            raise PolicyNotApplicable(f"policy {self.name!r} drives ETFDVFS only")
+        self._top = int(env.action_space.n) - 1
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> int:
+        return self._top
+
+
+class BestResponsePolicy:
+    """``ETFDVFS``: the level maximising the tenant's reward this epoch, by enumeration (spec §9.4).
+
+    Privileged: it reads the tenant's profile table and the fixed scheduler from the env.
+    """
+
+    privileged = True
+
+    def __init__(self, name: str = "best-response") -> None:
+        self.name = name
+        self._cache: dict[bytes, int] = {}
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        base = env.unwrapped
+        if getattr(base, "kind", None) != "ETFDVFS":
+            raise PolicyNotApplicable(f"policy {self.name!r} drives ETFDVFS only")
+        self._base = base
+        self._cache.clear()
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> int:
+        base = self._base
+        sim = base.sim
+        key = (tuple(sim.active), tuple(sim.weight), tuple(sim.demand_units), base.tenant_slot,
+               tuple(p for k, p in enumerate(sim.power_w) if k != base.tenant_slot), base.scheduler_phi)
+        if key not in self._cache:
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[key] = self._best_level()
+        return self._cache[key]
+
+    def _best_level(self) -> int:
+        base, sim = self._base, self._base.sim
+        slot = base.tenant_slot
+        act = np.array(sim.active, dtype=bool)
+        app = sim.apps[sim.slot_app[slot]]
+        penalty = base.config["energy_penalty"]
+        weight = np.array(sim.weight)
+        best, best_value = 0, -np.inf
+        for level, freq in enumerate(base.levels_mhz):
+            service_s, power_w = sim.tenant_profile(app, freq)
+            power = np.array(sim.power_w)
+            power[slot] = power_w
+            demand = np.array(sim.demand_units)
+            demand[slot] = sim.demand_for(app, service_s)
+            units = np.zeros(sim.max_apps, dtype=np.int64)
+            units[act] = etf_allocate(weight[act], demand[act], power[act], base.T, base.scheduler_phi)
+            share = units[slot] / base.T
+            value = share / service_s - penalty * share * power[slot]
+            if value > best_value + 1e-12:
+                best, best_value = level, value
+        return best
+
+
+def _register() -> None:
+    kinds = ("ETF", "ETFPhi")
+    register_policy("etf", ETFPolicy, family="etf", kinds=kinds,
+                    description="ETF Algorithm 1 at the scenario's phi (or phi=)")
+    register_policy("tf", lambda **kw: ETFPolicy(phi=1.0, name="tf", **kw), family="etf", kinds=kinds,
+                    description="time fairness (Algorithm 1, phi = 1)")
+    register_policy("ef", lambda **kw: ETFPolicy(phi=0.0, name="ef", **kw), family="etf", kinds=kinds,
+                    description="energy fairness (Algorithm 1, phi = 0)")
+    register_policy("etf-fixed-phi", lambda phi=0.7, **kw: ETFPolicy(phi=phi, name="etf-fixed-phi", **kw),
+                    family="etf", kinds=kinds, description="Algorithm 1 at a fixed phi (default 0.7)")
+    register_policy("fs-oracle", FSOraclePolicy, family="etf", kinds=kinds,
+                    description="maximises the epoch's F_S (exact over units / over the phi grid)")
+    register_policy("max-frequency", MaxFrequencyPolicy, family="etf", kinds=("ETFDVFS",),
+                    description="tenant always at its top GPU level")
+    register_policy("best-response", BestResponsePolicy, family="etf", kinds=("ETFDVFS",),
+                    description="tenant's throughput-maximising level by enumeration (privileged)")
+
+
+_register()

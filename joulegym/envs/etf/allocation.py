@@ -1,0 +1,248 @@
+"""ETF time-slice allocation: Algorithm 1 and its closed forms (ETF paper §4; spec §2.3, §5.1).
+
+Pure functions over plain arrays; no Gymnasium. Units: time in whole scheduling units (the paper's
+indivisible slices; 1 ms in the default scenarios), power in any consistent unit (W), weights
+dimensionless. The algorithms depend only on relative powers and weights.
+
+- :func:`etf_allocate` is Algorithm 1 exactly: a floored time guarantee ``floor(phi*w_i*T/W)``
+  capped at the demand, then the rest handed out one unit at a time to the app with the lowest
+  weighted energy ``t_i*P_i/w_i`` (ties to the lowest index, spec §10.3), never above its demand.
+  ``phi=1`` is time fairness (TF), ``phi=0`` energy fairness (EF).
+- :func:`etf_waterfill` is the continuous form (spec §2.3): ``T_i = clip(lam*w_i/P_i, m_i, d_i)``.
+- :func:`phi_fair` is the largest phi that still gives exact weighted energy fairness.
+- :func:`time_fair_allocation` / :func:`energy_fair_allocation` are the closed-form baselines
+  (Eq. 5 and the corrected Eq. 2, erratum E1: ``T_i^EF = (w_i/P_i)/sum_k(w_k/P_k) * T``).
+
+The paper's Eqs. 9-15 are not implemented (errata E3/E4): Algorithm 1 is normative.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+import numpy as np
+
+ArrayLike = Sequence[float] | np.ndarray
+
+
+def validate_inputs(weights: ArrayLike, demands: ArrayLike | None, power: ArrayLike, phi: float,
+                    T: int | None = None, whole_demands: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Arrays of weights, demands and powers, or ``ValueError`` naming the bad field."""
+    w = np.asarray(weights, dtype=float).ravel()
+    p = np.asarray(power, dtype=float).ravel()
+    d = np.full(w.shape, np.inf) if demands is None else np.asarray(demands, dtype=float).ravel()
+    if not w.size:
+        raise ValueError("weights must hold at least one application")
+    if p.shape != w.shape or d.shape != w.shape:
+        raise ValueError(
+            f"weights, demands and power must have the same length, got {w.size}, {d.size}, {p.size}"
+        )
+    if not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError(f"weights must be finite and > 0, got {w.tolist()}")
+    if not np.all(np.isfinite(p)) or np.any(p <= 0):
+        raise ValueError(f"power must be finite and > 0 (W), got {p.tolist()}")
+    if np.any(np.isnan(d)) or np.any(d < 0):
+        raise ValueError(f"demands must be >= 0 units or inf, got {d.tolist()}")
+    if whole_demands and np.any(np.isfinite(d) & (d != np.floor(d))):
+        raise ValueError(f"demands must be whole units (slices are indivisible) or inf, got {d.tolist()}")
+    if not (isinstance(phi, int | float | np.floating | np.integer) and 0.0 <= float(phi) <= 1.0):
+        raise ValueError(f"phi must be in [0, 1], got {phi!r}")
+    if T is not None and (int(T) != T or T < 0):
+        raise ValueError(f"T must be a non-negative whole number of units, got {T!r}")
+    return w, d, p
+
+
+def guaranteed_units(weights: np.ndarray, demands: np.ndarray, T: int, phi: float) -> np.ndarray:
+    """Algorithm 1 line 1 with the floor of spec §5.1: ``min(floor(phi*w_i*T/W), d_i)``, as ints."""
+    # +1e-9 so that a share that is whole in exact arithmetic (0.7*30/3 = 7) is not floored to 6 by
+    # float round-off; no real share lies within 1e-9 below an integer for T < 1e6 units.
+    share = np.floor(phi * weights * T / weights.sum() + 1e-9)
+    return np.minimum(share, np.floor(demands)).astype(np.int64)
+
+
+def etf_allocate(weights: ArrayLike, demands: ArrayLike | None, power: ArrayLike, T: int, phi: float,
+                 tie: str = "lowest_index") -> np.ndarray:
+    """Algorithm 1 "Compute time slice", exactly; returns whole units per app (int64 array).
+
+    :param weights: ``w_i > 0``.
+    :param demands: ``d_i`` in units per interval (``inf`` for backlogged apps); ``None`` = all backlogged.
+    :param power: ``P_i > 0`` (W, or any consistent unit).
+    :param T: the scheduling interval in whole units.
+    :param phi: time-fair factor in [0, 1].
+    :param tie: only ``"lowest_index"`` (spec §10.3; the authors' code breaks ties FIFO).
+
+    Weighted energies are compared exactly as Algorithm 1 computes them, ``t*P/w`` in float64.
+    Complexity O(N + R log N) for R units handed out in step 2.
+    """
+    if tie != "lowest_index":
+        raise ValueError(f"tie={tie!r} is not supported; allowed: ('lowest_index',)")
+    w, d, p = validate_inputs(weights, demands, power, phi, T, whole_demands=True)
+    slices = guaranteed_units(w, d, int(T), float(phi))
+    remaining = int(T) - int(slices.sum())
+    demand_units = np.minimum(d, T).astype(np.int64)  # no app can use more than the interval
+    # Heap of (weighted energy, index) over apps whose demand is not met (Alg. 1 lines 4-8).
+    heap = [(float(slices[i]) * p[i] / w[i], i) for i in range(w.size) if slices[i] < demand_units[i]]
+    heapq.heapify(heap)
+    out = slices.tolist()
+    while remaining > 0 and heap:
+        _, k = heapq.heappop(heap)
+        out[k] += 1
+        remaining -= 1
+        if out[k] < demand_units[k]:
+            heapq.heappush(heap, (out[k] * p[k] / w[k], k))
+    return np.asarray(out, dtype=np.int64)
+
+
+def etf_waterfill(weights: ArrayLike, demands: ArrayLike | None, power: ArrayLike, T: float, phi: float,
+                  floor_guarantee: bool = False) -> np.ndarray:
+    """Continuous ETF (spec §2.3): ``T_i = clip(lam*w_i/P_i, m_i, d_i)`` with ``sum T_i = T``.
+
+    ``m_i = min(phi*w_i*T/W, d_i)``; with ``floor_guarantee`` the guarantee is floored like Alg. 1's,
+    which is the comparison the spec's discrete-vs-continuous bound (< N-1 units) refers to. If every
+    demand fits, ``T_i = d_i`` (the GPU idles for the rest).
+    """
+    w, d, p = validate_inputs(weights, demands, power, phi)
+    if T < 0:
+        raise ValueError(f"T must be >= 0, got {T}")
+    if floor_guarantee:
+        m = guaranteed_units(w, d, int(T), float(phi)).astype(float)
+    else:
+        m = np.minimum(phi * w * T / w.sum(), d)
+    if np.sum(np.minimum(d, T)) <= T:
+        return np.minimum(d, T).astype(float)
+    slope = w / p  # T_i = lam * slope_i inside the clip
+    return _clip_level_solve(slope, m, d, T)
+
+
+def _clip_level_solve(slope: np.ndarray, low: np.ndarray, high: np.ndarray, total: float) -> np.ndarray:
+    """Solve ``sum clip(lam*slope_i, low_i, high_i) = total`` exactly (piecewise linear in lam)."""
+    if np.sum(low) >= total:  # the guarantees alone fill the interval
+        return low.copy()
+    if np.sum(high) <= total:  # every cap fits
+        return high.astype(float)
+    breaks = np.unique(np.concatenate([low / slope, high / slope]))
+    breaks = breaks[np.isfinite(breaks)]
+    fill = lambda lam: np.clip(lam * slope, low, high)  # noqa: E731
+    sums = np.array([fill(b).sum() for b in breaks])
+    k = int(np.searchsorted(sums, total))
+    if k == len(breaks):  # beyond the last finite breakpoint only uncapped apps grow
+        lam0, base = (breaks[-1], sums[-1]) if len(breaks) else (0.0, fill(0.0).sum())
+        growing = np.isinf(high) & (lam0 * slope >= low)
+        lam = lam0 + (total - base) / slope[growing].sum()
+        return fill(lam)
+    if k == 0:
+        return fill(breaks[0])
+    lam_lo, lam_hi = breaks[k - 1], breaks[k]
+    s_lo, s_hi = sums[k - 1], sums[k]
+    lam = lam_lo + (total - s_lo) * (lam_hi - lam_lo) / (s_hi - s_lo)
+    return fill(lam)
+
+
+def phi_fair(weights: ArrayLike, power: ArrayLike) -> float:
+    """Largest phi for which backlogged ETF is exactly weighted EF: ``W / (P_max * sum_k w_k/P_k)``.
+
+    Two equal-weight apps with disparity r: ``2/(1+r)``; at 2:1 with the heavy app high-power,
+    ``3/(2+r)`` (spec §2.3).
+    """
+    w, _, p = validate_inputs(weights, None, power, 0.0)
+    return float(w.sum() / (p.max() * np.sum(w / p)))
+
+
+def time_fair_allocation(weights: ArrayLike, T: float) -> np.ndarray:
+    """Eq. 5: ``T_i^TF = w_i/W * T`` (continuous)."""
+    w = np.asarray(weights, dtype=float)
+    if np.any(w <= 0) or not np.all(np.isfinite(w)):
+        raise ValueError(f"weights must be finite and > 0, got {w.tolist()}")
+    return w / w.sum() * T
+
+
+def energy_fair_allocation(weights: ArrayLike, power: ArrayLike, T: float) -> np.ndarray:
+    """Corrected Eq. 2 (erratum E1): ``T_i^EF = (w_i/P_i) / sum_k(w_k/P_k) * T`` (continuous)."""
+    w, _, p = validate_inputs(weights, None, power, 0.0)
+    share = w / p
+    return share / share.sum() * T
+
+
+def largest_remainder(quotas: ArrayLike, total: int, caps: ArrayLike | None = None) -> np.ndarray:
+    """Round non-negative ``quotas`` to whole units summing to ``total`` (Hamilton's method).
+
+    Leftover units go to the largest fractional parts (ties to the lowest index). With ``caps``, an
+    app never gets more than its cap; overflow is redistributed over the uncapped apps
+    proportionally to their quotas, repeatedly (spec §9.2 action mapping). Fewer than ``total``
+    units are handed out only when every app is at its cap.
+    """
+    q = np.asarray(quotas, dtype=float).ravel()
+    if np.any(q < 0) or not np.all(np.isfinite(q)):
+        raise ValueError(f"quotas must be finite and >= 0, got {q.tolist()}")
+    cap_list = None if caps is None else [int(c) for c in np.asarray(caps).ravel()]
+    return np.asarray(largest_remainder_list(q.tolist(), int(total), cap_list), dtype=np.int64)
+
+
+def largest_remainder_list(quotas: list[float], total: int, caps: list[int] | None = None) -> list[int]:
+    """:func:`largest_remainder` on plain lists (the env's hot path; no validation)."""
+    n = len(quotas)
+    out = [0] * n
+    caps = [total] * n if caps is None else caps
+    live = [q if c > 0 else 0.0 for q, c in zip(quotas, caps)]
+    left = total
+    while left > 0:
+        mass = sum(live)
+        if mass <= 0.0:  # every positive quota is capped: spread over the apps with room
+            live = [1.0 if o < c else 0.0 for o, c in zip(out, caps)]
+            mass = sum(live)
+            if mass <= 0.0:
+                break
+        scale = left / mass
+        units = _hamilton([q * scale for q in live], left)
+        capped = False
+        for i in range(n):
+            give = units[i]
+            if give:
+                room = caps[i] - out[i]
+                if give >= room:
+                    give = room
+                    live[i] = 0.0
+                    capped = True
+                out[i] += give
+                left -= give
+        if not capped:
+            break
+    return out
+
+
+def _hamilton(share: list[float], total: int) -> list[int]:
+    # +1e-9: a quota that is whole in exact arithmetic (2.9999999999999996) is not floored down.
+    floors = [int(x + 1e-9) for x in share]  # shares are >= 0, so int() is floor
+    rest = total - sum(floors)
+    if rest > 0:  # the largest remainders get one more unit; ties go to the lowest index
+        ranked = sorted(zip([f - x for f, x in zip(floors, share)], range(len(share))))
+        for _, i in ranked[:rest]:
+            floors[i] += 1
+    elif rest < 0:  # only reachable through the nudge: take back from the smallest remainders
+        for _, i in sorted(zip([x - f for f, x in zip(floors, share)], range(len(share)))):
+            if rest == 0:
+                break
+            if floors[i] > 0:
+                floors[i] -= 1
+                rest += 1
+    return floors
+
+
+def etf_continuous_bound(n_apps: int) -> float:
+    """Spec §2.3: with the same floored guarantee, Alg. 1 and water-filling differ by < max(1, N-1)."""
+    return float(max(1, n_apps - 1))
+
+
+__all__ = [
+    "energy_fair_allocation",
+    "etf_allocate",
+    "etf_continuous_bound",
+    "etf_waterfill",
+    "guaranteed_units",
+    "largest_remainder",
+    "largest_remainder_list",
+    "phi_fair",
+    "time_fair_allocation",
+    "validate_inputs",
+]

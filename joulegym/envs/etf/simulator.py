@@ -1,0 +1,253 @@
+"""Fluid simulator of one time-shared GPU with per-app DVFS (ETF spec §9.1 ``fluid``).
+
+Time advances in decision epochs of ``epoch_s`` seconds. Each epoch is ``epoch_s / (T_units*unit_s)``
+identical scheduling rounds; in each round app ``i`` runs for ``u_i`` units at its own frequency and
+profile power. So over the epoch it gets ``time_i = epoch_s * u_i / T_units`` seconds of GPU time and
+``energy_i = P_i * time_i`` joules: the profile-based accounting of the authors' code ("E = P x t").
+
+Apps arrive and depart at epoch boundaries (Fig. 9's timeline, the random mix). An arriving app
+takes the lowest free slot and keeps it until it leaves. Everything the paper reports over a run is
+kept in running accumulators (no recomputation over the history in a step).
+
+The per-slot state is kept in plain Python lists: with at most a handful of slots, list arithmetic
+is several times faster than numpy's per-call overhead, and this loop is an RL inner loop
+(``benchmarks/bench_envs.py``). No Gymnasium here: ``reset(apps)``, ``apply(units)``, ``advance()``,
+``metrics()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from joulegym.devices import Device
+from joulegym.envs.etf.metrics import jain, min_max
+from joulegym.workloads.inference import InferenceApp
+
+
+class EpochResult(NamedTuple):
+    """What happened in one epoch, per slot (lists of length ``max_apps``)."""
+
+    units: list[int]  # whole units per round given to each slot
+    time_s: list[float]  # GPU seconds in the epoch
+    energy_j: list[float]  # joules in the epoch
+    inferences: list[float]  # completed inferences (fluid: time / service time)
+    active: list[bool]  # the slots that were active
+
+
+class ETFSimulator:
+    """Time-shared GPU with ``max_apps`` tenant slots.
+
+    :param device: the device preset (profiles per model and frequency).
+    :param max_apps: number of slots ``N_max``.
+    :param T_units: scheduling interval T in whole units.
+    :param unit_s: the length of one unit (s).
+    :param epoch_s: decision epoch length D (s); a whole number of intervals.
+    :param horizon: number of epochs H.
+    """
+
+    def __init__(self, device: Device, *, max_apps: int, T_units: int, unit_s: float, epoch_s: float,
+                 horizon: int) -> None:
+        rounds = epoch_s / (T_units * unit_s)
+        if abs(rounds - round(rounds)) > 1e-9 or round(rounds) < 1:
+            raise ValueError(
+                f"epoch_s must be a whole number (>= 1) of intervals T_units*unit_s = {T_units * unit_s} s, "
+                f"got epoch_s={epoch_s}"
+            )
+        self.device = device
+        self.max_apps = int(max_apps)
+        self.T_units = int(T_units)
+        self.unit_s = float(unit_s)
+        self.epoch_s = float(epoch_s)
+        self.horizon = int(horizon)
+        self._seconds_per_unit = self.epoch_s / self.T_units
+        n = self.max_apps
+        self.active = [False] * n
+        self.weight = [1.0] * n
+        self.power_w = [1.0] * n
+        self.service_s = [1.0] * n
+        self.demand_units = [math.inf] * n
+        self.frequency_mhz = [0.0] * n
+        self.slot_app = [-1] * n  # index in self.apps, -1 if free
+        self.apps: list[InferenceApp] = []
+        self.epoch = 0
+
+    # --- episode control -----------------------------------------------------------------------
+    def reset(self, apps: Sequence[InferenceApp]) -> None:
+        """Start an episode with ``apps`` (their arrival/departure epochs form the timeline)."""
+        self.apps = list(apps)
+        if not self.apps:
+            raise ValueError("apps must hold at least one application")
+        m = len(self.apps)
+        n = self.max_apps
+        self.active[:] = [False] * n
+        self.slot_app[:] = [-1] * n
+        self.epoch = 0
+        self.app_time_s = [0.0] * m
+        self.app_energy_j = [0.0] * m
+        self.app_inferences = [0.0] * m
+        self.app_epochs = [0] * m
+        self.app_weight = [a.weight for a in self.apps]
+        self.app_params = [a.service_time_and_power(self.device) for a in self.apps]
+        self.history: list[tuple[tuple[int, ...], tuple[float, ...]]] = []  # (units, power_w) per epoch
+        self._arrivals = sorted(range(m), key=lambda k: (self.apps[k].arrival, k))
+        self._next_arrival = 0
+        self._update_membership()
+
+    @property
+    def done(self) -> bool:
+        """No app is present and none will arrive (a dynamic scenario that has emptied)."""
+        return not any(self.active) and self._next_arrival >= len(self._arrivals)
+
+    @property
+    def truncated(self) -> bool:
+        return self.epoch >= self.horizon
+
+    def active_mask(self) -> np.ndarray:
+        return np.array(self.active, dtype=bool)
+
+    def _update_membership(self) -> bool:
+        """Apply departures then arrivals for the current epoch; True if the active set changed."""
+        changed = False
+        for slot in range(self.max_apps):
+            if self.active[slot]:
+                departure = self.apps[self.slot_app[slot]].departure
+                if departure is not None and departure <= self.epoch:
+                    self.active[slot] = False
+                    self.slot_app[slot] = -1
+                    changed = True
+        while self._next_arrival < len(self._arrivals):
+            k = self._arrivals[self._next_arrival]
+            if self.apps[k].arrival > self.epoch:
+                break
+            if all(self.active):
+                raise ValueError(
+                    f"more than max_apps={self.max_apps} apps are present at epoch {self.epoch}; "
+                    "raise max_apps or thin the timeline"
+                )
+            self._occupy(self.active.index(False), k)
+            self._next_arrival += 1
+            changed = True
+        return changed
+
+    def _occupy(self, slot: int, app_index: int) -> None:
+        app = self.apps[app_index]
+        service_s, power_w = self.app_params[app_index]
+        self.active[slot] = True
+        self.slot_app[slot] = app_index
+        self.weight[slot] = app.weight
+        self.power_w[slot] = power_w
+        self.service_s[slot] = service_s
+        self.frequency_mhz[slot] = app.frequency_mhz
+        self.demand_units[slot] = self.demand_for(app, service_s)
+
+    def demand_for(self, app: InferenceApp, service_s: float) -> float:
+        """Units per interval an open-loop app needs: rate x service time x T, rounded up; inf if backlogged."""
+        if app.demand_rps is None:
+            return math.inf
+        busy_fraction = app.demand_rps * service_s
+        return float(min(math.ceil(busy_fraction * self.T_units - 1e-9), self.T_units))
+
+    def set_frequency(self, slot: int, frequency_mhz: float) -> None:
+        """Per-app DVFS: move the occupant of ``slot`` to another level (TenantDVFS env)."""
+        if not self.active[slot]:
+            raise ValueError(f"slot {slot} is not active")
+        app = self.apps[self.slot_app[slot]]
+        service_s, power_w = self.tenant_profile(app, frequency_mhz)
+        self.frequency_mhz[slot] = frequency_mhz
+        self.service_s[slot] = service_s
+        self.power_w[slot] = power_w
+        self.demand_units[slot] = self.demand_for(app, service_s)
+
+    def tenant_profile(self, app: InferenceApp, frequency_mhz: float) -> tuple[float, float]:
+        """``(service s, W)`` of ``app`` at another level; a power override scales the whole curve."""
+        profile = self.device.profile(app.model)
+        service_s, power_w = profile.at(frequency_mhz)
+        if app.power_w is not None:
+            power_w *= app.power_w / profile.at(app.frequency_mhz)[1]
+        return service_s, power_w
+
+    # --- one epoch -----------------------------------------------------------------------------
+    def apply(self, units: Sequence[int], *, check: bool = True) -> EpochResult:
+        """Run the current epoch with ``units`` per round per slot (ints, 0 on free slots, sum <= T).
+
+        ``check=False`` skips validation, for callers that built ``units`` themselves (the envs).
+        """
+        active = self.active
+        if check:
+            units = self._checked_units(units)
+        scale = self._seconds_per_unit
+        time_s = [u * scale for u in units]
+        energy_j = [p * t for p, t in zip(self.power_w, time_s)]
+        inferences = [t / s for t, s in zip(time_s, self.service_s)]
+        app_time, app_energy, app_inf, app_epochs = (self.app_time_s, self.app_energy_j, self.app_inferences,
+                                                     self.app_epochs)
+        for slot, k in enumerate(self.slot_app):
+            if k >= 0:
+                app_time[k] += time_s[slot]
+                app_energy[k] += energy_j[slot]
+                app_inf[k] += inferences[slot]
+                app_epochs[k] += 1
+        if self.epoch < self.horizon:
+            self.history.append((tuple(units), tuple(self.power_w)))
+        return EpochResult(units, time_s, energy_j, inferences, list(active))
+
+    def _checked_units(self, units: Sequence[int]) -> list[int]:
+        if len(units) != self.max_apps:
+            raise ValueError(f"units must have length {self.max_apps}, got {len(units)}")
+        if any(int(u) != u for u in units):
+            raise ValueError(f"units must be whole numbers, got {list(units)}")
+        units = [int(u) for u in units]
+        if sum(units) > self.T_units or min(units) < 0 or any(u and not a for u, a in zip(units, self.active)):
+            raise ValueError(f"units must be >= 0, 0 on free slots and sum to <= T={self.T_units}, got {units}")
+        return units
+
+    def advance(self) -> bool:
+        """Move to the next epoch; True if the active set changed."""
+        self.epoch += 1
+        return self._update_membership()
+
+    # --- results -------------------------------------------------------------------------------
+    def metrics(self) -> dict[str, float | np.ndarray]:
+        """The paper's metrics over the run so far (§6.1), over every app present so far.
+
+        Time and energy are normalised by weight and by the number of epochs each app was present,
+        so that apps with different lifetimes (Fig. 9, random mix) are compared as rates; for the
+        static scenarios this is exactly the paper's F_T / F_E over the whole run. Jain's index of
+        the same normalised values is an extra.
+        """
+        time_rate, energy_rate = [], []
+        for time_s, energy_j, epochs, weight in zip(self.app_time_s, self.app_energy_j, self.app_epochs,
+                                                    self.app_weight):
+            if epochs:
+                inv = 1.0 / (epochs * weight)
+                time_rate.append(time_s * inv)
+                energy_rate.append(energy_j * inv)
+        f_t, f_e = min_max(time_rate), min_max(energy_rate)
+        total_energy = sum(self.app_energy_j)
+        elapsed = max(self.epoch, 1) * self.epoch_s
+        return {
+            "time_fairness": f_t,
+            "energy_fairness": f_e,
+            "system_fairness": min(f_t, f_e),
+            "jain_time": jain(time_rate),
+            "jain_energy": jain(energy_rate),
+            "total_energy_j": total_energy,
+            "gpu_utilisation": sum(self.app_time_s) / elapsed,
+            "app_time_s": np.array(self.app_time_s),
+            "app_energy_j": np.array(self.app_energy_j),
+            "app_inferences": np.array(self.app_inferences),
+        }
+
+    def history_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(units, time_s, energy_j)`` per epoch x slot, for plots."""
+        if not self.history:
+            zeros = np.zeros((0, self.max_apps))
+            return zeros.astype(np.int64), zeros, zeros
+        units = np.array([h[0] for h in self.history], dtype=np.int64)
+        power = np.array([h[1] for h in self.history])
+        time_s = units * self._seconds_per_unit
+        return units, time_s, time_s * power

@@ -1,0 +1,124 @@
+"""ETF named scenarios (ETF spec §9.5) and the registration of the three ETF env kinds.
+
+The paper-figure scenarios (``toy-*``, ``tx2-fig*``, ``a10g-fig8*``) set ``guarantee_mode="none"``:
+on ``ETF-v0`` the agent then chooses the whole split, so TF, EF and ETF(phi) are all expressible
+and the default reward is the paper's F_S (spec §9.2, "use this for the paper-metric benchmark").
+The training scenarios (``random-mix``, ``open-loop``) and the base id keep the default
+``guarantee_mode="project"`` with the ``etf`` reward, under which Algorithm 1 is optimal.
+
+Each scenario is data: overrides of :meth:`joulegym.envs.etf.common.ETFBaseEnv.default_config`.
+Frequencies are TX2 GPU levels in MHz; ``726.75``/``1032.75``/``1300.5`` are the paper's "726",
+"1032" and "1300". Where the paper is silent the spec's defaults are used (marked [A] there):
+Fig. 9's nested timeline, Fig. 10's phi = 0.7 with A2 at 1032.75 MHz, the random mix.
+"""
+
+from __future__ import annotations
+
+from joulegym.devices.presets.a10g import A10G_MAX_MHZ
+from joulegym.devices.presets.jetson_tx2 import TX2_GPU_LEVELS_MHZ
+from joulegym.devices.presets.toy import TOY_MHZ
+from joulegym.scenarios.registry import register_kind
+from joulegym.scenarios.schema import Scenario
+
+ALL = ("ETF", "ETFPhi", "ETFDVFS")
+NO_DVFS = ("ETF", "ETFPhi")  # single-frequency devices, or tenants that may leave
+PHI_FIXED = ("ETF", "ETFDVFS")  # scenarios that pin phi (the knob env chooses phi itself)
+PHI_GRID = tuple(round(0.1 * k, 1) for k in range(11))
+
+R50_MAX = {"model": "resnet50", "frequency_mhz": 1300.5}
+MNV2_726 = {"model": "mobilenetv2", "frequency_mhz": 726.75}
+FIG5_APPS = [R50_MAX, MNV2_726]
+FIG11_APPS = [{**R50_MAX, "weight": 2.0}, {**MNV2_726, "weight": 1.0}]
+A10G_APPS = [{"model": "gpt2", "frequency_mhz": A10G_MAX_MHZ}, {"model": "mobilenetv2", "frequency_mhz": A10G_MAX_MHZ}]
+RANDOM_MIX = {"models": ["resnet18", "resnet50", "mobilenetv2"], "weights": [1.0, 2.0],
+              "initial_apps": [2, 3, 4], "arrival_rate": 0.05, "mean_lifetime": 20.0}
+
+
+PAPER = {"guarantee_mode": "none"}
+
+
+def _phi_grid(prefix: str, description: str, config: dict, kinds: tuple[str, ...]) -> list[Scenario]:
+    return [
+        Scenario(f"{prefix}-phi{phi:.1f}", f"{description}, phi = {phi:.1f}", {**config, "phi": phi}, kinds)
+        for phi in PHI_GRID
+    ]
+
+
+def _paper(scenario: Scenario) -> Scenario:
+    """A paper-figure scenario: the whole split is the agent's (``guarantee_mode="none"``)."""
+    return Scenario(scenario.name, scenario.description, {**PAPER, **scenario.config}, scenario.kinds)
+
+
+def _build() -> list[Scenario]:
+    scenarios = [
+        Scenario("toy-fig3", "Fig. 3 toy: A/B/C at 2/3/8 W, T = 30 units, phi = 0.7, one interval",
+                 {"device": "toy-etf", "horizon": 1, "T_units": 30, "unit_s": 1 / 30, "epoch_s": 1.0,
+                  "apps": [{"model": m, "frequency_mhz": TOY_MHZ} for m in ("toy-a", "toy-b", "toy-c")]},
+                 NO_DVFS),
+        Scenario("toy-fig3-lemma2", "Fig. 3 toy with C at 10 W (Lemma 2's glutton: same time, more energy)",
+                 {"device": "toy-etf", "horizon": 1, "T_units": 30, "unit_s": 1 / 30, "epoch_s": 1.0,
+                  "apps": [{"model": "toy-a", "frequency_mhz": TOY_MHZ}, {"model": "toy-b", "frequency_mhz": TOY_MHZ},
+                           {"model": "toy-c", "frequency_mhz": TOY_MHZ, "power_w": 10.0}]},
+                 NO_DVFS),
+        Scenario("tx2-fig5", "Fig. 5: ResNet50@1300.5 vs MobileNetV2@726.75 MHz on a TX2, 1:1, phi = 0.7",
+                 {"apps": FIG5_APPS}, ALL),
+        Scenario("tx2-fig5-text4x", "Fig. 5 with MobileNetV2 at 1065 mW (the text's 4x disparity)",
+                 {"apps": [R50_MAX, {"model": "mobilenetv2-text4x", "frequency_mhz": 726.75}]}, ALL),
+    ]
+    for index, level in enumerate(TX2_GPU_LEVELS_MHZ):
+        scenarios.append(Scenario(
+            f"tx2-fig6-f{index}", f"Fig. 6: ResNet50@1300.5 vs ResNet50@{level} MHz (disparity sweep)",
+            {"apps": [R50_MAX, {"model": "resnet50", "frequency_mhz": level}]}, ALL))
+    scenarios.append(Scenario(
+        "tx2-fig6-random", "Fig. 6 with A2's frequency drawn at every reset",
+        {"apps": [R50_MAX, {"model": "resnet50", "frequency_mhz": 1300.5}], "random_frequency_apps": [1]}, ALL))
+    scenarios += _phi_grid("tx2-fig7", "Fig. 7: Fig. 5 apps", {"apps": FIG5_APPS}, PHI_FIXED)
+    scenarios.append(Scenario("tx2-phi-random", "Fig. 5 apps with phi drawn from {0, 0.1, ..., 1} at every reset",
+                              {"apps": FIG5_APPS, "phi_choices": list(PHI_GRID)}, PHI_FIXED))
+    scenarios.append(Scenario("a10g-fig8", "Fig. 8: GPT-2 vs MobileNetV2 on an A10G at max frequency (r = 2.2)",
+                              {"device": "a10g", "apps": A10G_APPS}, NO_DVFS))
+    scenarios += _phi_grid("a10g-fig8", "Fig. 8: A10G GPT-2 vs MobileNetV2", {"device": "a10g", "apps": A10G_APPS},
+                           ("ETF",))
+    scenarios.append(Scenario(
+        "tx2-fig9-dynamic",
+        "Fig. 9: ResNet50 @1300.5 [0,100), @1032.75 [10,90), @726.75 [30,70) epochs; phi = 0.7",
+        {"horizon": 100, "apps": [
+            {"model": "resnet50", "frequency_mhz": 1300.5, "arrival": 0},
+            {"model": "resnet50", "frequency_mhz": 1032.75, "arrival": 10, "departure": 90},
+            {"model": "resnet50", "frequency_mhz": 726.75, "arrival": 30, "departure": 70}]},
+        ALL))
+    scenarios.append(Scenario(
+        "tx2-fig10-incentive", "Fig. 10: ResNet50@1300.5 vs ResNet50@1032.75 (A2 trades speed for time share)",
+        {"apps": [R50_MAX, {"model": "resnet50", "frequency_mhz": 1032.75}], "tenant_app": 1}, ALL))
+    scenarios.append(Scenario(
+        "tx2-fig10-same", "Fig. 10 left bars: both ResNet50 at 1300.5 MHz",
+        {"apps": [R50_MAX, dict(R50_MAX)], "tenant_app": 1}, ALL))
+    scenarios.append(Scenario("tx2-fig11-weights", "Fig. 11: Fig. 5 apps with weights 2:1, phi = 0.7",
+                              {"apps": FIG11_APPS}, ALL))
+    scenarios += _phi_grid("tx2-fig11", "Fig. 11: Fig. 5 apps at 2:1", {"apps": FIG11_APPS}, PHI_FIXED)
+    scenarios = [_paper(s) for s in scenarios]
+    scenarios.append(Scenario(
+        "random-mix", "training mix: 2-4 TX2 tenants (R18/R50/MNv2 x 13 levels, w 1|2), arrivals, random phi",
+        {"mix": dict(RANDOM_MIX), "phi_choices": list(PHI_GRID)}, NO_DVFS))
+    scenarios.append(Scenario(
+        "open-loop", "random mix with open-loop request rates (finite demands exercise Alg. 1's cap)",
+        {"mix": {**RANDOM_MIX, "demand_load": [0.1, 0.6]}}, NO_DVFS))
+    return scenarios
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
+
+KINDS = {
+    "ETF": ("joulegym.envs.etf.time_share:TimeShareEnv",
+            "ETF time-share: the agent splits each scheduling interval among the apps"),
+    "ETFPhi": ("joulegym.envs.etf.phi_knob:PhiKnobEnv",
+               "ETF phi knob: the agent sets the time-fair factor phi each epoch"),
+    "ETFDVFS": ("joulegym.envs.etf.tenant_dvfs:TenantDVFSEnv",
+                "ETF tenant DVFS: one tenant picks its GPU frequency under a fixed scheduler"),
+}
+
+
+def register() -> None:
+    for kind, (entry_point, description) in KINDS.items():
+        register_kind(family="etf", kind=kind, entry_point=entry_point, description=description,
+                      scenarios=SCENARIOS.values())
