@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from joulegym.baselines.base import (
     Policy,
@@ -19,9 +20,11 @@ from joulegym.baselines.base import (
     spec,
 )
 
-FAMILY_MODULES = ("etf",)
+FAMILY_MODULES = ("etf", "emrf", "powerflow")
 
 for _family in FAMILY_MODULES:
+    if importlib.util.find_spec(f"joulegym.baselines.{_family}") is None:  # TODO(integration): drop guard
+        continue
     importlib.import_module(f"joulegym.baselines.{_family}")
 
 __all__ = [

@@ -4,9 +4,9 @@ The evaluation loop (:mod:`joulegym.evaluation.runner`) is the same for every fa
 policy: it reads the episode return and the scalar entries of ``info["metrics"]`` at the end of an
 episode. What differs per family is registered here:
 
-- ``episode_plot(trace, env) -> matplotlib Figure``: the per-episode plot ``evaluate.py`` writes
-  (``trace`` is a :class:`joulegym.evaluation.runner.EpisodeTrace`: per-step actions, rewards and
-  infos of one episode; ``env`` is the unwrapped env after that episode).
+- ``episode_plot(traces, env_id) -> matplotlib Figure``: the per-episode plot ``evaluate.py`` writes;
+  ``traces`` maps a policy label to the :class:`joulegym.evaluation.runner.EpisodeTrace` of its first
+  evaluation episode (per-step rewards and infos). Without it a generic reward-over-time plot is drawn.
 - ``summary_plot(results, out_dir) -> list[Path]``: extra figures over all policies (e.g. EMRF's
   efficiency/fairness front, PowerFlow's JCT-vs-energy curves); ``results`` is the per-episode
   :class:`pandas.DataFrame` that ``evaluate.py`` writes as CSV.
@@ -21,7 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-FAMILY_HOOK_MODULES = {"etf": "joulegym.evaluation.etf"}
+FAMILY_HOOK_MODULES = {
+    "etf": "joulegym.evaluation.etf",
+    "emrf": "joulegym.evaluation.emrf",
+    "powerflow": "joulegym.evaluation.powerflow",
+}
 
 
 @dataclass

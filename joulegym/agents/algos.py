@@ -1,0 +1,120 @@
+"""SB3 / sb3-contrib algorithms by name, their hyperparameter files, and model construction.
+
+Hyperparameters live in ``hyperparams/<algo>.yml`` in the rl-zoo3 format: a mapping from env id to
+keyword arguments of the algorithm, with ``default`` for ids not listed. ``policy`` names the SB3
+policy class (``MlpPolicy``); everything else goes to the algorithm's constructor. A user file
+given to ``train.py --hyperparams`` overrides the packaged one key by key.
+
+==================  =====================  =====================================================
+name                class                  action spaces
+==================  =====================  =====================================================
+``ppo``             ``stable_baselines3``  Box, Discrete, MultiDiscrete (the default algorithm)
+``a2c``             ``stable_baselines3``  Box, Discrete, MultiDiscrete
+``sac``, ``td3``    ``stable_baselines3``  Box
+``dqn``             ``stable_baselines3``  Discrete
+``maskable_ppo``    ``sb3_contrib``        Discrete, MultiDiscrete (uses the env's ``action_masks()``)
+==================  =====================  =====================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import yaml
+
+
+@dataclass(frozen=True)
+class AlgoSpec:
+    name: str
+    module: str
+    cls: str
+    spaces: tuple[type[gym.Space], ...]
+
+    def load_class(self):
+        try:
+            module = importlib.import_module(self.module)
+        except ImportError as err:  # pragma: no cover - depends on the install
+            raise ImportError(
+                f"algo {self.name!r} needs {self.module.split('.')[0]}: pip install 'joulegym[train]'"
+            ) from err
+        return getattr(module, self.cls)
+
+
+_BOX, _DISC, _MULTI = gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete
+ALGOS: dict[str, AlgoSpec] = {
+    "ppo": AlgoSpec("ppo", "stable_baselines3", "PPO", (_BOX, _DISC, _MULTI)),
+    "a2c": AlgoSpec("a2c", "stable_baselines3", "A2C", (_BOX, _DISC, _MULTI)),
+    "sac": AlgoSpec("sac", "stable_baselines3", "SAC", (_BOX,)),
+    "td3": AlgoSpec("td3", "stable_baselines3", "TD3", (_BOX,)),
+    "dqn": AlgoSpec("dqn", "stable_baselines3", "DQN", (_DISC,)),
+    "maskable_ppo": AlgoSpec("maskable_ppo", "sb3_contrib", "MaskablePPO", (_DISC, _MULTI)),
+}
+
+
+def algo_spec(name: str) -> AlgoSpec:
+    key = name.lower().replace("-", "_")
+    if key not in ALGOS:
+        raise ValueError(f"algo={name!r} is unknown; allowed: {sorted(ALGOS)}")
+    return ALGOS[key]
+
+
+def check_algo_supports(name: str, action_space: gym.Space) -> None:
+    """``ValueError`` if ``name`` cannot act in ``action_space`` (e.g. DQN on a Box)."""
+    spec = algo_spec(name)
+    if not isinstance(action_space, spec.spaces):
+        allowed = sorted(n for n, s in ALGOS.items() if isinstance(action_space, s.spaces))
+        raise ValueError(
+            f"algo={name!r} does not support {type(action_space).__name__} actions; allowed for this env: {allowed}"
+        )
+
+
+def load_hyperparams(algo: str, env_id: str, override_file: str | Path | None = None) -> dict[str, Any]:
+    """The packaged hyperparameters of ``algo`` for ``env_id`` (``default`` if not listed), then overrides."""
+    spec = algo_spec(algo)
+    text = resources.files("joulegym.agents").joinpath("hyperparams", f"{spec.name}.yml").read_text()
+    params = _pick(yaml.safe_load(text) or {}, env_id)
+    if override_file is not None:
+        path = Path(override_file)
+        if not path.is_file():
+            raise ValueError(f"hyperparams file {str(path)!r} does not exist")
+        data = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"hyperparams file {str(path)!r} must hold a mapping (env id or 'default' -> kwargs)")
+        params.update(_pick(data, env_id))
+    return params
+
+
+def _pick(data: dict[str, Any], env_id: str) -> dict[str, Any]:
+    short = env_id.split("/", 1)[-1]
+    for key in (env_id, short, "default"):
+        if key in data:
+            return dict(data[key] or {})
+    return {}
+
+
+def make_model(algo: str, env, *, seed: int, hyperparams: dict[str, Any], tensorboard_log: str | None = None,
+               verbose: int = 0):
+    """Instantiate ``algo`` on ``env`` (a VecEnv or Env) with ``hyperparams`` (``policy`` popped)."""
+    spec = algo_spec(algo)
+    check_algo_supports(spec.name, env.action_space)
+    params = dict(hyperparams)
+    policy = params.pop("policy", "MlpPolicy")
+    cls = spec.load_class()
+    try:
+        return cls(policy, env, seed=seed, tensorboard_log=tensorboard_log, verbose=verbose, device="cpu", **params)
+    except TypeError as err:
+        raise ValueError(f"hyperparameters {sorted(params)} are not all accepted by {spec.cls}: {err}") from err
+
+
+def load_model(algo: str, path: str | Path):
+    """Load a saved model of ``algo`` from ``path`` (a ``.zip`` written by ``train.py``)."""
+    spec = algo_spec(algo)
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"model file {str(path)!r} does not exist")
+    return spec.load_class().load(str(path), device="cpu")

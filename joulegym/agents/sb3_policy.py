@@ -1,0 +1,70 @@
+"""A trained SB3 model as a joulegym :class:`~joulegym.baselines.Policy` (DESIGN.md layer 6).
+
+The evaluation loop drives reference policies and trained agents the same way; this adapter is
+what makes that possible. Actions are deterministic by default (the leaderboard convention) and,
+for maskable algorithms, respect ``info["action_mask"]`` / the env's ``action_masks()``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from joulegym.agents.algos import algo_spec, load_model
+
+
+class SB3Policy:
+    """Wraps a Stable-Baselines3 model.
+
+    :param model: a trained SB3 / sb3-contrib model.
+    :param name: the name shown in leaderboards (e.g. ``"ppo"``).
+    :param deterministic: greedy actions (default) instead of sampling.
+    """
+
+    privileged = False
+
+    def __init__(self, model: Any, name: str = "agent", deterministic: bool = True) -> None:
+        self.model = model
+        self.name = name
+        self.deterministic = deterministic
+        self._env: gym.Env | None = None
+        self._masked = type(model).__name__.startswith("Maskable")
+
+    @classmethod
+    def load(cls, path: str | Path, algo: str | None = None, name: str | None = None,
+             deterministic: bool = True) -> SB3Policy:
+        """Load ``path`` (``model.zip``); the algorithm is read from the ``config.json`` beside it if not given."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "model.zip"
+        if algo is None:
+            config = path.with_name("config.json")
+            if not config.is_file():
+                raise ValueError(f"cannot tell the algorithm of {str(path)!r}: no config.json beside it; "
+                                 "pass it as ALGO:PATH (e.g. ppo:runs/x/model.zip)")
+            algo = json.loads(config.read_text())["algo"]
+        algo_spec(algo)
+        return cls(load_model(algo, path), name=name or algo, deterministic=deterministic)
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        if env.observation_space.shape != self.model.observation_space.shape:
+            raise ValueError(
+                f"model observation shape {self.model.observation_space.shape} does not match the env's "
+                f"{env.observation_space.shape}: the model was trained on another env/config"
+            )
+        self._env = env
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        kwargs: dict[str, Any] = {"deterministic": self.deterministic}
+        if self._masked:
+            mask = info.get("action_mask") if info else None
+            if mask is None and self._env is not None and hasattr(self._env.unwrapped, "action_masks"):
+                mask = self._env.unwrapped.action_masks()
+            if mask is not None:
+                kwargs["action_masks"] = np.asarray(mask, dtype=bool)
+        action, _ = self.model.predict(obs, **kwargs)
+        return action

@@ -1,0 +1,88 @@
+"""joulegym.evaluation.runner: parsing, the shared loop, summaries and the normalised score."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+
+import joulegym  # noqa: F401
+from joulegym import baselines
+from joulegym.evaluation.runner import (
+    EVAL_SEED_BASE,
+    bootstrap_ci,
+    eval_seeds,
+    evaluate,
+    iqm,
+    markdown_table,
+    normalised_scores,
+    parse_policies,
+    run_episode,
+    summarise,
+)
+
+ENV = "joulegym/ETF-tx2-fig5-v0"
+
+
+def test_parse_policies_forms():
+    env = gym.make(ENV)
+    entries = parse_policies("etf,etf-fixed-phi:phi=0.5,ppo:runs/x/model.zip", env)
+    assert [e.kind for e in entries] == ["reference", "reference", "agent"]
+    assert entries[1].kwargs == {"phi": 0.5} and entries[1].label == "etf-fixed-phi(phi=0.5)"
+    assert entries[2].name == "ppo" and entries[2].path == "runs/x/model.zip"
+    assert {e.name for e in parse_policies("all", env)} == set(baselines.applicable(env))
+
+
+@pytest.mark.parametrize(("text", "match"), [("nope", "unknown"), ("etf,etf", "twice"), ("", "at least one"),
+                                             ("etf-fixed-phi:phi", "key=value")])
+def test_parse_policies_errors(text, match):
+    with pytest.raises(ValueError, match=match):
+        parse_policies(text, gym.make(ENV))
+
+
+def test_eval_seeds_are_held_out():
+    assert eval_seeds(3) == [EVAL_SEED_BASE, EVAL_SEED_BASE + 1, EVAL_SEED_BASE + 2]
+    with pytest.raises(ValueError):
+        eval_seeds(0)
+
+
+def test_run_episode_row_matches_a_manual_loop():
+    env = gym.make(ENV)
+    row, trace = run_episode(env, baselines.make("etf"), seed=7, record=True, env_id=ENV)
+    obs, info = env.reset(seed=7)
+    policy = baselines.make("etf")
+    policy.reset(env)
+    total, steps, done = 0.0, 0, False
+    while not done:
+        obs, reward, term, trunc, info = env.step(policy.act(obs, info))
+        total += reward
+        steps += 1
+        done = term or trunc
+    assert row["return"] == pytest.approx(total) and row["length"] == steps == len(trace.rewards)
+    assert row["system_fairness"] == info["metrics"]["system_fairness"]
+
+
+def test_summary_score_and_table():
+    episodes, traces, skipped = evaluate(ENV, parse_policies("etf,tf,random", gym.make(ENV)), eval_seeds(2))
+    assert not skipped and set(traces) == {"etf", "tf", "random"}
+    summary = summarise(episodes, ("system_fairness",))
+    scores = dict(zip(summary["policy"], summary["score"], strict=True))
+    assert scores["random"] == pytest.approx(0.0)
+    assert max(scores["etf"], scores["tf"]) == pytest.approx(1.0)
+    table = markdown_table(summary, ["system_fairness"])
+    assert table.splitlines()[2].startswith("| etf")  # ETF has the best return on its own figure
+
+
+def test_normalised_score_needs_random_and_a_reference():
+    frame = pd.DataFrame({"policy": ["ppo", "etf"], "kind": ["agent", "reference"], "return_mean": [1.0, 2.0]})
+    assert np.isnan(normalised_scores(frame)).all()
+
+
+def test_iqm_and_bootstrap():
+    values = np.array([0.0, 1.0, 2.0, 3.0, 100.0, 4.0, 5.0, 6.0])
+    assert iqm(values) == pytest.approx(np.mean([2.0, 3.0, 4.0, 5.0]))
+    low, high = bootstrap_ci(values)
+    assert low < values.mean() < high
+    assert bootstrap_ci(values) == (low, high)  # deterministic
+    assert bootstrap_ci(np.array([2.0, 2.0])) == (2.0, 2.0)
