@@ -29,10 +29,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--env", default=DEFAULT_ENV,
                         help=f"env id (default {DEFAULT_ENV}); see python -m joulegym list")
     parser.add_argument("--algo", default="ppo", help="ppo (default), a2c, sac, td3, dqn, maskable_ppo")
-    parser.add_argument("--timesteps", type=int, default=100_000, help="total environment steps")
+    parser.add_argument("--timesteps", type=int, default=None,
+                        help="total environment steps (default: n_timesteps of the hyperparameters, else 100000)")
     parser.add_argument("--seed", type=int, default=0, help="training seed (evaluation uses held-out seeds)")
     parser.add_argument("--out", default=None, help="output directory (default runs/<env>-<algo>-s<seed>)")
-    parser.add_argument("--n-envs", type=int, default=1, help="parallel envs (DummyVecEnv)")
+    parser.add_argument("--n-envs", type=int, default=None,
+                        help="parallel envs in a DummyVecEnv (default: n_envs of the hyperparameters, else 1)")
     parser.add_argument("--env-kwargs", default="{}", help='JSON dict of gym.make kwargs, e.g. \'{"phi": 0.5}\'')
     parser.add_argument("--hyperparams", default=None, help="YAML file overriding the packaged hyperparameters")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -52,8 +54,8 @@ def parse_env_kwargs(text: str) -> dict[str, Any]:
     return value
 
 
-def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int = 100_000, seed: int = 0,
-          out: str | Path | None = None, n_envs: int = 1, env_kwargs: dict[str, Any] | None = None,
+def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = None, seed: int = 0,
+          out: str | Path | None = None, n_envs: int | None = None, env_kwargs: dict[str, Any] | None = None,
           hyperparams_file: str | Path | None = None, threads: int = 1, progress_bar: bool = True,
           tensorboard: bool = True, verbose: int = 0) -> Path:
     """Train ``algo`` on ``env_id`` and save it under ``out``; returns the path of ``model.zip``."""
@@ -63,15 +65,20 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int = 100_000
 
     import joulegym
     from joulegym.agents import check_algo_supports, load_hyperparams, make_model
+    from joulegym.agents.algos import split_run_keys
     from joulegym.agents.callbacks import EpisodeMetricsCallback
     from joulegym.evaluation.io import write_atomic
 
+    if env_id not in gym.registry:
+        raise ValueError(f"env={env_id!r} is not registered; see `python -m joulegym list`")
+    hyperparams = load_hyperparams(algo, env_id, hyperparams_file)
+    _, run_settings = split_run_keys(hyperparams)
+    timesteps = int(timesteps if timesteps is not None else run_settings.get("n_timesteps", 100_000))
+    n_envs = int(n_envs if n_envs is not None else run_settings.get("n_envs", 1))
     if timesteps < 1:
         raise ValueError(f"timesteps must be >= 1, got {timesteps}")
     if n_envs < 1:
         raise ValueError(f"n_envs must be >= 1, got {n_envs}")
-    if env_id not in gym.registry:
-        raise ValueError(f"env={env_id!r} is not registered; see `python -m joulegym list`")
     env_kwargs = dict(env_kwargs or {})
     torch.set_num_threads(max(1, threads))
     out_dir = Path(out) if out is not None else Path("runs") / f"{env_id.split('/')[-1]}-{algo}-s{seed}"
@@ -80,7 +87,6 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int = 100_000
     probe = gym.make(env_id, **env_kwargs)  # fails early with the env's own message on bad kwargs
     check_algo_supports(algo, probe.action_space)
     probe.close()
-    hyperparams = load_hyperparams(algo, env_id, hyperparams_file)
     vec_env = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs,
                            monitor_dir=str(out_dir / "monitor"))
     model = make_model(algo, vec_env, seed=seed, hyperparams=hyperparams,

@@ -97,12 +97,43 @@ def _pick(data: dict[str, Any], env_id: str) -> dict[str, Any]:
     return {}
 
 
+# rl-zoo3 keys that configure the run rather than the algorithm (consumed by train.py).
+RUN_KEYS = ("n_timesteps", "n_envs")
+UNSUPPORTED_ZOO_KEYS = ("normalize", "env_wrapper", "frame_stack", "callback", "vec_env_wrapper")
+
+
+def split_run_keys(hyperparams: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(algorithm kwargs, run settings)``; rl-zoo3 wrapper keys joulegym does not implement raise."""
+    params = dict(hyperparams)
+    unsupported = sorted(k for k in params if k in UNSUPPORTED_ZOO_KEYS)
+    if unsupported:
+        raise ValueError(f"hyperparameters {unsupported} (rl-zoo3 wrapper keys) are not supported by train.py; "
+                         f"supported run keys: {list(RUN_KEYS)}")
+    run = {k: params.pop(k) for k in RUN_KEYS if k in params}
+    if isinstance(params.get("policy_kwargs"), str):  # rl-zoo3 writes "dict(net_arch=[64, 64])"
+        params["policy_kwargs"] = _parse_dict_call(params["policy_kwargs"])
+    return params, run
+
+
+def _parse_dict_call(text: str) -> dict[str, Any]:
+    import ast
+
+    node = ast.parse(text.strip(), mode="eval").body
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
+            and not node.args):
+        raise ValueError(f"policy_kwargs must be a mapping or 'dict(key=literal, ...)', got {text!r}")
+    try:
+        return {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
+    except ValueError:
+        raise ValueError(f"policy_kwargs values must be literals, got {text!r}") from None
+
+
 def make_model(algo: str, env, *, seed: int, hyperparams: dict[str, Any], tensorboard_log: str | None = None,
                verbose: int = 0):
     """Instantiate ``algo`` on ``env`` (a VecEnv or Env) with ``hyperparams`` (``policy`` popped)."""
     spec = algo_spec(algo)
     check_algo_supports(spec.name, env.action_space)
-    params = dict(hyperparams)
+    params, _ = split_run_keys(hyperparams)
     policy = params.pop("policy", "MlpPolicy")
     cls = spec.load_class()
     try:

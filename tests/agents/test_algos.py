@@ -38,3 +38,16 @@ def test_user_file_overrides_key_by_key(tmp_path):
 def test_missing_hyperparameter_file_is_reported(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         load_hyperparams("ppo", "joulegym/ETF-v0", tmp_path / "nope.yml")
+
+
+def test_rl_zoo_run_keys_and_policy_kwargs_string():
+    from joulegym.agents.algos import split_run_keys
+
+    params, run = split_run_keys({"policy": "MlpPolicy", "n_timesteps": 1e5, "n_envs": 4,
+                                  "policy_kwargs": "dict(net_arch=[32, 32])"})
+    assert run == {"n_timesteps": 1e5, "n_envs": 4}
+    assert params == {"policy": "MlpPolicy", "policy_kwargs": {"net_arch": [32, 32]}}
+    with pytest.raises(ValueError, match="normalize"):
+        split_run_keys({"normalize": True})
+    with pytest.raises(ValueError, match="policy_kwargs"):
+        split_run_keys({"policy_kwargs": "dict(net_arch=make())"})
