@@ -254,7 +254,7 @@ class ETFPolicy(_ETFKindPolicy):
         inputs = self._inputs(obs, info)
         if self._base.kind == "ETFPhi":
             phi = self.phi if self.phi is not None else inputs.get("nominal_phi", inputs["phi"])
-            return int(round(phi * (self._base.phi_levels - 1)))
+            return round(phi * (self._base.phi_levels - 1))
         phi = self.phi if self.phi is not None else inputs["phi"]
         return self._cached((inputs["version"], phi), lambda: self._action(inputs, phi))
 

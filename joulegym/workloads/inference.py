@@ -90,9 +90,9 @@ def random_mix(
     Each app draws a model, a frequency level (uniform over the device grid) and a weight. Lifetimes
     are geometric with mean ``mean_lifetime`` epochs; arrivals are Poisson with ``arrival_rate`` per
     epoch. An arrival finding all ``max_apps`` slots busy waits (FIFO) for the first free epoch; it is
-    dropped only if no slot frees before the horizon. With ``demand_load`` (a (low, high) range)
-    apps are open-loop (spec ``open_loop``): each draws a busy fraction ``u ~ U(low, high)`` of the GPU it would need alone, i.e. a request rate
-    ``u / S(model, f)`` inferences/s.
+    dropped only if no slot frees before the horizon. With ``demand_load`` (a (low, high) range) apps
+    are open-loop (spec ``open_loop``): each draws a busy fraction ``u ~ U(low, high)`` of the GPU it
+    would need alone, i.e. a request rate ``u / S(model, f)`` inferences/s.
     """
     levels = device.frequencies.levels_mhz if device.frequencies is not None else (None,)
     busy_until: list[int] = []  # departure epochs of the apps holding slots
