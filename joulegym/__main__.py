@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import joulegym  # noqa: F401  (registers the ids)
@@ -22,8 +23,12 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         width = max(len(i) for i, _ in rows)
-        for env_id, description in rows:
-            print(f"{env_id:<{width}}  {description}")
+        try:
+            for env_id, description in rows:
+                print(f"{env_id:<{width}}  {description}")
+            sys.stdout.flush()
+        except BrokenPipeError:  # `python -m joulegym list | head`: the reader left, which is fine
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

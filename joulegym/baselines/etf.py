@@ -178,17 +178,26 @@ def units_to_action(units: np.ndarray, guarantee: np.ndarray, active: np.ndarray
 
 
 def inputs_from_observation(obs: np.ndarray, max_apps: int, T: int) -> dict[str, Any]:
-    """Algorithm 1's inputs decoded from an ETF observation (float32: ties may differ from exact)."""
+    """Algorithm 1's inputs decoded from an ETF observation (float32: ties may differ from exact).
+
+    phi and the relative weights are snapped to 6 / 5 decimals (weights relative to the smallest active
+    one): the guarantee ``floor(phi*w_i*T/W)`` is discontinuous, and float32 round-off would otherwise
+    floor a whole share to the unit below (phi = 0.7 decodes as 0.69999999, so 0.7*40/2 = 14 became 13).
+    """
     slots = np.asarray(obs, dtype=float)[: max_apps * SLOT_FEATURES].reshape(max_apps, SLOT_FEATURES)
     demand = np.where(slots[:, 3] >= 1.0, np.inf, np.round(slots[:, 3] * T))
+    active = slots[:, 0] > 0.5
+    weights = np.where(slots[:, 1] > 0, slots[:, 1], 1.0)
+    if active.any():
+        weights = np.round(weights / weights[active].min(), 5)
     return {
-        "active": slots[:, 0] > 0.5,
-        "weights": np.where(slots[:, 1] > 0, slots[:, 1], 1.0),
+        "active": active,
+        "weights": weights,
         "power_w": np.where(slots[:, 2] > 0, slots[:, 2], 1.0),
         "demand_units": demand,
         "guarantee_units": np.round(slots[:, 4] * T).astype(np.int64),
         "T_units": T,
-        "phi": float(obs[max_apps * SLOT_FEATURES]),
+        "phi": round(float(obs[max_apps * SLOT_FEATURES]), 6),
         "version": None,
     }
 

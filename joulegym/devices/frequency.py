@@ -38,8 +38,10 @@ class FrequencyGrid:
     @classmethod
     def linear(cls, low_mhz: float, high_mhz: float, step_mhz: float) -> FrequencyGrid:
         """Levels ``low, low+step, ...`` up to ``high``; ``high`` is appended if the step misses it."""
-        if step_mhz <= 0:
+        if not step_mhz > 0:
             raise ValueError(f"step_mhz must be > 0, got {step_mhz}")
+        if not (np.isfinite(low_mhz) and np.isfinite(high_mhz) and 0 < low_mhz <= high_mhz):
+            raise ValueError(f"need 0 < low_mhz <= high_mhz (MHz), got low_mhz={low_mhz}, high_mhz={high_mhz}")
         count = int(np.floor((high_mhz - low_mhz) / step_mhz + 1e-9)) + 1
         levels = [low_mhz + k * step_mhz for k in range(count)]
         if abs(levels[-1] - high_mhz) > 1e-9:

@@ -35,6 +35,10 @@ RANDOM_MIX = {"models": ["resnet18", "resnet50", "mobilenetv2"], "weights": [1.0
 
 
 PAPER = {"guarantee_mode": "none"}
+# The spec's toy scenario has H = 1. Every epoch of a static scenario repeats the same interval, so
+# two epochs give the same allocation and metrics as one, and an episode that is truncated after its
+# first step is rejected by Gymnasium's check_env ("truncates after 1 step").
+TOY_HORIZON = 2
 
 
 def _phi_grid(prefix: str, description: str, config: dict, kinds: tuple[str, ...]) -> list[Scenario]:
@@ -51,12 +55,12 @@ def _paper(scenario: Scenario) -> Scenario:
 
 def _build() -> list[Scenario]:
     scenarios = [
-        Scenario("toy-fig3", "Fig. 3 toy: A/B/C at 2/3/8 W, T = 30 units, phi = 0.7, one interval",
-                 {"device": "toy-etf", "horizon": 1, "T_units": 30, "unit_s": 1 / 30, "epoch_s": 1.0,
+        Scenario("toy-fig3", "Fig. 3 toy: A/B/C at 2/3/8 W, T = 30 units, phi = 0.7, one interval per epoch",
+                 {"device": "toy-etf", "horizon": TOY_HORIZON, "T_units": 30, "unit_s": 1 / 30, "epoch_s": 1.0,
                   "apps": [{"model": m, "frequency_mhz": TOY_MHZ} for m in ("toy-a", "toy-b", "toy-c")]},
                  NO_DVFS),
         Scenario("toy-fig3-lemma2", "Fig. 3 toy with C at 10 W (Lemma 2's glutton: same time, more energy)",
-                 {"device": "toy-etf", "horizon": 1, "T_units": 30, "unit_s": 1 / 30, "epoch_s": 1.0,
+                 {"device": "toy-etf", "horizon": TOY_HORIZON, "T_units": 30, "unit_s": 1 / 30, "epoch_s": 1.0,
                   "apps": [{"model": "toy-a", "frequency_mhz": TOY_MHZ}, {"model": "toy-b", "frequency_mhz": TOY_MHZ},
                            {"model": "toy-c", "frequency_mhz": TOY_MHZ, "power_w": 10.0}]},
                  NO_DVFS),

@@ -7,14 +7,102 @@ synthetic generator). Loaders for the public formats live in this module
 iterations) is done by the family, not here.
 
 Units: seconds for times, GPUs as whole counts.
+
+Formats read by :func:`load_trace` (``format="auto"`` picks one from the header line):
+
+============ ====================================== ========================================= ==========================
+format       source                                 columns used -> JobTrace field            units
+============ ====================================== ========================================= ==========================
+``openb``    Alibaba ``cluster-trace-gpu-v2023``    ``name`` -> job_id; ``creation_time`` ->  times in s; ``gpu_milli``
+             ``openb_pod_list_*.csv`` (one row per  submit; ``deletion_time - creation_time``  in 1/1000 GPU per GPU
+             pod)                                   -> duration (pod lifetime); ``num_gpu`` x
+                                                    ``gpu_milli`` / 1000 -> num_gpus (ceil)
+``pai2020``  Alibaba ``cluster-trace-gpu-v2020``    grouped by ``job_name``: earliest task    times in s; ``plan_gpu``
+             ``pai_task_table.csv`` (headerless as  ``start_time`` -> submit; last            in % of one GPU per
+             published; column names from           ``end_time`` - first ``start_time`` ->    instance
+             ``pai_task_table.header``)             duration; sum of ``inst_num`` x
+                                                    ``plan_gpu`` / 100 -> num_gpus (ceil)
+``philly``   ElasticFlow ``philly_103959.csv``,     ``job_id``; ``submit_time`` -> submit;    s; GPUs
+             Tiresias ``60_job.csv``, or any CSV    ``num_gpu``/``num_gpus``; ``duration``;
+             with ``submit_time`` and ``num_gpu``   ``model_name``/``model``; ``batch_size``;
+             (the spec's user CSV)                  ``iteration``/``iterations``
+``philly``   Pollux ``philly.csv`` and its 24 h     ``timestamp`` (``YYYY-MM-DD hh:mm:ss``)  s; GPUs
+             slice (``timestamp,duration,           -> submit; ``num_gpus``; ``duration``
+             num_gpus,gpu_time,cluster``)           (no model, batch size or iterations)
+``gavel``    Gavel ``*.trace`` (headerless, tab-    ``job_type`` "Model (batch size B)" ->    s; steps
+             separated; 7 fields as in ``msr/``,    model, batch_size; ``total_steps`` ->
+             10 fields as in ``physical_cluster``)  iterations; ``scale_factor`` -> num_gpus;
+                                                    ``arrival_time`` -> submit (no duration)
+``joulegym`` :func:`save_trace` output              every field; extras typed in the header   as in :class:`JobTrace`
+============ ====================================== ========================================= ==========================
+
+Decisions:
+
+- **Fractional GPUs** (OpenB ``gpu_milli`` < 1000, PAI ``plan_gpu`` < 100): ``num_gpus`` is the
+  *ceiling* of the total GPU request (a job holding half a GPU still occupies one in a
+  whole-GPU simulator). The exact request is kept as ``extra["gpu_request"]`` (float, GPUs) next to
+  the raw columns. A request of 0 (a CPU-only pod or job) is an error unless ``drop_zero_gpu=True``.
+- **Missing values** become ``model=""``, ``batch_size=0``, ``iterations=NaN``, ``duration_s=NaN``;
+  ``job_id`` defaults to the 0-based row number in file order (as a string) when the source has none.
+- **Names are kept as written** (``resnet50``, ``ResNet-50``): mapping them onto a family's model
+  catalog is the family's job.
+- **Nothing is dropped silently.** Rows are only dropped through the explicit keywords
+  ``drop_zero_gpu`` and ``drop_unstarted``; :func:`load_trace_with_report` returns how many rows each
+  removed (:class:`TraceLoadReport`). Blank lines are not rows. Every other malformed row raises a
+  ``ValueError`` "``<file> line <n>: <column> must be ..., got '<raw>'``" (1-based, the header is line
+  1; in a headerless file the first row is line 1; if a quoted cell spans lines, rows are numbered as if
+  each took one line).
+- **OpenB durations** are pod lifetimes (``deletion_time - creation_time``, the FGD convention), so they
+  include any pending time, and ``Running`` pods are cut at the end of the trace; ``pod_phase`` and
+  ``scheduled_time`` (NaN for ``Pending`` pods) are in ``extra`` for callers who filter.
+- **PAI-2020 submit times** are the first task *launch* (the task table has no submission time; the
+  submission is ``pai_job_table.start_time``, not joined here). A task ``start_time``/``end_time`` of 0
+  or empty means not launched / not finished; a job with an unfinished task has ``duration_s=NaN``.
+  ``extra["status"]`` is the tasks' common status (``"mixed"`` if they differ): filter with
+  :meth:`JobTrace.select` (e.g. PowerFlow §6.3 keeps ``Terminated`` whole-GPU jobs).
+- Unused source columns go into ``extra`` under their own names, numeric when every non-empty value
+  parses as a number, else as strings; times there are *not* rebased.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import os
+import re
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+
+#: Accepted values of ``format`` in :func:`load_trace` ("auto" detects one of the others).
+FORMATS: tuple[str, ...] = ("openb", "pai2020", "philly", "gavel", "joulegym")
+
+#: Column order of the headerless PAI-2020 task table, from ``cluster-trace-gpu-v2020/data/pai_task_table.header``.
+PAI2020_TASK_COLUMNS: tuple[str, ...] = (
+    "job_name", "task_name", "inst_num", "status", "start_time", "end_time",
+    "plan_cpu", "plan_mem", "plan_gpu", "gpu_type",
+)  # fmt: skip
+#: Field order of Gavel traces (stanford-futuredata/gavel ``scheduler/traces``, as listed in the shared
+#: reference-data PROVENANCE.md): ``traces/msr/*`` have 7 fields, ``traces/physical_cluster/*`` the current 10.
+GAVEL_COLUMNS_7: tuple[str, ...] = (
+    "job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time", "scale_factor",
+)  # fmt: skip
+GAVEL_COLUMNS_10: tuple[str, ...] = (
+    "job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps",
+    "scale_factor", "priority_weight", "SLO", "arrival_time",
+)  # fmt: skip
+
+# A fractional request within this many GPUs of an integer is that integer: PAI plan_gpu (%) times
+# inst_num can land at 1.0000000000000002 in binary floating point.
+_GPU_EPS = 1e-9
+# Raw cell values read as "missing" (lower-cased, stripped).
+_MISSING = ("", "nan", "na", "n/a", "none", "null")
+_GAVEL_JOB_TYPE = re.compile(r"^(?P<model>.*?)\s*\(batch size (?P<bs>\d+)\)\s*$")
 
 
 @dataclass(frozen=True)
@@ -57,5 +145,657 @@ class JobTrace:
         extra = {k: v[index] for k, v in self.extra.items()}
         return JobTrace(**pick, source=self.source, extra=extra)
 
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per job: the seven fields in order, then the ``extra`` columns; ``attrs["source"]`` = source.
+
+        :raises ValueError: if an ``extra`` name equals a field name (the columns would collide).
+        """
+        clash = sorted(set(self.extra) & set(_COLUMNS))
+        if clash:
+            raise ValueError(f"extra columns {clash} collide with JobTrace fields {list(_COLUMNS)}")
+        df = pd.DataFrame({name: getattr(self, name) for name in _COLUMNS} | dict(self.extra))
+        df.attrs["source"] = self.source
+        return df
+
+    @classmethod
+    def from_dataframe(cls, df: pd.DataFrame, source: str | None = None) -> JobTrace:
+        """A validated, sorted (stable) and re-based trace from a table with the field names as columns.
+
+        :param df: ``submit_time_s`` (s) and ``num_gpus`` (int >= 1) are required; ``job_id``, ``duration_s``
+            (s, >= 0), ``model``, ``batch_size`` (int >= 0) and ``iterations`` (>= 0) are optional (defaults as in
+            the module docstring); every other column goes to ``extra`` as is.
+        :param source: recorded as :attr:`source`; default ``df.attrs.get("source", "")``.
+        :raises ValueError: naming the row (0-based position) and the column of the first bad value.
+        """
+        src = df.attrs.get("source", "") if source is None else source
+        ctx = _Context(name=src or "<DataFrame>", lines=np.arange(len(df)), unit="row")
+        missing = [c for c in ("submit_time_s", "num_gpus") if c not in df.columns]
+        if missing:
+            raise ValueError(f"{ctx.name}: missing required columns {missing}; present: {list(df.columns)}")
+        if not len(df):
+            raise ValueError(f"{ctx.name}: no jobs (empty trace)")
+        extra = {c: _as_array(df[c]) for c in df.columns if c not in _COLUMNS}
+        return _build(ctx, src, _core_from_table(ctx, df), extra, drop_zero_gpu=False, report=None)
+
 
 _COLUMNS = ("job_id", "submit_time_s", "num_gpus", "duration_s", "model", "batch_size", "iterations")
+
+
+@dataclass
+class TraceLoadReport:
+    """What :func:`load_trace_with_report` read and what it removed on request.
+
+    :param path: the file read.
+    :param format: the format used (after ``"auto"`` detection), with the variant, e.g. ``"philly (pollux)"``.
+    :param rows_read: data rows in the file (blank lines excluded).
+    :param dropped: rows (jobs for ``pai2020``) removed per reason (``"zero_gpu"``, ``"unstarted"``); counts.
+    :param dropped_lines: the file line of each dropped row (first line of the job for ``pai2020``), per reason.
+    """
+
+    path: str
+    format: str
+    rows_read: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    dropped_lines: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def jobs_dropped(self) -> int:
+        """Total number removed, all reasons together."""
+        return sum(self.dropped.values())
+
+
+# --------------------------------------------------------------------------------------------- loading
+
+
+def load_trace(
+    path: str | os.PathLike[str],
+    format: str = "auto",
+    *,
+    drop_zero_gpu: bool = False,
+    drop_unstarted: bool = False,
+) -> JobTrace:
+    """Read a job trace file into a :class:`JobTrace` (sorted by submit time, stable; submit re-based to 0).
+
+    :param path: the CSV/TSV file.
+    :param format: one of :data:`FORMATS` or ``"auto"`` (detect from the header; a headerless PAI task table
+        is recognised by its file name ``pai_task_table*``, a Gavel trace by its tab-separated 7 or 10 fields).
+    :param drop_zero_gpu: remove rows requesting no GPU (OpenB CPU-only pods, PAI jobs with ``plan_gpu`` 0,
+        ``num_gpu == 0`` rows) instead of raising. Counted in :class:`TraceLoadReport`.
+    :param drop_unstarted: ``pai2020`` only: remove jobs none of whose tasks has a ``start_time`` (> 0) instead
+        of raising; such jobs were never launched, so the trace has no submit time for them.
+    :returns: the trace; ``source`` is ``str(path)``.
+    :raises ValueError: unknown format, undetectable format, empty file or no rows, missing columns, or a malformed
+        row (message names the file, the line and the column).
+    """
+    return load_trace_with_report(path, format, drop_zero_gpu=drop_zero_gpu, drop_unstarted=drop_unstarted)[0]
+
+
+def load_trace_with_report(
+    path: str | os.PathLike[str],
+    format: str = "auto",
+    *,
+    drop_zero_gpu: bool = False,
+    drop_unstarted: bool = False,
+) -> tuple[JobTrace, TraceLoadReport]:
+    """:func:`load_trace`, plus the :class:`TraceLoadReport` saying how many rows each ``drop_*`` removed."""
+    if format != "auto" and format not in FORMATS:
+        raise ValueError(f"unknown trace format {format!r}; allowed: {['auto', *FORMATS]}")
+    path = Path(path)
+    text = _read_text(path)
+    if not text.strip():
+        raise ValueError(f"{path.name}: empty file (no header, no rows)")
+    fmt = detect_format(path, _text=text) if format == "auto" else format
+    report = TraceLoadReport(path=str(path), format=fmt)
+    loader = _LOADERS[fmt]
+    trace = loader(path, text, report, drop_zero_gpu=drop_zero_gpu, drop_unstarted=drop_unstarted)
+    return trace, report
+
+
+def detect_format(path: str | os.PathLike[str], *, _text: str | None = None) -> str:
+    """The format of a trace file, from its first non-blank line (see :func:`load_trace`).
+
+    :raises ValueError: if no format matches (the message lists the allowed formats).
+    """
+    path = Path(path)
+    text = _read_text(path) if _text is None else _text
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if not first:
+        raise ValueError(f"{path.name}: empty file (no header, no rows)")
+    if "\t" in first and len(first.split("\t")) in (len(GAVEL_COLUMNS_7), len(GAVEL_COLUMNS_10)):
+        return "gavel"
+    header = {c.strip() for c in next(csv.reader([first]))}
+    if {"job_id", "submit_time_s", "num_gpus"} <= header:
+        return "joulegym"
+    if {"name", "num_gpu", "gpu_milli", "creation_time"} <= header:
+        return "openb"
+    if {"job_name", "task_name", "inst_num", "plan_gpu"} <= header or path.name.startswith("pai_task_table"):
+        return "pai2020"
+    if ("submit_time" in header or "timestamp" in header) and header & {"num_gpu", "num_gpus"}:
+        return "philly"
+    raise ValueError(
+        f"{path.name}: cannot detect the trace format from the header {sorted(header)}; "
+        f"pass format= one of {list(FORMATS)}"
+    )
+
+
+# --------------------------------------------------------------------------------------------- saving
+
+
+def save_trace(trace: JobTrace, path: str | os.PathLike[str]) -> Path:
+    """Write ``trace`` as the canonical ``joulegym`` CSV atomically (a temp file in the folder, then ``os.replace``).
+
+    Columns: the seven fields (NaN written as an empty cell), then one column per ``extra`` entry named
+    ``extra.<name>:<kind>`` with kind ``int``/``float``/``bool``/``str`` so that :func:`load_trace` restores the
+    dtypes. Floats are written with full (round-trip) precision. ``source`` is not stored; the loaded trace's
+    ``source`` is the file path.
+
+    :returns: the path written.
+    """
+    path = Path(path)
+    df = trace.to_dataframe()
+    df.columns = [*_COLUMNS, *(f"extra.{k}:{_kind(v)}" for k, v in trace.extra.items())]
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            df.to_csv(f, index=False, lineterminator="\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+# --------------------------------------------------------------------------------------------- internals
+
+
+@dataclass
+class _Context:
+    """Where the rows of a table come from: file name and the file line of each row (for messages)."""
+
+    name: str
+    lines: np.ndarray
+    unit: str = "line"
+
+    def fail(self, pos: int, column: str, must: str, raw: Any) -> None:
+        raise ValueError(f"{self.name} {self.unit} {self.lines[pos]}: {column} must be {must}, got {_show(raw)}")
+
+    def subset(self, keep: np.ndarray) -> _Context:
+        return _Context(self.name, self.lines[keep], self.unit)
+
+
+def _show(raw: Any) -> str:
+    return repr(raw.item() if isinstance(raw, np.generic) else raw)
+
+
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise FileNotFoundError(f"trace file not found: {path}")
+    return path.read_text(encoding="utf-8-sig")
+
+
+def _read_table(
+    path: Path, text: str, *, names: tuple[str, ...] | None = None, sep: str = ",", quoting: int = csv.QUOTE_MINIMAL
+) -> tuple[pd.DataFrame, _Context]:
+    """All cells as stripped strings, blank lines removed, with the 1-based file line of each row."""
+    if not text.strip():
+        raise ValueError(f"{path.name}: empty file (no header, no rows)")
+    header = 0 if names is None else None
+    try:
+        df = pd.read_csv(
+            io.StringIO(text), sep=sep, header=header, names=list(names) if names else None, dtype=str,
+            keep_default_na=False, na_filter=False, skip_blank_lines=False, quoting=quoting, index_col=False,
+        )  # fmt: skip
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        kind = "TSV" if sep == "\t" else "CSV"
+        raise ValueError(f"{path.name}: not a well-formed {kind} file: {str(err).strip()}") from err
+    df.columns = [str(c).strip() for c in df.columns]  # cells keep their spaces: numbers are stripped when parsed
+    # With skip_blank_lines=False row k is physical line k + 1 (+1 for a header) unless a quoted cell spans lines.
+    physical = text.splitlines()
+    first_line = 1 if names is not None else 2
+    n_phys = len(physical) - (first_line - 1)
+    blank_lines = np.array([not line.strip() for line in physical[first_line - 1 :]], dtype=bool)
+    if n_phys == len(df):
+        lines = np.arange(first_line, first_line + len(df))
+        keep = ~blank_lines
+    else:  # multi-line quoted cells: line numbers become row ordinals, blank rows are all-empty rows
+        lines = np.arange(first_line, first_line + len(df))
+        keep = ~(df == "").all(axis=1).to_numpy() if len(df) else np.zeros(0, dtype=bool)
+    df = df.loc[keep].reset_index(drop=True)
+    if not len(df):
+        raise ValueError(f"{path.name}: no job rows (empty trace)")
+    return df, _Context(path.name, lines[keep])
+
+
+def _require(ctx: _Context, df: pd.DataFrame, columns: list[str | tuple[str, ...]]) -> dict[str, str]:
+    """Map each required column (or first present alias of a tuple) to its name in ``df``; raise naming all missing."""
+    found, missing = {}, []
+    for want in columns:
+        options = (want,) if isinstance(want, str) else want
+        hit = next((c for c in options if c in df.columns), None)
+        if hit is None:
+            missing.append(" or ".join(options))
+        else:
+            found[options[0]] = hit
+    if missing:
+        raise ValueError(f"{ctx.name}: missing required columns {missing}; header has {list(df.columns)}")
+    return found
+
+
+def _first_present(df: pd.DataFrame, *names: str) -> str | None:
+    return next((c for c in names if c in df.columns), None)
+
+
+def _parse(raw: np.ndarray, *, any_bad: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Float values, missing mask and unparsable mask of an object array of cells.
+
+    :param any_bad: stop at the first unparsable cell (its mask entry is the only one set): enough to tell a
+        text column from a numeric one without scanning every cell.
+    """
+    try:
+        vals = raw.astype(np.float64)  # fast path, one C-level cast; Python float() accepts spaces, "nan", "1e3"
+        return vals, np.isnan(vals), np.isinf(vals)
+    except (TypeError, ValueError):
+        pass
+    if any_bad:  # a text column fails at its first non-missing cell: no need to parse the rest
+        for pos, cell in enumerate(raw):
+            text = str(cell).strip()
+            if text.lower() in _MISSING:
+                continue
+            try:
+                float(text)
+            except ValueError:
+                flag = np.zeros(raw.size, dtype=bool)
+                flag[pos] = True
+                return np.full(raw.size, np.nan), np.zeros(raw.size, dtype=bool), flag
+    vals = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    missing = np.zeros(raw.size, dtype=bool)
+    bad = np.isinf(vals)
+    odd = np.flatnonzero(np.isnan(vals))  # missing or not a number: only these cells are looked at as text
+    is_missing = pd.Series(raw[odd], dtype=object).astype(str).str.strip().str.lower().isin(_MISSING).to_numpy()
+    missing[odd[is_missing]] = True
+    bad[odd[~is_missing]] = True
+    return vals, missing, bad
+
+
+def _numbers(
+    ctx: _Context, s: pd.Series, column: str, *, required: bool = True, allow_inf: bool = False, must: str = ""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Finite floats and the missing-value mask; raise at the first cell that is neither a number nor missing."""
+    if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
+        vals = s.to_numpy(dtype=float, na_value=np.nan)
+        missing, bad = np.isnan(vals), np.isinf(vals)
+    else:
+        vals, missing, bad = _parse(s.to_numpy(dtype=object))
+    if allow_inf:
+        bad = bad & ~np.isinf(vals)
+    if required:
+        bad = bad | missing
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        ctx.fail(pos, column, must or ("a number" if not required else "a (non-missing) number"), s.iloc[pos])
+    return vals, missing
+
+
+def _floats(
+    ctx: _Context,
+    s: pd.Series,
+    column: str,
+    *,
+    required: bool = True,
+    minimum: float | None = None,
+    allow_inf: bool = False,
+) -> np.ndarray:
+    """Float64 column (NaN where missing, if allowed), optionally >= ``minimum``; +-inf only if ``allow_inf``."""
+    vals, missing = _numbers(ctx, s, column, required=required, allow_inf=allow_inf)
+    if minimum is not None:
+        low = ~missing & (vals < minimum)
+        if low.any():
+            pos = int(np.flatnonzero(low)[0])
+            ctx.fail(pos, column, f"a number >= {minimum:g}", s.iloc[pos])
+    return vals
+
+
+def _ints(
+    ctx: _Context, s: pd.Series, column: str, *, minimum: int, default: int | None = None, what: str | None = None
+) -> np.ndarray:
+    """Int64 column of integral values >= ``minimum``; missing cells become ``default`` (an error if None)."""
+    must = what or ("a positive integer" if minimum == 1 else f"an integer >= {minimum}")
+    vals, missing = _numbers(ctx, s, column, required=default is None, must=must)
+    ok = missing | ((vals == np.floor(vals)) & (vals >= minimum))
+    if not ok.all():
+        pos = int(np.flatnonzero(~ok)[0])
+        ctx.fail(pos, column, must, s.iloc[pos])
+    out = np.where(missing, default if default is not None else 0, vals)
+    return out.astype(np.int64)
+
+
+def _strings(s: pd.Series) -> np.ndarray:
+    return s.astype(str).to_numpy(dtype=str) if len(s) else np.zeros(0, dtype=str)
+
+
+def _as_array(s: pd.Series) -> np.ndarray:
+    """A DataFrame column as a plain numpy array (pandas string columns become ``str`` arrays)."""
+    if pd.api.types.is_string_dtype(s.dtype) and not pd.api.types.is_object_dtype(s.dtype):
+        return _strings(s)
+    if pd.api.types.is_object_dtype(s.dtype) and all(isinstance(v, str) for v in s):
+        return _strings(s)
+    return s.to_numpy()
+
+
+def _auto(s: pd.Series) -> np.ndarray:
+    """An unused source column for ``extra``: int64/float64 if every non-missing cell is a number, else str."""
+    vals, missing, bad = _parse(s.to_numpy(dtype=object), any_bad=True)
+    if bad.any() or missing.all():
+        return _strings(s)
+    if not missing.any() and np.all(vals == np.floor(vals)) and np.all(np.abs(vals) < 2**53):
+        return vals.astype(np.int64)
+    return vals
+
+
+def _extras(df: pd.DataFrame, used: set[str]) -> dict[str, np.ndarray]:
+    return {c: _auto(df[c]) for c in df.columns if c not in used}
+
+
+def _core_from_table(ctx: _Context, df: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The seven fields from a table named like :class:`JobTrace` (``joulegym`` CSV or a DataFrame)."""
+    n = len(df)
+    core = {
+        "job_id": _strings(df["job_id"]) if "job_id" in df else np.arange(n).astype(str),
+        "submit_time_s": _floats(ctx, df["submit_time_s"], "submit_time_s"),
+        "num_gpus": _ints(ctx, df["num_gpus"], "num_gpus", minimum=0, what="a positive integer"),
+        "duration_s": _opt_floats(ctx, df, "duration_s", n),
+        "model": _strings(df["model"].fillna("")) if "model" in df else np.full(n, "", dtype=str),
+        "batch_size": _ints(ctx, df["batch_size"], "batch_size", minimum=0, default=0) if "batch_size" in df
+        else np.zeros(n, dtype=np.int64),
+        "iterations": _opt_floats(ctx, df, "iterations", n),
+    }  # fmt: skip
+    return core
+
+
+def _opt_floats(ctx: _Context, df: pd.DataFrame, column: str | None, n: int) -> np.ndarray:
+    if column is None or column not in df:
+        return np.full(n, np.nan)
+    return _floats(ctx, df[column], column, required=False, minimum=0.0)
+
+
+def _drop(
+    ctx: _Context, keep: np.ndarray, reason: str, report: TraceLoadReport | None, core: dict, extra: dict
+) -> tuple[_Context, dict, dict]:
+    if report is not None:
+        report.dropped[reason] = report.dropped.get(reason, 0) + int((~keep).sum())
+        report.dropped_lines[reason] = ctx.lines[~keep]
+    return ctx.subset(keep), {k: v[keep] for k, v in core.items()}, {k: v[keep] for k, v in extra.items()}
+
+
+def _build(
+    ctx: _Context,
+    source: str,
+    core: dict[str, np.ndarray],
+    extra: dict[str, np.ndarray],
+    *,
+    drop_zero_gpu: bool,
+    report: TraceLoadReport | None,
+    gpu_column: str = "num_gpus",
+    raw_gpus: Callable[[dict[str, np.ndarray], int], Any] | None = None,
+) -> JobTrace:
+    """Zero-GPU rule, stable sort by submit time, re-base to 0, dtypes; the one exit of every loader."""
+    zero = core["num_gpus"] < 1
+    if zero.any():
+        if not drop_zero_gpu:
+            pos = int(np.flatnonzero(zero)[0])
+            raw = raw_gpus(extra, pos) if raw_gpus is not None else core["num_gpus"][pos]
+            ctx.fail(pos, gpu_column, "a request of at least one GPU (pass drop_zero_gpu=True to drop such rows)", raw)
+        ctx, core, extra = _drop(ctx, ~zero, "zero_gpu", report, core, extra)
+        if not len(core["num_gpus"]):
+            raise ValueError(f"{ctx.name}: no jobs left after drop_zero_gpu=True (empty trace)")
+    order = np.argsort(core["submit_time_s"], kind="stable")
+    submit = core["submit_time_s"][order].astype(np.float64)
+    submit = submit - submit[0]
+    return JobTrace(
+        job_id=np.asarray(core["job_id"][order], dtype=str),
+        submit_time_s=submit,
+        num_gpus=core["num_gpus"][order].astype(np.int64),
+        duration_s=core["duration_s"][order].astype(np.float64),
+        model=np.asarray(core["model"][order], dtype=str),
+        batch_size=core["batch_size"][order].astype(np.int64),
+        iterations=core["iterations"][order].astype(np.float64),
+        source=source,
+        extra={k: v[order] for k, v in extra.items()},
+    )
+
+
+def _ceil_gpus(request: np.ndarray) -> np.ndarray:
+    return np.ceil(request - _GPU_EPS).clip(min=0).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------- per format
+
+
+def _load_openb(path: Path, text: str, report: TraceLoadReport, *, drop_zero_gpu: bool, **_: Any) -> JobTrace:
+    df, ctx = _read_table(path, text)
+    report.rows_read = len(df)
+    _require(ctx, df, ["name", "num_gpu", "gpu_milli", "creation_time", "deletion_time"])
+    n_gpu = _ints(ctx, df["num_gpu"], "num_gpu", minimum=0)
+    milli = _floats(ctx, df["gpu_milli"], "gpu_milli", minimum=0.0)
+    over = milli > 1000
+    if over.any():  # gpu_milli is the share of *each* GPU in 1/1000 (FGD, ATC'23), so at most 1000
+        pos = int(np.flatnonzero(over)[0])
+        ctx.fail(pos, "gpu_milli", "a share of one GPU in [0, 1000]", df["gpu_milli"].iloc[pos])
+    created = _floats(ctx, df["creation_time"], "creation_time")
+    deleted = _floats(ctx, df["deletion_time"], "deletion_time", required=False)
+    early = deleted < created  # NaN compares False
+    if early.any():
+        pos = int(np.flatnonzero(early)[0])
+        ctx.fail(pos, "deletion_time", f"a time >= creation_time ({created[pos]:g})", df["deletion_time"].iloc[pos])
+    request = n_gpu * milli / 1000.0
+    n = len(df)
+    core = {
+        "job_id": _strings(df["name"]),
+        "submit_time_s": created,
+        "num_gpus": _ceil_gpus(request),
+        "duration_s": deleted - created,
+        "model": np.full(n, "", dtype=str),
+        "batch_size": np.zeros(n, dtype=np.int64),
+        "iterations": np.full(n, np.nan),
+    }
+    extra = _extras(df, {"name", "creation_time"})
+    extra["gpu_request"] = request
+    return _build(ctx, str(path), core, extra, drop_zero_gpu=drop_zero_gpu, report=report, gpu_column="num_gpu",
+                  raw_gpus=lambda ex, i: f"num_gpu={ex['num_gpu'][i]}, gpu_milli={ex['gpu_milli'][i]}")  # fmt: skip
+
+
+def _load_pai2020(
+    path: Path, text: str, report: TraceLoadReport, *, drop_zero_gpu: bool, drop_unstarted: bool
+) -> JobTrace:
+    first = next(line for line in text.splitlines() if line.strip())
+    has_header = "job_name" in {c.strip() for c in next(csv.reader([first]))}
+    width = len(next(csv.reader([first])))
+    if not has_header and width != len(PAI2020_TASK_COLUMNS):
+        raise ValueError(
+            f"{path.name} line 1: a headerless PAI-2020 task table has {len(PAI2020_TASK_COLUMNS)} fields "
+            f"{list(PAI2020_TASK_COLUMNS)}, got {width} (is this pai_task_table.csv?)"
+        )
+    df, ctx = _read_table(path, text, names=None if has_header else PAI2020_TASK_COLUMNS)
+    report.rows_read = len(df)
+    _require(ctx, df, ["job_name", "inst_num", "start_time", "end_time", "plan_gpu"])
+    no_name = (df["job_name"].str.strip() == "").to_numpy()
+    if no_name.any():
+        pos = int(np.flatnonzero(no_name)[0])
+        ctx.fail(pos, "job_name", "a non-empty job name", df["job_name"].iloc[pos])
+    inst = _floats(ctx, df["inst_num"], "inst_num", minimum=0.0)
+    plan_gpu = _floats(ctx, df["plan_gpu"], "plan_gpu", required=False, minimum=0.0)
+    plan_gpu = np.nan_to_num(plan_gpu, nan=0.0)  # empty plan_gpu = a CPU-only task (e.g. a parameter server)
+    # A start or end of 0 (or empty) means "not launched" / "not finished" (the trace authors' analysis/utils.py).
+    start = _floats(ctx, df["start_time"], "start_time", required=False, minimum=0.0)
+    end = _floats(ctx, df["end_time"], "end_time", required=False, minimum=0.0)
+    start = np.where(start == 0, np.nan, start)
+    end = np.where(end == 0, np.nan, end)
+    early = end < start
+    if early.any():
+        pos = int(np.flatnonzero(early)[0])
+        ctx.fail(pos, "end_time", f"a time >= start_time ({start[pos]:g})", df["end_time"].iloc[pos])
+    tasks = pd.DataFrame({
+        "job": df["job_name"].to_numpy(dtype=str), "pos": np.arange(len(df)), "start": start, "end": end,
+        "no_end": np.isnan(end), "gpu": inst * plan_gpu / 100.0, "inst": inst,
+        "cpu": inst * _opt_floats(ctx, df, "plan_cpu", len(df)) / 100.0,
+        "mem": inst * _opt_floats(ctx, df, "plan_mem", len(df)),
+        "status": df["status"].replace("", None) if "status" in df else None,  # empty: ignored by first/nunique
+        "gpu_type": df["gpu_type"].replace("", None) if "gpu_type" in df else None,
+    })  # fmt: skip
+    g = tasks.groupby("job", sort=False)
+    jobs = g.agg(
+        pos=("pos", "min"), start=("start", "min"), end=("end", "max"), no_end=("no_end", "any"),
+        gpu=("gpu", "sum"), inst=("inst", "sum"), cpu=("cpu", "sum"), mem=("mem", "sum"), tasks=("pos", "size"),
+        status=("status", "first"), n_status=("status", "nunique"), gpu_type=("gpu_type", "first"),
+        n_type=("gpu_type", "nunique"),
+    )  # fmt: skip
+    job_ctx = ctx.subset(jobs["pos"].to_numpy())
+    n = len(jobs)
+    submit = jobs["start"].to_numpy(dtype=float)
+    core = {
+        "job_id": jobs.index.to_numpy(dtype=str),
+        "submit_time_s": submit,
+        "num_gpus": _ceil_gpus(jobs["gpu"].to_numpy(dtype=float)),
+        "duration_s": np.where(jobs["no_end"].to_numpy(), np.nan, jobs["end"].to_numpy(dtype=float) - submit),
+        "model": np.full(n, "", dtype=str),
+        "batch_size": np.zeros(n, dtype=np.int64),
+        "iterations": np.full(n, np.nan),
+    }
+    status = np.where(jobs["n_status"].to_numpy() > 1, "mixed", jobs["status"].fillna("").to_numpy(dtype=str))
+    extra = {
+        "status": status.astype(str),  # the tasks' common status; "mixed" when they differ
+        "gpu_request": jobs["gpu"].to_numpy(dtype=float),  # GPUs (sum over tasks of inst_num x plan_gpu / 100)
+        "cpu_request": jobs["cpu"].to_numpy(dtype=float),  # vCPUs
+        "mem_request_gb": jobs["mem"].to_numpy(dtype=float),
+        "num_tasks": jobs["tasks"].to_numpy(dtype=np.int64),
+        "num_instances": jobs["inst"].to_numpy(dtype=float),
+        "gpu_type": np.where(jobs["n_type"].to_numpy() > 1, "mixed", jobs["gpu_type"].fillna("").to_numpy(dtype=str)),
+        "end_time": jobs["end"].to_numpy(dtype=float),  # raw, not re-based; NaN if a task has not finished
+    }
+    unstarted = np.isnan(submit)
+    if unstarted.any():
+        if not drop_unstarted:
+            pos = int(np.flatnonzero(unstarted)[0])
+            raw = df["start_time"].iloc[jobs["pos"].iloc[pos]]
+            must = "a launch time > 0 in some task of the job (it never started; drop_unstarted=True drops such jobs)"
+            job_ctx.fail(pos, "start_time", must, raw)
+        job_ctx, core, extra = _drop(job_ctx, ~unstarted, "unstarted", report, core, extra)
+        if not len(core["num_gpus"]):
+            raise ValueError(f"{path.name}: no jobs left after drop_unstarted=True (empty trace)")
+    return _build(job_ctx, str(path), core, extra, drop_zero_gpu=drop_zero_gpu, report=report, gpu_column="plan_gpu",
+                  raw_gpus=lambda ex, i: f"{ex['gpu_request'][i]:g} GPUs summed over the tasks")  # fmt: skip
+
+
+def _load_philly(path: Path, text: str, report: TraceLoadReport, *, drop_zero_gpu: bool, **_: Any) -> JobTrace:
+    df, ctx = _read_table(path, text)
+    report.rows_read = len(df)
+    n = len(df)
+    if "submit_time" not in df and "timestamp" in df:  # Pollux/AdaptDL philly.csv: absolute wall-clock stamps
+        cols = _require(ctx, df, ["timestamp", ("num_gpus", "num_gpu")])
+        report.format = "philly (pollux)"
+        stamps = pd.to_datetime(df["timestamp"], format="ISO8601", errors="coerce")
+        bad = stamps.isna().to_numpy()
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            ctx.fail(pos, "timestamp", "a date-time 'YYYY-MM-DD hh:mm:ss'", df["timestamp"].iloc[pos])
+        submit = ((stamps - stamps.min()) / pd.Timedelta(seconds=1)).to_numpy(dtype=float)
+        gpu_col, used = cols["num_gpus"], set()  # the raw timestamp stays in extra: submit times are re-based
+    else:
+        cols = _require(ctx, df, ["submit_time", ("num_gpu", "num_gpus")])
+        report.format = "philly (elasticflow)" if "ddl" in df else "philly (submit_time)"
+        submit = _floats(ctx, df["submit_time"], "submit_time")
+        gpu_col, used = cols["num_gpu"], {"submit_time"}
+    used.add(gpu_col)
+    id_col = _first_present(df, "job_id")
+    model_col = _first_present(df, "model_name", "model")
+    iter_col = _first_present(df, "iteration", "iterations")
+    dur_col = _first_present(df, "duration")
+    core = {
+        "job_id": _strings(df[id_col]) if id_col else np.arange(n).astype(str),
+        "submit_time_s": submit,
+        "num_gpus": _ints(ctx, df[gpu_col], gpu_col, minimum=0, what="a positive integer"),
+        "duration_s": _opt_floats(ctx, df, dur_col, n),
+        "model": _strings(df[model_col]) if model_col else np.full(n, "", dtype=str),
+        "batch_size": _ints(ctx, df["batch_size"], "batch_size", minimum=0, default=0) if "batch_size" in df
+        else np.zeros(n, dtype=np.int64),
+        "iterations": _opt_floats(ctx, df, iter_col, n),
+    }  # fmt: skip
+    used |= {c for c in (id_col, model_col, iter_col, dur_col, "batch_size") if c}
+    return _build(ctx, str(path), core, _extras(df, used), drop_zero_gpu=drop_zero_gpu, report=report,
+                  gpu_column=gpu_col)  # fmt: skip
+
+
+def _load_gavel(path: Path, text: str, report: TraceLoadReport, *, drop_zero_gpu: bool, **_: Any) -> JobTrace:
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    width = len(first.split("\t"))
+    if width not in (len(GAVEL_COLUMNS_7), len(GAVEL_COLUMNS_10)):
+        raise ValueError(f"{path.name} line 1: a Gavel trace has 7 or 10 tab-separated fields, got {width}")
+    names = GAVEL_COLUMNS_7 if width == len(GAVEL_COLUMNS_7) else GAVEL_COLUMNS_10
+    df, ctx = _read_table(path, text, names=names, sep="\t", quoting=csv.QUOTE_NONE)
+    report.rows_read = len(df)
+    report.format = f"gavel ({width} fields)"
+    parsed = df["job_type"].str.extract(_GAVEL_JOB_TYPE)
+    has_bs = parsed["bs"].notna().to_numpy()
+    n = len(df)
+    core = {
+        "job_id": np.arange(n).astype(str),
+        "submit_time_s": _floats(ctx, df["arrival_time"], "arrival_time"),
+        "num_gpus": _ints(ctx, df["scale_factor"], "scale_factor", minimum=0, what="a positive integer"),
+        "duration_s": np.full(n, np.nan),
+        "model": np.where(has_bs, parsed["model"].fillna("").to_numpy(dtype=str), _strings(df["job_type"])),
+        "batch_size": np.where(has_bs, pd.to_numeric(parsed["bs"]).fillna(0).to_numpy(), 0).astype(np.int64),
+        "iterations": _floats(ctx, df["total_steps"], "total_steps", minimum=0.0),
+    }
+    return _build(ctx, str(path), core, _extras(df, {"arrival_time", "scale_factor", "total_steps"}),
+                  drop_zero_gpu=drop_zero_gpu, report=report, gpu_column="scale_factor")  # fmt: skip
+
+
+_KINDS: dict[str, Callable[[np.ndarray], bool]] = {
+    "bool": lambda a: a.dtype == np.bool_,
+    "int": lambda a: np.issubdtype(a.dtype, np.integer),
+    "float": lambda a: np.issubdtype(a.dtype, np.floating),
+}
+
+
+def _kind(values: np.ndarray) -> str:
+    return next((k for k, test in _KINDS.items() if test(np.asarray(values))), "str")
+
+
+def _load_joulegym(path: Path, text: str, report: TraceLoadReport, *, drop_zero_gpu: bool, **_: Any) -> JobTrace:
+    df, ctx = _read_table(path, text)
+    report.rows_read = len(df)
+    _require(ctx, df, ["job_id", "submit_time_s", "num_gpus"])
+    core = _core_from_table(ctx, df)
+    extra: dict[str, np.ndarray] = {}
+    for col in df.columns:
+        if col in _COLUMNS:
+            continue
+        name, _, kind = col.removeprefix("extra.").rpartition(":") if col.startswith("extra.") else (col, "", "")
+        s = df[col]
+        if kind == "int":
+            try:  # exact beyond 2**53, which a detour through float64 is not
+                extra[name] = s.to_numpy(dtype=object).astype(np.int64)
+            except (TypeError, ValueError, OverflowError):
+                extra[name] = _ints(ctx, s, col, minimum=-(2**63), what="an integer")
+        elif kind == "float":
+            extra[name] = _floats(ctx, s, col, required=False, allow_inf=True)
+        elif kind == "bool":
+            ok = s.isin(["True", "False"]).to_numpy()
+            if not ok.all():
+                pos = int(np.flatnonzero(~ok)[0])
+                ctx.fail(pos, col, "True or False", s.iloc[pos])
+            extra[name] = (s == "True").to_numpy()
+        elif kind == "str":
+            extra[name] = _strings(s)
+        else:  # a column added by hand: typed like an unused source column
+            extra[col] = _auto(s)
+    return _build(ctx, str(path), core, extra, drop_zero_gpu=drop_zero_gpu, report=report)
+
+
+_LOADERS: dict[str, Callable[..., JobTrace]] = {
+    "openb": _load_openb,
+    "pai2020": _load_pai2020,
+    "philly": _load_philly,
+    "gavel": _load_gavel,
+    "joulegym": _load_joulegym,
+}

@@ -128,7 +128,10 @@ def _clip_level_solve(slope: np.ndarray, low: np.ndarray, high: np.ndarray, tota
     k = int(np.searchsorted(sums, total))
     if k == len(breaks):  # beyond the last finite breakpoint only uncapped apps grow
         lam0, base = (breaks[-1], sums[-1]) if len(breaks) else (0.0, fill(0.0).sum())
-        growing = np.isinf(high) & (lam0 * slope >= low)
+        # Every low_i/slope_i and finite high_i/slope_i is a breakpoint <= lam0: past lam0 exactly the
+        # uncapped apps grow. (Testing lam0*slope >= low instead drops an app whose own breakpoint is
+        # lam0 when the product rounds just below low, and the sum then misses T.)
+        growing = np.isinf(high)
         lam = lam0 + (total - base) / slope[growing].sum()
         return fill(lam)
     if k == 0:
@@ -194,6 +197,10 @@ def largest_remainder_list(quotas: list[float], total: int, caps: list[int] | No
             if mass <= 0.0:
                 break
         scale = left / mass
+        if scale > 1e300:  # (sub)normal-tiny quotas: renormalise so that q * scale stays finite
+            top = max(live)
+            live = [q / top for q in live]
+            scale = left / sum(live)
         units = _hamilton([q * scale for q in live], left)
         capped = False
         for i in range(n):

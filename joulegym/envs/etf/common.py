@@ -200,6 +200,9 @@ class ETFBaseEnv(JoulegymEnv):
         self._slot_energy = [0.0] * n  # cumulative weighted energy of the current occupants
         self._slot_owner = [-1] * n
         self._dynamic = [[0.0, 0.0, 0.0] for _ in range(n)]  # features 6-8 per slot
+        # The version restarts every episode: info["scheduler_inputs"] must be the same for the same
+        # seed (check_env, vector-env determinism). Caches keyed on it are cleared at reset.
+        self._membership_version = 0
         self._refresh_membership()
 
     def _refresh_membership(self) -> None:

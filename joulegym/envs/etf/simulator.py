@@ -85,6 +85,13 @@ class ETFSimulator:
         n = self.max_apps
         self.active[:] = [False] * n
         self.slot_app[:] = [-1] * n
+        # Free slots show the same defaults in every episode: stale values of the previous episode's
+        # occupants would leak into info["scheduler_inputs"] and break same-seed determinism.
+        self.weight[:] = [1.0] * n
+        self.power_w[:] = [1.0] * n
+        self.service_s[:] = [1.0] * n
+        self.demand_units[:] = [math.inf] * n
+        self.frequency_mhz[:] = [0.0] * n
         self.epoch = 0
         self.app_time_s = [0.0] * m
         self.app_energy_j = [0.0] * m
@@ -211,13 +218,14 @@ class ETFSimulator:
         return self._update_membership()
 
     # --- results -------------------------------------------------------------------------------
-    def metrics(self) -> dict[str, float | np.ndarray]:
+    def metrics(self) -> dict[str, float | tuple[float, ...]]:
         """The paper's metrics over the run so far (§6.1), over every app present so far.
 
         Time and energy are normalised by weight and by the number of epochs each app was present,
         so that apps with different lifetimes (Fig. 9, random mix) are compared as rates; for the
         static scenarios this is exactly the paper's F_T / F_E over the whole run. Jain's index of
-        the same normalised values is an extra.
+        the same normalised values is an extra. Per-app totals (index = app in the scenario's list)
+        are tuples.
         """
         time_rate, energy_rate = [], []
         for time_s, energy_j, epochs, weight in zip(self.app_time_s, self.app_energy_j, self.app_epochs,
@@ -237,9 +245,12 @@ class ETFSimulator:
             "jain_energy": jain(energy_rate),
             "total_energy_j": total_energy,
             "gpu_utilisation": sum(self.app_time_s) / elapsed,
-            "app_time_s": np.array(self.app_time_s),
-            "app_energy_j": np.array(self.app_energy_j),
-            "app_inferences": np.array(self.app_inferences),
+            # Per-app tuples, not arrays: their length is the episode's app count, which varies across
+            # the sub-envs of a vector env (random mix); Gymnasium's vector info merge stacks same-named
+            # arrays and fails on unequal shapes, while tuples become an object array.
+            "app_time_s": tuple(self.app_time_s),
+            "app_energy_j": tuple(self.app_energy_j),
+            "app_inferences": tuple(self.app_inferences),
         }
 
     def history_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

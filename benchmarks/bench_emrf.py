@@ -1,0 +1,157 @@
+"""Steps/s of ``joulegym/EMRF-v0`` (8 user slots) with the EMRF policy acting, against a no-op env.
+
+Both envs are made with ``gym.make`` (same wrappers) and stepped the same way in the same run
+(:func:`benchmarks.bench_envs.steps_per_second`), on one core. Reported:
+
+- no-op steps/s; EMRF steps/s with the ``emrf`` policy acting (decision + LP included), and with a
+  fixed action (no policy); the ratio no-op / EMRF (lower is better);
+- the same with the LP caches cleared before every step (every EMRF solve recomputed: the
+  worst case, e.g. xi noise making every window's instance new);
+- the LP's share of the step time: seconds spent inside the EMRF solver (``emrf_core``: fairness
+  stage + closed-form efficiency LP, timed where the env and the policy call it) over the run's
+  time, cached and uncached; and scipy HiGHS's cost on the same LPs, for comparison.
+
+Usage::
+
+    python benchmarks/bench_emrf.py                         # EMRF-v0 and EMRF-apu-random-v0
+    python benchmarks/bench_emrf.py --steps 20000 --ids joulegym/EMRF-v0
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import gymnasium as gym
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_envs import NOOP_ID, NoOpEnv, steps_per_second
+
+import joulegym  # noqa: F401
+from joulegym import baselines
+from joulegym.envs.emrf import allocation
+
+
+class _Uncached:
+    """A policy wrapper that clears the EMRF caches before every decision (worst case)."""
+
+    privileged = False
+
+    def __init__(self, policy) -> None:
+        self.policy = policy
+        self.name = policy.name
+
+    def reset(self, env, seed=None) -> None:
+        self.env = env
+        self.policy.reset(env, seed)
+
+    def act(self, obs, info):
+        allocation.emrf_core.cache_clear()
+        allocation.basics.cache_clear()
+        self.env.unwrapped._derived_cache.clear()
+        return self.policy.act(obs, info)
+
+
+class _TimedLP:
+    """Patch the EMRF solver where the env and the policy call it; accumulate the seconds spent in it."""
+
+    def __init__(self) -> None:
+        import joulegym.baselines.emrf as policy_module
+        import joulegym.envs.emrf.env as env_module
+
+        self.modules = (env_module, policy_module)
+        self.original = allocation.emrf_core
+        self.seconds = 0.0
+        self.calls = 0
+
+    def __enter__(self):
+        original = self.original
+
+        def timed(*args):
+            start = time.perf_counter()
+            try:
+                return original(*args)
+            finally:
+                self.seconds += time.perf_counter() - start
+                self.calls += 1
+
+        for module in self.modules:
+            module.emrf_core = timed
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for module in self.modules:
+            module.emrf_core = self.original
+
+
+def lp_share(env_id: str, steps: int, uncached: bool) -> tuple[float, float, int]:
+    """(share of the step time spent in the EMRF solver, steps/s of this timed run, solver calls per step)."""
+    env = gym.make(env_id)
+    policy = baselines.make("emrf")
+    policy = _Uncached(policy) if uncached else policy
+    with _TimedLP() as lp:
+        start = time.perf_counter()
+        steps_per_second(env, steps, policy)
+        total = time.perf_counter() - start
+    return lp.seconds / total, steps / total, lp.calls / steps
+
+
+def highs_cost(env_id: str, samples: int = 50) -> float:
+    """Seconds per call of scipy HiGHS on the efficiency LPs the env visits (for comparison)."""
+    env = gym.make(env_id)
+    policy = baselines.make("emrf")
+    obs, info = env.reset(seed=0)
+    policy.reset(env)
+    instances = []
+    for _ in range(samples):
+        inp = info["scheduler_inputs"]
+        active = np.flatnonzero(inp["active"])
+        if active.size:
+            instances.append((*inp["capacities"], tuple(np.asarray(inp["xi_cpu"])[active].tolist()),
+                              tuple(np.asarray(inp["weights"])[active].tolist()), float(inp["eta"])))
+        obs, _, term, trunc, info = env.step(policy.act(obs, info))
+        if term or trunc:
+            obs, info = env.reset()
+            policy.reset(env)
+    start = time.perf_counter()
+    for inst in instances:
+        allocation.emrf_core.cache_clear()
+        allocation.emrf_core(*inst, "vertex")
+    return (time.perf_counter() - start) / len(instances)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ids", nargs="*", default=["joulegym/EMRF-v0", "joulegym/EMRF-apu-random-v0"])
+    parser.add_argument("--steps", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    if NOOP_ID not in gym.registry:
+        gym.register(NOOP_ID, entry_point=NoOpEnv)
+    noop = steps_per_second(gym.make(NOOP_ID), max(args.steps * 10, 100_000), None)
+    print(f"no-op env (gym.make, same wrappers): {noop:,.0f} steps/s")
+    for env_id in args.ids:
+        with_policy = steps_per_second(gym.make(env_id), args.steps, baselines.make("emrf"))
+        fixed = steps_per_second(gym.make(env_id), args.steps, None)
+        uncached = steps_per_second(gym.make(env_id), max(args.steps // 4, 500), _Uncached(baselines.make("emrf")))
+        share_cached, _, calls_cached = lp_share(env_id, args.steps, uncached=False)
+        share_uncached, _, calls_uncached = lp_share(env_id, max(args.steps // 4, 500), uncached=True)
+        highs = highs_cost(env_id)
+        print(f"\n{env_id} (max_users = {gym.make(env_id).unwrapped.max_users})")
+        print(f"  emrf policy acting, LP cached      {with_policy:>10,.0f} steps/s   ratio {noop / with_policy:6.1f}")
+        print(f"  fixed action (no policy)           {fixed:>10,.0f} steps/s   ratio {noop / fixed:6.1f}")
+        print(f"  emrf policy, caches cleared/step   {uncached:>10,.0f} steps/s   ratio {noop / uncached:6.1f}")
+        print(f"  LP share of step time, cached      {share_cached:>10.1%}   ({calls_cached:.1f} solver calls/step)")
+        print(f"  LP share of step time, uncached    {share_uncached:>10.1%}   "
+              f"({calls_uncached:.1f} solver calls/step)")
+        print(f"  scipy HiGHS on the same LPs        {highs * 1e6:>10.0f} us/call (not used by the env)")
+    print("\nratio = no-op steps/s / env steps/s (lower is better; measured in this run)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""The EMRF event-driven fluid simulator (EMRF paper §II-B, §V-C Algorithm 1; spec §1 "Simulator", §3.2, §7).
+
+No Gymnasium here. ``max_users`` user slots share an APU of capacities ``(C_cpu, C_gpu)`` GFLOPS.
+Each occupied slot is a user with an app split ``xi`` (true) and ``xi_hat`` (what the scheduler
+measured over the last window), a weight and a job queue; a job is W GFLOP. A user with unfinished
+work is *active*.
+
+**Fluid progress.** At allocation F_i (GFLOPS) the current job progresses at F_i GFLOP/s, its CPU
+and GPU parts in lockstep (the coupling, §II-B). The allocation is planned with ``xi_hat``; the
+hardware runs the true ``xi``: if the planned allocation over-uses a device under the true split,
+every rate is scaled by the same factor ``min_d C_d / usage_d`` (a fluid device cannot exceed its
+capacity). Without drift or noise ``xi_hat == xi`` and the planned allocation runs exactly.
+
+**One decision window** (:meth:`EMRFSimulator.window`, Algorithm 1's ΔT, default 1 s) is split into
+segments at every event: a job completion (the next job of the user starts at once, closed loop), a
+departure (the user's queue is empty) and a phase switch of ``xi`` (``apu-phases``). At the start of
+each segment the window's allocation rule is re-applied to the current active set (spec §3.2: "re-scale
+t* over the remaining users with the same ω", or re-solve EMRF for a knob). Job *arrivals* (Poisson
+sources, late users) are admitted at window boundaries, so each decision sees the set it allocates
+(a simplification of Alg. 1's "on any arrival": arrivals wait at most ΔT).
+
+**Measurement** (Alg. 1 line 1): at the end of a window ``xi_hat_i`` = CPU operations / all operations
+user i ran in the window (the ops-weighted true split), plus optional Gaussian noise (``xi_noise``) on
+co-run apps (0 < xi < 1), clipped to [0, 1]. Users that ran nothing keep their previous estimate.
+A change of xi is therefore seen at the next decision (spec §3.2's |Δξ| > 0.05 trigger cannot fire
+inside the window that produces the measurement).
+
+The per-window path uses plain lists (a handful of slots: list arithmetic beats small numpy calls).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+EPS_WORK = 1e-9  # relative remaining work below which a job counts as finished (fp round-off)
+QUEUE_NORM = 4.0  # open-loop users: queue feature = min(queued jobs / 4, 1) (joulegym choice, observation only)
+
+
+@dataclass(frozen=True)
+class UserSpec:
+    """One user (slot occupant).
+
+    :param name: label (app name).
+    :param xi_cpu: true CPU fraction of the app's work.
+    :param weight: w_i > 0.
+    :param job_gflop: mean job size W (GFLOP).
+    :param jobs: jobs submitted at ``arrival`` (closed loop); ``None`` = backlogged (never runs out).
+    :param arrival: time (s) the user arrives (admitted at the first window boundary >= it).
+    :param arrival_rate: Poisson job arrivals per second after ``arrival`` (open loop), 0 = none.
+    :param job_sigma: lognormal sigma of job sizes (mean kept at ``job_gflop``); 0 = fixed size.
+    :param xi_alt: ``apu-phases``: the second value ``xi`` alternates with (None = no drift).
+    :param co_run: whether measurement noise applies (co-run friendly apps, 0 < xi < 1).
+    """
+
+    name: str
+    xi_cpu: float
+    weight: float
+    job_gflop: float
+    jobs: int | None = None
+    arrival: float = 0.0
+    arrival_rate: float = 0.0
+    job_sigma: float = 0.0
+    xi_alt: float | None = None
+    co_run: bool = False
+
+
+@dataclass
+class WindowResult:
+    """What happened in one window: segments ``(dt, active slots, delivered GFLOPS per slot)``."""
+
+    segments: list[tuple[float, tuple[int, ...], list[float]]] = field(default_factory=list)
+    completed_jobs: int = 0
+    departures: list[int] = field(default_factory=list)
+
+
+class EMRFSimulator:
+    """Fluid APU-sharing simulator; see the module docstring."""
+
+    def __init__(self, capacities: tuple[float, float], max_users: int, window_s: float = 1.0,
+                 horizon: int = 200, xi_noise: float = 0.0, phase_period: tuple[float, float] = (20.0, 40.0)) -> None:
+        self.capacities = (float(capacities[0]), float(capacities[1]))
+        self.max_users = int(max_users)
+        self.window_s = float(window_s)
+        self.horizon = int(horizon)
+        self.xi_noise = float(xi_noise)
+        self.phase_period = (float(phase_period[0]), float(phase_period[1]))
+        self.rng = np.random.default_rng(0)
+        self.reset([], self.rng)
+
+    # --- state -------------------------------------------------------------------------------------
+    def reset(self, users: list[UserSpec], rng: np.random.Generator) -> None:
+        if len(users) > self.max_users:
+            raise ValueError(f"{len(users)} users do not fit in max_users={self.max_users} slots")
+        self.rng = rng
+        n = self.max_users
+        self.time = 0.0
+        self.windows = 0
+        self.users: list[UserSpec | None] = [None] * n
+        self.present = [False] * n  # arrived (occupies the slot)
+        self.xi = [0.0] * n
+        self.xi_hat = [0.0] * n
+        self.weight = [1.0] * n
+        self.queue = [0] * n  # jobs not finished (current one included); backlogged: 1 forever
+        self.backlogged = [False] * n
+        self.remaining = [0.0] * n  # GFLOP left of the current job
+        self.current_size = [1.0] * n
+        self.jobs_total = [0] * n
+        self.jobs_done = [0] * n
+        self.work_done = [0.0] * n
+        self.work_window = [0.0] * n
+        self.cpu_ops_window = [0.0] * n
+        self.arrived_at = [0.0] * n
+        self.finished_at: list[float | None] = [None] * n
+        self.next_arrival = [math.inf] * n  # next Poisson job
+        self.next_switch = [math.inf] * n
+        self.phase = [0] * n
+        self.last_rates = [0.0] * n
+        self.last_utilisation = (0.0, 0.0)
+        self.total_gflop = 0.0
+        self.cpu_gflop = 0.0
+        self.gpu_gflop = 0.0
+        for slot, user in enumerate(users):
+            self.users[slot] = user
+        self._admission_pending = True
+        self._admit()
+
+    @property
+    def active(self) -> list[bool]:
+        return [p and q > 0 for p, q in zip(self.present, self.queue)]
+
+    @property
+    def done(self) -> bool:
+        """Every user has arrived, finished its jobs, and no open-loop source is left."""
+        for slot, user in enumerate(self.users):
+            if user is None:
+                continue
+            if not self.present[slot] or self.queue[slot] > 0 or self.backlogged[slot] or user.arrival_rate > 0:
+                return False
+        return True
+
+    @property
+    def truncated(self) -> bool:
+        return self.windows >= self.horizon
+
+    # --- arrivals ----------------------------------------------------------------------------------
+    def _job_size(self, user: UserSpec) -> float:
+        if user.job_sigma > 0:
+            s = user.job_sigma
+            return user.job_gflop * math.exp(s * float(self.rng.standard_normal()) - 0.5 * s * s)
+        return user.job_gflop
+
+    def _admit(self) -> None:
+        """Admit users and Poisson jobs whose time has come (window boundaries only)."""
+        now = self.time + 1e-12
+        self._admission_pending = any(u is not None and (u.arrival > now or u.arrival_rate > 0) for u in self.users)
+        for slot, user in enumerate(self.users):
+            if user is None:
+                continue
+            if not self.present[slot] and user.arrival <= now:
+                self.present[slot] = True
+                self.arrived_at[slot] = user.arrival
+                self.xi[slot] = self.xi_hat[slot] = user.xi_cpu
+                self.weight[slot] = user.weight
+                self.backlogged[slot] = user.jobs is None and user.arrival_rate <= 0
+                self.queue[slot] = 1 if self.backlogged[slot] else int(user.jobs or 0)
+                self.jobs_total[slot] = self.queue[slot]
+                if user.arrival_rate > 0:
+                    self.next_arrival[slot] = user.arrival + float(self.rng.exponential(1.0 / user.arrival_rate))
+                if user.xi_alt is not None:
+                    self.next_switch[slot] = user.arrival + float(self.rng.uniform(*self.phase_period))
+                if self.queue[slot] > 0:
+                    self._start_job(slot)
+            if self.present[slot] and user.arrival_rate > 0:
+                while self.next_arrival[slot] <= now:
+                    if self.queue[slot] == 0:
+                        self._start_job(slot)
+                    self.queue[slot] += 1
+                    self.jobs_total[slot] += 1
+                    self.next_arrival[slot] += float(self.rng.exponential(1.0 / user.arrival_rate))
+
+    def _start_job(self, slot: int) -> None:
+        size = self._job_size(self.users[slot])
+        self.current_size[slot] = size
+        self.remaining[slot] = size
+
+    # --- one window ---------------------------------------------------------------------------------
+    def window(self, rule: Callable[[tuple[int, ...]], list[float]]) -> WindowResult:
+        """Advance one window of ``window_s`` seconds under ``rule`` (active slots -> planned GFLOPS per slot)."""
+        result = WindowResult()
+        end = self.time + self.window_s
+        c_cpu, c_gpu = self.capacities
+        n = self.max_users
+        xi, remaining, present, queue = self.xi, self.remaining, self.present, self.queue
+        next_switch, work_done = self.next_switch, self.work_done
+        work_window = self.work_window = [0.0] * n
+        cpu_window = self.cpu_ops_window = [0.0] * n
+        gpu_window = 0.0
+        planned: dict[tuple[int, ...], list[float]] = {}
+        while self.time < end - 1e-12:
+            now = self.time
+            active = tuple(i for i in range(n) if present[i] and queue[i] > 0)
+            alloc = planned.get(active)
+            if alloc is None:
+                alloc = planned[active] = rule(active)
+            use_cpu = use_gpu = 0.0
+            for i in active:
+                use_cpu += alloc[i] * xi[i]
+                use_gpu += alloc[i] * (1.0 - xi[i])
+            scale = 1.0
+            if use_cpu > c_cpu * (1 + 1e-12):
+                scale = c_cpu / use_cpu
+            if use_gpu > c_gpu * (1 + 1e-12):
+                scale = min(scale, c_gpu / use_gpu)
+            rates = [0.0] * n
+            dt = end - now
+            for i in active:
+                rate = alloc[i] * scale
+                rates[i] = rate
+                if rate > 0 and remaining[i] < rate * dt:
+                    dt = remaining[i] / rate
+                if next_switch[i] - now < dt:
+                    dt = next_switch[i] - now
+            dt = max(dt, 0.0)
+            for i in active:
+                done = rates[i] * dt
+                remaining[i] -= done
+                work_done[i] += done
+                work_window[i] += done
+                cpu_window[i] += done * xi[i]
+                gpu_window += done * (1.0 - xi[i])
+            self.time = now = now + dt
+            result.segments.append((dt, active, rates))
+            for i in active:
+                if remaining[i] <= EPS_WORK * self.current_size[i]:
+                    self._complete(i, result)
+                if next_switch[i] <= now + 1e-12:
+                    user = self.users[i]
+                    self.phase[i] ^= 1
+                    xi[i] = user.xi_alt if self.phase[i] else user.xi_cpu
+                    next_switch[i] = now + float(self.rng.uniform(*self.phase_period))
+        self.time = end
+        self.windows += 1
+        cpu_total = sum(cpu_window)
+        self.total_gflop += sum(work_window)
+        self.cpu_gflop += cpu_total
+        self.gpu_gflop += gpu_window
+        self.last_utilisation = (cpu_total / (c_cpu * self.window_s), gpu_window / (c_gpu * self.window_s))
+        self._measure()
+        self.last_rates = [w / self.window_s for w in work_window]
+        if self._admission_pending:
+            self._admit()
+        return result
+
+    def _complete(self, i: int, result: WindowResult) -> None:
+        """User ``i``'s current job is done: start the next one (closed loop) or let the user depart."""
+        result.completed_jobs += 1
+        self.jobs_done[i] += 1
+        if self.backlogged[i]:
+            self._start_job(i)
+            return
+        self.queue[i] -= 1
+        if self.queue[i] > 0:
+            self._start_job(i)
+        else:
+            self.remaining[i] = 0.0
+            self.finished_at[i] = self.time
+            result.departures.append(i)
+
+    def _measure(self) -> None:
+        for i in range(self.max_users):
+            user = self.users[i]
+            if user is None or self.work_window[i] <= 0:
+                continue
+            estimate = self.cpu_ops_window[i] / self.work_window[i]
+            if self.xi_noise > 0 and user.co_run:
+                estimate += self.xi_noise * float(self.rng.standard_normal())
+            self.xi_hat[i] = min(max(estimate, 0.0), 1.0)
+
+    # --- summaries ------------------------------------------------------------------------------------
+    def remaining_fraction(self, slot: int) -> float:
+        if not (self.present[slot] and self.queue[slot] > 0):
+            return 0.0
+        return min(max(self.remaining[slot] / self.current_size[slot], 0.0), 1.0)
+
+    def jobs_left_fraction(self, slot: int) -> float:
+        user = self.users[slot]
+        if user is None or not self.present[slot]:
+            return 0.0
+        if self.backlogged[slot]:
+            return 1.0
+        if user.arrival_rate > 0:
+            return min(self.queue[slot] / QUEUE_NORM, 1.0)
+        return self.queue[slot] / self.jobs_total[slot] if self.jobs_total[slot] else 0.0
+
+    def completion_times(self) -> list[float]:
+        """Per slot: finish time - arrival of users that finished all their jobs (NaN otherwise)."""
+        return [f - a if f is not None else math.nan for f, a in zip(self.finished_at, self.arrived_at)]

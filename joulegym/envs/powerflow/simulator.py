@@ -1,0 +1,767 @@
+"""Discrete-event simulator of a DL-training GPU cluster under a power budget (Gu et al. §5-§6; spec §5.4, §9).
+
+No Gymnasium here (DESIGN.md layer 3): :class:`PowerFlowSim` has ``reset``, ``view()`` (what a
+scheduler sees at a decision point), ``apply(alloc)`` and ``advance()`` (to the next decision point),
+and ``metrics()``; :func:`simulate` runs a whole trace with a scheduler.
+
+Engine. A plain event loop over a handful of event *sources* (the sorted arrival and pre-run-done
+times, each running job's completion, overhead and profiling ends, a policy wake-up, an idle tick)
+instead of SimPy: the spec §9 recommends a heap/loop core because the Gym step must hand control back
+exactly at decision events, and the one-core 30 s full-episode target leaves no room for a
+process-per-job framework (a SimPy process per job would add ~1901 generators and a callback per
+event for no modelling gain). Events at the same timestamp (1e-9 s) are coalesced.
+
+Events (spec §9): ``ARRIVAL`` (pre-run starts), ``PRERUN_DONE`` (the schedulable "submission" event),
+``COMPLETION``, ``PROFILING_DONE`` (the "job scaling" event), ``OVERHEAD_DONE`` (rate change only) and
+``TICK`` (a policy wake-up, e.g. a Tiresias queue threshold, or an idle tick when nothing can happen).
+Decision points: submission, completion, profiling done, tick.
+
+Exact integration: between events each job has a constant rate (1/T_iter; 0 during reconfiguration
+overhead; the frequency-averaged rate during online profiling) and constant power, so progress,
+GPU-seconds and energy integrate exactly; completions are recomputed after every change.
+
+Energy scope (§2.1, spec §7 [A]): GPU energy only = busy (training) + profiling (online profiling
+windows) + overhead (GPUs held during reconfiguration, at ``P_idle``) + idle (free GPUs on powered
+nodes at ``P_idle``) + pre-run (offline, 240 s split evenly over the frequency grid on one GPU).
+
+Life-cycle (spec §5.4): with ``profiling=True`` (PowerFlow, not oracle) a job is pre-run for
+``prerun_s`` before it becomes schedulable, and each new GPU count is profiled online for
+``profile_s`` (pinned: n, GPUs and the frequency cycle are fixed). ``profile_scope="model"`` (default,
+joulegym reading [I]): a (model, BS, n) profiled once — by the pre-run or any job's window — is not
+profiled again, since every job of that (model, BS) has the same profile and PowerFlow pools fits per DNN
+(spec §3 priors); this makes profiling the transient cost of "the first few hours" that Fig. 8b describes.
+``"job"`` is the literal per-job rule, under which elastic re-allocation at every event keeps jobs in
+profiling most of their life on the Alibaba-scale trace (measured: 5.7 windows per job, 27 % of energy).
+``pin_overhead=True``: a job in its reconfiguration overhead is pinned too (a checkpoint-restart in
+progress cannot be re-sized; without it, from-scratch re-allocation every ~20 s keeps resized jobs in
+overhead forever). The predictor is either the per-DNN
+pooled fit of the noisy profile (``predictor="fitted"``) or the true profile (``"oracle"``, Fig. 9);
+baselines get the true profile (favourable to them; documented deviation).
+
+Ground truth: the §6.2 model (V100) or the ElasticFlow-fitted A100 model, times a deterministic
+per-configuration lognormal factor (``truth_noise``, spec §6.2 "optional realism").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from joulegym.envs.powerflow.cluster import ClusterSpec, buddy_place, first_fit_place, is_pow2, placement_shape
+from joulegym.workloads import dl_models as dm
+from joulegym.workloads.dl_jobs import DLJobs
+
+EPS_T = 1e-9
+FUTURE, PRERUN, READY, DONE = 0, 1, 2, 3
+EV_ARRIVAL, EV_COMPLETION, EV_PROFILING = 0, 1, 2  # last decision-event type (observation one-hot)
+OVERHEAD_MODES = ("elasticflow", "flat", "none")
+PREDICTORS = ("fitted", "oracle")
+PLACEMENTS = ("packed", "first-fit")
+POWER_CONSTRAINTS = ("none", "repair")
+
+
+def overhead_s(mode: str, n: int, flat_s: float = 30.0) -> float:
+    """Reconfiguration overhead (spec §9 step 5 [A]): ElasticFlow ``2 + 27 + 2 (log2 n + 1)`` s, flat, or 0."""
+    if mode == "none" or n <= 0:
+        return 0.0
+    if mode == "flat":
+        return flat_s
+    return 2.0 + 27.0 + 2.0 * (math.log2(n) + 1.0)
+
+
+@dataclass
+class SimConfig:
+    eta: float = 0.6
+    predictor: str = "fitted"
+    profiling: bool = True
+    prerun_s: float = 240.0
+    profile_s: float = 240.0
+    overhead: str = "elasticflow"
+    flat_overhead_s: float = 30.0
+    truth_noise: float = 0.03
+    placement: str = "packed"
+    power_constraint: str = "none"
+    node_shutdown: bool = True
+    horizon_s: float = 14 * 86400.0
+    idle_tick_s: float = 600.0
+    p_max_w: float | None = None  # default: mean per-GPU power at (n=1, f_max) over the catalog pool (spec §2.4)
+    record_timeline: bool = True
+    profile_scope: str = "model"  # "model": a (model, BS, n) profiled once serves later jobs; "job": per job
+    pin_overhead: bool = True  # a job in its reconfiguration (checkpoint-restart) cannot be resized again
+
+    def validate(self) -> None:
+        if not (isinstance(self.eta, (int, float)) and math.isfinite(self.eta) and 0 < self.eta <= 1):
+            raise ValueError(f"eta must be in (0, 1], got {self.eta!r}")
+        for name, allowed in (("predictor", PREDICTORS), ("overhead", OVERHEAD_MODES), ("placement", PLACEMENTS),
+                              ("power_constraint", POWER_CONSTRAINTS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r} is not one of {allowed}")
+        if self.profile_scope not in ("model", "job"):
+            raise ValueError(f"profile_scope={self.profile_scope!r} is not one of ('model', 'job')")
+        for name in ("prerun_s", "profile_s", "flat_overhead_s", "truth_noise"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not self.horizon_s > 0 or not self.idle_tick_s > 0:
+            raise ValueError("horizon_s and idle_tick_s must be > 0")
+
+
+def catalog_p_max(device: str = "v100") -> float:
+    """P_max (spec §2.4 [A]): mean per-GPU power at (n = 1, f_max) over the Table 1 (model, BS) pool."""
+    hw = dm.hardware(device)
+    vals = [float(dm.power_w(dm.perf_params(m, device), hw, bs, 1, hw.fmax_ghz))
+            for m, spec in dm.CATALOG.items() for bs in spec.bs_pool]
+    return float(np.mean(vals))
+
+
+class _Profiles:
+    """True and predicted per-configuration (T, E) rows over the frequency grid, cached per (model, BS, n, r, multi)."""
+
+    _TRUE: ClassVar[dict[tuple, dict]] = {}
+    _PRED: ClassVar[dict[tuple, dict]] = {}
+    _TABLES: ClassVar[dict[tuple, dict]] = {}
+    _MEANS: ClassVar[dict[tuple, dict]] = {}
+
+    def profiling_means(self, model: str, bs: int, n: int, r: int, multi: bool) -> tuple[float, float]:
+        """Frequency-averaged (rate, power) of an online-profiling window (equal time per level)."""
+        key = (model, bs, n, r, multi)
+        out = self._means.get(key)
+        if out is None:
+            t, e = self.true(model, bs, n, r, multi)
+            out = self._means[key] = (float(np.mean(1.0 / t)), float(np.mean(e / t)))
+        return out
+
+    def __init__(self, device: str, gpn: int, truth_noise: float, predictor: str, fit_sigma: float) -> None:
+        self.device, self.gpn, self.noise = device, gpn, truth_noise
+        self.predictor, self.fit_sigma = predictor, fit_sigma
+        self.hw = dm.hardware(device)
+        self.f = self.hw.freqs_ghz
+        # shared across simulator instances (every reset of an env builds a new simulator): profiles are pure
+        # functions of their key, so the caches live at class level, keyed by everything they depend on
+        key = (device, gpn, truth_noise, predictor)
+        self._true = _Profiles._TRUE.setdefault(key, {})
+        self._pred = _Profiles._PRED.setdefault(key, {})
+        self._tables = _Profiles._TABLES.setdefault(key, {})
+        self._means = _Profiles._MEANS.setdefault(key, {})
+
+    def predicted_tables(self, model: str, bs: int, n_values: tuple[int, ...]):
+        """Stacked predicted ``(T, E)`` of shape ``(len(n_values), F)`` (cached per model, BS)."""
+        key = (model, bs, n_values)
+        tab = self._tables.get(key)
+        if tab is None:
+            rows = [self.predicted(model, bs, k) for k in n_values]
+            tab = self._tables[key] = (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
+        return tab
+
+    def _rows(self, params: dm.PerfParams, model: str, bs: int, n: int, r: int, multi: bool, noisy: bool):
+        t, tg, ts = dm.components(params, bs / n, n, r, multi, self.f)
+        e = dm.energy_from_components(params, bs / n, n, self.f, t, tg, ts)
+        if noisy and self.noise > 0:
+            fac = dm.noise_factors(model, bs, [n], len(self.f), self.noise)[0]
+            t, e = t * fac[:, 0], e * fac[:, 1]
+        return np.asarray(t, dtype=float), np.asarray(e, dtype=float)
+
+    def true(self, model: str, bs: int, n: int, r: int | None = None, multi: bool | None = None):
+        r = min(n, self.gpn) if r is None else r
+        multi = n > self.gpn if multi is None else multi
+        key = (model, bs, n, r, multi)
+        row = self._true.get(key)
+        if row is None:
+            row = self._true[key] = self._rows(dm.perf_params(model, self.device), model, bs, n, r, multi, True)
+        return row
+
+    def predicted(self, model: str, bs: int, n: int):
+        if self.predictor == "oracle":
+            return self.true(model, bs, n)
+        key = (model, bs, n)
+        row = self._pred.get(key)
+        if row is None:
+            params = dm.fitted_params(model, self.device, sigma=self.noise if self.noise > 0 else 1e-3)
+            row = self._pred[key] = self._rows(params, model, bs, n, min(n, self.gpn), n > self.gpn, False)
+        return row
+
+
+@dataclass
+class SchedView:
+    """What a scheduler sees at a decision point (read-only by convention; arrays indexed by position in ``jobs``).
+
+    ``T[i]``/``E[i]``: predicted ``(n_levels, F)`` tables of job ``jobs[i]`` over ``n_values`` (packed
+    placement); ``row(i, n)`` gives predicted rows for any ``n``. ``pinned[i]``: in online profiling (its
+    ``n``/GPUs are fixed; ``pinned_power`` is its current power).
+    """
+
+    now: float
+    jobs: np.ndarray
+    submit: np.ndarray
+    remaining: np.ndarray
+    n_req: np.ndarray
+    batch_size: np.ndarray
+    model: list[str]
+    n: np.ndarray
+    fl: np.ndarray
+    pinned: np.ndarray
+    pinned_power: np.ndarray
+    attained: np.ndarray
+    T: list[np.ndarray]
+    E: list[np.ndarray]
+    n_values: tuple[int, ...]
+    freqs_mhz: np.ndarray
+    num_gpus: int
+    gpn: int
+    power_limit_w: float
+    p_max_w: float
+    row: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+    true_row: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass
+class SimResult:
+    """The outcome of :func:`simulate` (plain floats; per-job arrays; the allocation/power timeline)."""
+
+    avg_jct_s: float
+    total_energy_j: float
+    makespan_s: float
+    energy_breakdown_j: dict[str, float]
+    metrics: dict[str, float]
+    jct_s: np.ndarray
+    finish_s: np.ndarray
+    timeline: dict[str, np.ndarray] = field(default_factory=dict)
+    truncated: bool = False
+    balance: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def avg_jct_h(self) -> float:
+        return self.avg_jct_s / 3600.0
+
+    @property
+    def total_energy_kwh(self) -> float:
+        return self.total_energy_j / 3.6e6
+
+
+class PowerFlowSim:
+    """The event-driven cluster simulator (see module docstring)."""
+
+    def __init__(self, jobs: DLJobs, cluster: ClusterSpec | None = None, config: SimConfig | None = None) -> None:
+        self.cluster = cluster or ClusterSpec()
+        self.cfg = config or SimConfig()
+        self.cfg.validate()
+        if len(jobs) == 0:
+            raise ValueError("trace is empty: a PowerFlow episode needs at least one job")
+        G = self.cluster.num_gpus
+        too_big = np.flatnonzero(np.asarray(jobs.n_req) > G)
+        if too_big.size:
+            j = int(too_big[0])
+            raise ValueError(f"job {jobs.job_id[j]!r} requests {int(jobs.n_req[j])} GPUs but the cluster has only {G} "
+                             f"({self.cluster.nodes} nodes x {self.cluster.gpus_per_node})")
+        self.jobs = jobs
+        self.G, self.gpn = G, self.cluster.gpus_per_node
+        self.prof = _Profiles(self.cluster.device, self.gpn, self.cfg.truth_noise, self.cfg.predictor, 0.04)
+        self.hw = self.prof.hw
+        self.F = len(self.hw.freqs_mhz)
+        self.p_max = self.cfg.p_max_w if self.cfg.p_max_w is not None else catalog_p_max(self.cluster.device)
+        self.power_limit = self.cfg.eta * G * self.p_max
+        nv, k = [], 1
+        while k <= min(G, 1 << 30):
+            nv.append(k)
+            k *= 2
+        self.n_values = tuple(nv)
+        self.reset()
+
+    # ------------------------------------------------------------------------------------------ state
+    def reset(self) -> None:
+        J = len(self.jobs)
+        self.now = 0.0
+        self.status = np.zeros(J, dtype=np.int8)
+        self.n = np.zeros(J, dtype=np.int64)
+        self.fl = np.full(J, self.F - 1, dtype=np.int64)
+        self.done_it = np.zeros(J)
+        self.rate = np.zeros(J)
+        self.power = np.zeros(J)
+        self.phase = np.zeros(J, dtype=np.int8)  # 0 run, 1 overhead, 2 profiling (after its overhead)
+        self.overhead_until = np.zeros(J)
+        self.profile_until = np.zeros(J)
+        self.finish = np.full(J, np.nan)
+        self.gpu_s = np.zeros(J)
+        self.attained = np.zeros(J)
+        self.energy_job = np.zeros(J)
+        self.gpus: list[tuple[int, ...]] = [()] * J
+        self.shape: list[tuple[int, bool]] = [(0, False)] * J
+        self.profiled: list[set[int]] = [set() for _ in range(J)]
+        self.profiled_cfg: set[tuple[str, int, int]] = set()
+        self.migrations = 0
+        self.profilings = 0
+        self.energy = {"busy": 0.0, "profiling": 0.0, "overhead": 0.0, "idle": 0.0, "prerun": 0.0}
+        self.energy_integral = 0.0  # integral of the cluster power (cross-check of the breakdown)
+        self.gpu_s_idle = 0.0
+        self.gpu_s_off = 0.0
+        self.jct_integral = 0.0  # integral of the number of submitted, unfinished jobs
+        self.violation_ws = 0.0
+        self.max_job_power = 0.0
+        self.running = np.zeros(0, dtype=np.int64)
+        self.wakeup = math.inf
+        self.last_event = EV_ARRIVAL
+        self.done_count = 0
+        self.steps = 0
+        self.truncated = False
+        self.repaired = False
+        self.max_completion_residual = 0.0
+        prerun = self.cfg.prerun_s if self.cfg.profiling else 0.0
+        self._arrive = np.asarray(self.jobs.submit_s, dtype=float)
+        self._ready_at = self._arrive + prerun
+        self._ai = 0  # next arrival pointer
+        self._ri = 0  # next ready pointer
+        self._t_log: list[float] = [0.0]
+        self._alloc_log: list[int] = [0]
+        self._power_log: list[float] = [0.0]
+        self._cluster_power = 0.0
+        self._idle_gpus = 0
+        self._powered_nodes = 0 if self.cfg.node_shutdown else self.cluster.nodes
+        self._refresh_power()
+
+    # ------------------------------------------------------------------------------------------ views
+    def ready_jobs(self) -> np.ndarray:
+        return np.flatnonzero(self.status == READY)
+
+    def view(self) -> SchedView:
+        idx = self.ready_jobs()
+        jobs = self.jobs
+        T, E = [], []
+        prof = self.prof
+        for j in idx:
+            t, e = prof.predicted_tables(jobs.model[j], int(jobs.batch_size[j]), self.n_values)
+            T.append(t)
+            E.append(e)
+        pinned = self.pinned_mask(idx)
+
+        def row(i: int, k: int):
+            j = int(idx[i])
+            return prof.predicted(jobs.model[j], int(jobs.batch_size[j]), int(k))
+
+        def true_row(i: int, k: int):
+            j = int(idx[i])
+            return prof.true(jobs.model[j], int(jobs.batch_size[j]), int(k))
+
+        return SchedView(
+            now=self.now, jobs=idx, submit=self._arrive[idx].copy(), remaining=jobs.iterations[idx] - self.done_it[idx],
+            n_req=np.asarray(jobs.n_req)[idx].copy(), batch_size=np.asarray(jobs.batch_size)[idx].copy(),
+            model=[str(jobs.model[j]) for j in idx], n=self.n[idx].copy(), fl=self.fl[idx].copy(), pinned=pinned,
+            pinned_power=np.where(pinned, self.power[idx], 0.0), attained=self.attained[idx].copy(), T=T, E=E,
+            n_values=self.n_values, freqs_mhz=self.hw.freqs_mhz.copy(), num_gpus=self.G, gpn=self.gpn,
+            power_limit_w=self.power_limit, p_max_w=self.p_max, row=row, true_row=true_row,
+        )
+
+    def pinned_mask(self, idx: np.ndarray) -> np.ndarray:
+        """Jobs whose ``n``/GPUs are fixed now: in online profiling, or restarting (``pin_overhead``)."""
+        pinned = self.profile_until[idx] > self.now + EPS_T
+        if self.cfg.pin_overhead:
+            pinned |= (self.overhead_until[idx] > self.now + EPS_T) & (self.n[idx] > 0)
+        return pinned
+
+    def needs_profiling(self, j: int, k: int) -> bool:
+        """Whether running job ``j`` on ``k`` GPUs starts an online-profiling window (spec §5.4)."""
+        if not self.cfg.profiling or k in self.profiled[j]:
+            return False
+        if self.cfg.profile_scope == "model":
+            return (str(self.jobs.model[j]), int(self.jobs.batch_size[j]), int(k)) not in self.profiled_cfg
+        return True
+
+    @property
+    def finished(self) -> bool:
+        return self.done_count == len(self.jobs)
+
+    # ------------------------------------------------------------------------------------------ power
+    def _job_power(self, j: int) -> tuple[float, float]:
+        """(rate, power) of running job ``j`` in its current phase (truth)."""
+        n = int(self.n[j])
+        if n == 0:
+            return 0.0, 0.0
+        if self.now < self.overhead_until[j] - EPS_T:
+            return 0.0, n * self.hw.p_idle_w
+        r, multi = self.shape[j]
+        if self.now < self.profile_until[j] - EPS_T:
+            return self.prof.profiling_means(self.jobs.model[j], int(self.jobs.batch_size[j]), n, r, multi)
+        t, e = self.prof.true(self.jobs.model[j], int(self.jobs.batch_size[j]), n, r, multi)
+        f = int(self.fl[j])
+        return 1.0 / float(t[f]), float(e[f] / t[f])
+
+    def _refresh_power(self, changed: Any = None, placement: bool = True) -> None:
+        """Recompute rate/power of ``changed`` running jobs (all if None) and the cluster aggregates."""
+        run = self.running
+        for j in (run if changed is None else changed):
+            j = int(j)
+            if self.n[j] == 0:
+                continue
+            rate, pw = self._job_power(j)
+            self.rate[j], self.power[j] = rate, pw
+            if self.now < self.overhead_until[j] - EPS_T:
+                self.phase[j] = 1
+            elif self.now < self.profile_until[j] - EPS_T:
+                self.phase[j] = 2
+            else:
+                self.phase[j] = 0
+        allocated = int(self.n[run].sum()) if run.size else 0
+        if placement and self.cfg.node_shutdown:
+            used = set()
+            gpn = self.gpn
+            packed = self.cfg.placement == "packed"
+            for j in run:
+                g = self.gpus[int(j)]
+                if packed:  # contiguous blocks: first..last node
+                    used.update(range(g[0] // gpn, g[-1] // gpn + 1))
+                else:
+                    used.update(x // gpn for x in g)
+            self._powered_nodes = len(used)
+        self._idle_gpus = self._powered_nodes * self.gpn - allocated
+        job_power = float(self.power[run].sum()) if run.size else 0.0
+        self._job_power_total = job_power
+        self._cluster_power = job_power + self._idle_gpus * self.hw.p_idle_w
+        if self.cfg.record_timeline:
+            self._t_log.append(self.now)
+            self._alloc_log.append(allocated)
+            self._power_log.append(self._cluster_power)
+
+    # ------------------------------------------------------------------------------------------ decisions
+    def apply(self, alloc: dict[int, tuple[int, int]], wakeup_s: float | None = None) -> None:
+        """Set ``(n, frequency level)`` of every ready job (absent: 0 GPUs); pinned jobs keep theirs.
+
+        :raises ValueError: an unknown/unready job, an infeasible size, or more GPUs than the cluster has.
+        """
+        ready = self.ready_jobs()
+        ready_set = set(int(j) for j in ready)
+        pinned = {int(j) for j in ready[self.pinned_mask(ready)]}
+        target: dict[int, tuple[int, int]] = {}
+        for j, (k, f) in alloc.items():
+            j, k, f = int(j), int(k), int(f)
+            if j not in ready_set:
+                raise ValueError(f"job {j} is not schedulable now (status {int(self.status[j])})")
+            if k < 0 or not 0 <= f < self.F:
+                raise ValueError(f"job {j}: n must be >= 0 and frequency level in [0, {self.F}), got ({k}, {f})")
+            if k > 0:
+                target[j] = (k, f)
+        for j in pinned:
+            target[j] = (int(self.n[j]), int(self.fl[j]))
+        total = sum(k for k, _ in target.values())
+        if total > self.G:
+            raise ValueError(f"allocation of {total} GPUs exceeds the cluster's {self.G}")
+        if self.cfg.power_constraint == "repair":
+            target = self._repair_power(target, pinned)
+        sizes = {j: k for j, (k, _) in target.items()}
+        previous = {j: self.gpus[j] for j in sizes if self.gpus[j]}
+        if self.cfg.placement == "packed":
+            placed = buddy_place(sizes, previous, self.G, frozenset(pinned))
+        else:
+            placed = first_fit_place(sizes, previous, self.G, self.gpn)
+        for j in ready:
+            j = int(j)
+            new = placed.get(j, ())
+            old = self.gpus[j]
+            k = len(new)
+            if new != old:
+                if old and new and j not in pinned:
+                    self.migrations += 1
+                self.gpus[j] = new
+                self.shape[j] = placement_shape(new, self.gpn)
+                self.n[j] = k
+                if k > 0:
+                    self.overhead_until[j] = self.now + overhead_s(self.cfg.overhead, k, self.cfg.flat_overhead_s)
+                    # a fresh placement interrupts any profiling window (only pinned jobs keep theirs)
+                    self.profile_until[j] = 0.0
+                    if self.needs_profiling(j, k):
+                        self.profile_until[j] = self.overhead_until[j] + self.cfg.profile_s
+                        self.profilings += 1
+                else:
+                    self.overhead_until[j] = 0.0
+                    self.profile_until[j] = 0.0
+            if k > 0 and j not in pinned:
+                self.fl[j] = target[j][1]
+        self.running = np.array(sorted(j for j in placed), dtype=np.int64)
+        self.wakeup = math.inf if wakeup_s is None else max(float(wakeup_s), self.now)
+        self.steps += 1
+        self._refresh_power(None, placement=True)
+
+    def _steady_power(self, j: int, k: int, f: int, pinned: set[int]) -> float:
+        model, bs = self.jobs.model[j], int(self.jobs.batch_size[j])
+        if j in pinned:  # profiling (maybe still in its overhead) or restarting: its power once running
+            r, multi = self.shape[j]
+            if self.profile_until[j] > self.now + EPS_T:
+                return self.prof.profiling_means(model, bs, k, r, multi)[1]
+            t, e = self.prof.true(model, bs, k, r, multi)
+            return float(e[f] / t[f])
+        if self.needs_profiling(j, k):
+            return self.prof.profiling_means(model, bs, k, min(k, self.gpn), k > self.gpn)[1]
+        t, e = self.prof.true(model, bs, k)
+        return float(e[f] / t[f])
+
+    def _repair_power(self, target: dict[int, tuple[int, int]], pinned: set[int]) -> dict[int, tuple[int, int]]:
+        """Spec §9 step 4 "repair": lower every running job's f one level while the true job power exceeds
+        the limit (1e-3 slack); at f_min halve the latest arrival's GPUs, de-allocating it at one GPU
+        (the spec de-allocates at once; halving first avoids starving a job whose profiling window at
+        n GPUs alone exceeds the budget)."""
+        target = dict(target)
+        limit = self.power_limit * (1 + 1e-3)
+
+        def total() -> float:
+            return sum(self._steady_power(j, k, f, pinned) for j, (k, f) in target.items())
+
+        self.repaired = False
+        while target and total() > limit:
+            self.repaired = True
+            movable = [j for j, (k, f) in target.items() if j not in pinned and f > 0]
+            if movable:
+                for j in movable:
+                    k, f = target[j]
+                    target[j] = (k, f - 1)
+                continue
+            free = [j for j in target if j not in pinned]
+            if not free:
+                break
+            latest = max(free, key=lambda j: (self._arrive[j], j))
+            k, f = target[latest]
+            if k > 1 and is_pow2(k):  # halve before dropping (a 1-GPU job at f_min always fits a sane budget)
+                target[latest] = (k // 2, f)
+            else:
+                del target[latest]
+        return target
+
+    # ------------------------------------------------------------------------------------------ time
+    def _next_time(self) -> float:
+        t = math.inf
+        if self._ai < len(self._arrive):
+            t = self._arrive[self._ai]
+        if self._ri < len(self._ready_at):
+            t = min(t, self._ready_at[self._ri])
+        run = self.running
+        if run.size:
+            rate = self.rate[run]
+            pos = rate > 0
+            if pos.any():
+                rj = run[pos]
+                t = min(t, self.now + float(np.min((self.jobs.iterations[rj] - self.done_it[rj]) / rate[pos])))
+            ou = self.overhead_until[run]
+            ou = ou[ou > self.now + EPS_T]
+            if ou.size:
+                t = min(t, float(ou.min()))
+            pu = self.profile_until[run]
+            pu = pu[pu > self.now + EPS_T]
+            if pu.size:
+                t = min(t, float(pu.min()))
+        t = min(t, self.wakeup)
+        return t
+
+    def _integrate(self, t: float) -> None:
+        dt = t - self.now
+        if dt <= 0:
+            return
+        run = self.running
+        if run.size:
+            self.done_it[run] += self.rate[run] * dt
+            e = self.power[run] * dt
+            self.energy_job[run] += e
+            ph = self.phase[run]
+            self.energy["busy"] += float(e[ph == 0].sum())
+            self.energy["overhead"] += float(e[ph == 1].sum())
+            self.energy["profiling"] += float(e[ph == 2].sum())
+            gs = self.n[run] * dt
+            self.gpu_s[run] += gs
+            self.attained[run] += np.where(ph == 1, 0.0, gs)
+        self.energy["idle"] += self._idle_gpus * self.hw.p_idle_w * dt
+        self.energy_integral += self._cluster_power * dt
+        self.gpu_s_idle += self._idle_gpus * dt
+        self.gpu_s_off += (self.G - self._powered_nodes * self.gpn) * dt
+        in_system = self._ai - self.done_count
+        self.jct_integral += in_system * dt
+        self.violation_ws += max(0.0, self._job_power_total - self.power_limit) * dt
+        self.max_job_power = max(self.max_job_power, self._job_power_total)  # power held for dt > 0 only
+        self.now = t
+
+    def advance(self) -> bool:
+        """Run to the next decision point; False when every job is done or the horizon is reached."""
+        while True:
+            if self.finished:
+                return False
+            t = self._next_time()
+            if not math.isfinite(t):  # nothing can happen by itself: idle tick, a decision point
+                t = self.now + self.cfg.idle_tick_s
+                self.wakeup = t
+            if t > self.cfg.horizon_s:
+                self._integrate(self.cfg.horizon_s)
+                self.truncated = True
+                return False
+            self._integrate(t)
+            decision = self._process_events(t)
+            if decision:
+                return True
+
+    def _process_events(self, t: float) -> bool:
+        decision = False
+        changed = False
+        jobs = self.jobs
+        tol = t + EPS_T * max(1.0, abs(t))
+        while self._ai < len(self._arrive) and self._arrive[self._ai] <= tol:
+            j = self._ai
+            self.status[j] = PRERUN
+            self._ai += 1
+        while self._ri < len(self._ready_at) and self._ready_at[self._ri] <= tol and self._ri < self._ai:
+            j = self._ri
+            self.status[j] = READY
+            if self.cfg.profiling and self.cfg.prerun_s > 0:
+                mean_p = self.prof.profiling_means(str(jobs.model[j]), int(jobs.batch_size[j]), 1, 1, False)[1]
+                self.energy["prerun"] += self.cfg.prerun_s * mean_p
+                self.profiled[j].add(1)
+                self.profiled_cfg.add((str(jobs.model[j]), int(jobs.batch_size[j]), 1))
+            self._ri += 1
+            decision = True
+            self.last_event = EV_ARRIVAL
+        run = self.running
+        if run.size:
+            rem = jobs.iterations[run] - self.done_it[run]
+            fin = run[(rem <= 1e-9 * np.maximum(1.0, jobs.iterations[run])) | ((self.rate[run] > 0) & (
+                rem / np.where(self.rate[run] > 0, self.rate[run], 1.0) <= EPS_T * max(1.0, t)))]
+            for j in fin:
+                j = int(j)
+                self.max_completion_residual = max(self.max_completion_residual,
+                                                   abs(self.done_it[j] - jobs.iterations[j]) / jobs.iterations[j])
+                self.done_it[j] = jobs.iterations[j]  # exact (the residual above is round-off only)
+                self.status[j] = DONE
+                self.finish[j] = t
+                self.n[j] = 0
+                self.gpus[j] = ()
+                self.done_count += 1
+                decision = True
+                changed = True
+                self.last_event = EV_COMPLETION
+            if fin.size:
+                self.running = run = run[self.status[run] != DONE]
+            touched = []
+            ou = self.overhead_until[run]
+            pu = self.profile_until[run]
+            for j in run[((self.phase[run] == 1) & (ou <= tol)) | ((pu > 0) & (pu <= tol))]:
+                j = int(j)
+                touched.append(j)
+                if self.profile_until[j] > 0 and self.profile_until[j] <= tol:
+                    self.profile_until[j] = 0.0
+                    self.profiled[j].add(int(self.n[j]))
+                    self.profiled_cfg.add((str(jobs.model[j]), int(jobs.batch_size[j]), int(self.n[j])))
+                    decision = True
+                    self.last_event = EV_PROFILING
+        else:
+            touched = []
+        if self.wakeup <= tol:
+            self.wakeup = math.inf
+            decision = True
+        if changed or touched or decision:
+            self._refresh_power(touched, placement=changed)
+        return decision
+
+    # ------------------------------------------------------------------------------------------ metrics
+    def metrics(self) -> dict[str, float]:
+        J = len(self.jobs)
+        done = self.status == DONE
+        jct = self.finish[done] - self._arrive[done]
+        total_e = float(sum(self.energy.values()))
+        out = {
+            "avg_jct_s": float(jct.mean()) if jct.size else 0.0,
+            "jobs_done": float(done.sum()),
+            "jobs_total": float(J),
+            "total_energy_j": total_e,
+            "makespan_s": float(np.nanmax(self.finish)) if done.any() else 0.0,
+            "now_s": float(self.now),
+            "cluster_power_w": float(self._cluster_power),
+            "job_power_w": float(self._job_power_total),
+            "power_limit_w": float(self.power_limit),
+            "max_job_power_w": float(self.max_job_power),
+            "power_violation_wh": self.violation_ws / 3600.0,
+            "allocated_gpus": float(self.n[self.running].sum()) if self.running.size else 0.0,
+            "powered_nodes": float(self._powered_nodes),
+            "migrations": float(self.migrations),
+            "profilings": float(self.profilings),
+            "decisions": float(self.steps),
+        }
+        out["avg_jct_h"] = out["avg_jct_s"] / 3600.0
+        out["total_energy_kwh"] = total_e / 3.6e6
+        for k, v in self.energy.items():
+            out[f"energy_{k}_j"] = float(v)
+        return out
+
+    def balance(self) -> dict[str, float]:
+        """The books of the run: GPU-seconds, iterations and energy, each computed two ways."""
+        run_e = self.energy["busy"] + self.energy["profiling"] + self.energy["overhead"]
+        return {
+            "gpu_s_capacity": float(self.G * self.now),
+            "gpu_s_jobs": float(self.gpu_s.sum()), "gpu_s_idle": float(self.gpu_s_idle),
+            "gpu_s_off": float(self.gpu_s_off),
+            "energy_breakdown_j": float(sum(self.energy.values()) - self.energy["prerun"]),
+            "energy_integral_j": float(self.energy_integral),
+            "energy_jobs_j": float(self.energy_job.sum()), "energy_running_j": float(run_e),
+            "iterations_done": float(self.done_it.sum()), "iterations_total": float(self.jobs.iterations.sum()),
+            "max_completion_residual": float(self.max_completion_residual),
+        }
+
+    def result(self) -> SimResult:
+        m = self.metrics()
+        tl = {"t_s": np.array(self._t_log), "allocated_gpus": np.array(self._alloc_log),
+              "cluster_power_w": np.array(self._power_log)}
+        return SimResult(avg_jct_s=m["avg_jct_s"], total_energy_j=m["total_energy_j"], makespan_s=m["makespan_s"],
+                         energy_breakdown_j=dict(self.energy), metrics=m, jct_s=self.finish - self._arrive,
+                         finish_s=self.finish.copy(), timeline=tl, truncated=self.truncated,
+                         balance=self.balance())
+
+
+# ---------------------------------------------------------------------------------------------- simulate
+
+
+def _as_jobs(trace: Any, device: str, seed: int, gpn: int) -> DLJobs:
+    if isinstance(trace, DLJobs):
+        return trace
+    from joulegym.workloads.dl_jobs import to_powerflow_jobs
+    from joulegym.workloads.traces import JobTrace
+
+    if isinstance(trace, JobTrace):
+        return to_powerflow_jobs(trace, device=device, seed=seed, gpn=gpn)
+    raise ValueError(f"trace must be a JobTrace or DLJobs, got {type(trace).__name__}")
+
+
+def simulate(trace: Any, policy: Any = "powerflow", *, cluster: ClusterSpec | tuple[int, int] | None = None,
+             eta: float = 0.6, seed: int = 0, **config: Any) -> SimResult:
+    """Run ``trace`` (a :class:`~joulegym.workloads.traces.JobTrace` or :class:`DLJobs`) with ``policy``.
+
+    :param policy: a scheduler object with ``schedule(view) -> {job: (n, f_level)}`` (and optional
+        ``sim_config`` defaults such as ``profiling``/``placement``/``power_constraint``), or a registered
+        policy name (``"powerflow"``, ``"tiresias"``, ...; built with :func:`joulegym.baselines.make`).
+    :param cluster: a :class:`ClusterSpec` or ``(nodes, gpus_per_node)``; default 16 x 8 V100.
+    :param eta: power budget fraction, ``power_limit = eta * G * P_max`` (must be in (0, 1]).
+    :param config: further :class:`SimConfig` fields (``predictor``, ``overhead``, ``truth_noise``, ...).
+    :returns: :class:`SimResult` with ``avg_jct_s``, ``total_energy_j``, ``makespan_s`` and the breakdown.
+    """
+    if isinstance(policy, str):
+        from joulegym import baselines
+
+        policy = baselines.make(policy)
+    if cluster is None:
+        cluster = ClusterSpec()
+    elif isinstance(cluster, tuple):
+        cluster = ClusterSpec(*cluster)
+    defaults = dict(getattr(policy, "sim_config", {}) or {})
+    defaults.update(config)
+    unknown = set(defaults) - set(SimConfig.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"unknown simulate() options {sorted(unknown)}; "
+                         f"allowed: {sorted(SimConfig.__dataclass_fields__)}")
+    cfg = SimConfig(eta=eta, **defaults)
+    jobs = _as_jobs(trace, cluster.device, seed, cluster.gpus_per_node)
+    sim = PowerFlowSim(jobs, cluster, cfg)
+    if hasattr(policy, "begin"):
+        policy.begin(sim)
+    while sim.advance():
+        view = sim.view()
+        alloc = policy.schedule(view)
+        sim.apply(alloc, getattr(policy, "wakeup_s", None))
+    return sim.result()
+
+
+def check_feasible(k: int, bs: int, num_gpus: int) -> bool:
+    """A packed size is feasible for a job iff it is a power of two with ``k <= min(G, BS)``."""
+    return is_pow2(k) and k <= min(num_gpus, bs)

@@ -1,0 +1,252 @@
+"""EMRF evaluation hooks: the (efficiency, soft-fairness) front and ``evaluate.py --reproduce emrf``.
+
+- ``summary_plot``: for every EMRF env id in the results, the front EMRF traces as eta sweeps 0..1
+  (computed with the pure functions on the scenario's users at the first decision) with the
+  evaluated policies' points (mean ``mean_efficiency`` vs mean ``soft_fairness``) and the analytic
+  DRF / WFQ / static-partition points on it.
+- ``episode_plot``: GFLOPS delivered per slot over one episode, one row per policy.
+- ``reproduce``: the paper's model predictions (EMRF spec §6.3) recomputed, as CSV + Markdown + PNG:
+
+==========  ===================================================================================
+file        content
+==========  ===================================================================================
+fig6.csv    M1-M5 (Table II) at eta = 0.1: Θ of WFQ, DRF, EMRF (lexmaxmin, HiGHS vertex), the
+            ratios to WFQ, GPU utilisations, and Θ measured by an env episode of each policy
+fig7.csv    eta sweep on M2 (primary), M1-eps and M1: Θ, Θ/Θ(eta=1), δ(eta) bound, realized Δ
+            (lexmaxmin and vertex)
+fig8.csv    Θ vs n = 2..5 users (first n Table III apps): WFQ, DRF, EMRF-0.8/0.5/0.1
+==========  ===================================================================================
+
+Θ = sum_i F_i (GFLOPS; spec §2.4). The testbed percentages of §VI are context, not reproduced
+(spec §6.2, §8 row 18).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from joulegym import baselines
+from joulegym.envs.base import new_figure
+from joulegym.envs.emrf.allocation import (
+    drf_allocate,
+    emrf_allocate,
+    fair_share,
+    soft_fairness_degree,
+    static_partition,
+    utilisation,
+    wfq_allocate,
+)
+from joulegym.evaluation.hooks import register_family
+from joulegym.evaluation.io import save_figure, write_atomic, write_csv
+from joulegym.workloads.rodinia import RODINIA, TABLE_III_ORDER, mix_arrays
+
+HEADLINE = ("throughput_gflops", "mean_efficiency", "soft_fairness", "floor_violation", "si_violations",
+            "ef_violations")
+APU = (24.0, 480.0)
+FRONT_ETAS = np.linspace(0.0, 1.0, 21)
+MAX_PLOTTED_POLICIES = 8
+
+
+# --- front -------------------------------------------------------------------------------------------
+def scenario_instance(env_id: str, seed: int = 0) -> tuple[tuple[float, float], np.ndarray, np.ndarray] | None:
+    """``(capacities, xi_cpu, weights)`` of the active users at the first decision of ``env_id``."""
+    env = gym.make(env_id)
+    _, info = env.reset(seed=seed)
+    env.close()
+    inputs = info["scheduler_inputs"]
+    active = np.flatnonzero(inputs["active"])
+    if active.size == 0:
+        return None
+    return tuple(inputs["capacities"]), np.asarray(inputs["xi_cpu"])[active], np.asarray(inputs["weights"])[active]
+
+
+def front_table(capacities, xi, w, etas=FRONT_ETAS) -> pd.DataFrame:
+    """EMRF's (efficiency E = sum F / C_tot, realized Δ, δ bound) for each eta, plus the baselines."""
+    from joulegym.envs.emrf.allocation import delta_bound
+
+    c_tot = float(sum(capacities))
+    share = fair_share(capacities, xi, w)
+    rows = []
+    for eta in etas:
+        f = emrf_allocate(capacities, xi, w, float(eta))
+        rows.append({"policy": f"emrf({eta:.2f})", "eta": float(eta), "efficiency": f.sum() / c_tot,
+                     "soft_fairness": soft_fairness_degree(f, share),
+                     "delta_bound": delta_bound(capacities, xi, w, float(eta))})
+    for name, func in (("drf", drf_allocate), ("wfq", wfq_allocate), ("static-partition", static_partition)):
+        f = func(capacities, xi, w)
+        if name == "static-partition":  # the policy scales S until a device saturates (baselines.emrf)
+            f = f / max(utilisation(capacities, xi, f))
+        rows.append({"policy": name, "eta": np.nan, "efficiency": f.sum() / c_tot,
+                     "soft_fairness": soft_fairness_degree(f, share), "delta_bound": np.nan})
+    return pd.DataFrame(rows)
+
+
+def summary_plot(results: pd.DataFrame, out_dir) -> list[Path]:
+    """One front per EMRF env id in ``results``: EMRF's eta sweep and every evaluated policy's point."""
+    out_dir = Path(out_dir)
+    written = []
+    for env_id in sorted(set(results["env_id"])):
+        if "/EMRF" not in env_id:
+            continue
+        instance = scenario_instance(env_id)
+        if instance is None:
+            continue
+        table = front_table(*instance)
+        sweep = table[table["eta"].notna()]
+        fig, axes = new_figure(1, 1, size=(6.0, 4.2))
+        ax = axes[0, 0]
+        ax.plot(sweep["soft_fairness"], sweep["efficiency"], "-o", ms=3, color="0.4", label="EMRF, eta 0..1")
+        for _, row in sweep.iloc[[0, len(sweep) // 2, -1]].iterrows():
+            ax.annotate(f"eta={row['eta']:.1f}", (row["soft_fairness"], row["efficiency"]), fontsize=7)
+        for _, row in table[table["eta"].isna()].iterrows():
+            ax.scatter(row["soft_fairness"], row["efficiency"], marker="s", facecolors="none", edgecolors="k")
+            ax.annotate(row["policy"], (row["soft_fairness"], row["efficiency"]), fontsize=7)
+        sub = results[results["env_id"] == env_id]
+        if {"mean_efficiency", "soft_fairness"} <= set(sub.columns):
+            means = sub.groupby("policy")[["mean_efficiency", "soft_fairness"]].mean()
+            for policy, row in list(means.iterrows())[:MAX_PLOTTED_POLICIES * 2]:
+                ax.scatter(row["soft_fairness"], row["mean_efficiency"], label=str(policy), zorder=3)
+        ax.set_xlabel("soft-fairness degree Δ = max F/S - min F/S (smaller is fairer)")
+        ax.set_ylabel("efficiency E = sum F / (C_cpu + C_gpu)")
+        ax.set_title(f"{env_id}: EMRF front", fontsize=9)
+        ax.legend(fontsize=7)
+        name = env_id.split("/")[-1].replace("-v0", "")
+        written.append(save_figure(fig, out_dir / f"emrf_front_{name}.png"))
+        written.append(write_csv(table, out_dir / f"emrf_front_{name}.csv"))
+    return written
+
+
+def episode_plot(traces, env_id: str):
+    """Delivered GFLOPS per slot over one episode, one row per policy."""
+    labels = list(traces)[:MAX_PLOTTED_POLICIES]
+    fig, axes = new_figure(len(labels), 1, size=(7.0, 1.9 * len(labels) + 0.6))
+    for row, label in enumerate(labels):
+        infos = [i for i in traces[label].infos if "delivered" in i]
+        ax = axes[row, 0]
+        if infos:
+            data = np.array([i["delivered"] for i in infos], dtype=float)
+            ax.stackplot(np.arange(len(infos)), data.T, labels=[f"slot {k}" for k in range(data.shape[1])],
+                         step="post")
+        ax.set_ylabel(f"{label}\nGFLOPS", fontsize=8)
+    axes[-1, 0].set_xlabel("window")
+    fig.suptitle(f"{env_id}: GFLOPS per slot", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- reproduction ----------------------------------------------------------------------------------------
+def _env_throughput(env_id: str, policy: str, **kwargs) -> float:
+    env = gym.make(env_id)
+    p = baselines.make(policy, **kwargs)
+    obs, info = env.reset(seed=0)
+    p.reset(env, seed=0)
+    while True:
+        obs, _, terminated, truncated, info = env.step(p.act(obs, info))
+        if terminated or truncated:
+            break
+    env.close()
+    return float(info["metrics"]["throughput_gflops"])
+
+
+def fig6_table(with_env: bool = True) -> pd.DataFrame:
+    rows = []
+    for mix in ("M1", "M2", "M3", "M4", "M5"):
+        xi, w = mix_arrays(mix)
+        f = {"wfq": wfq_allocate(APU, xi, w), "drf": drf_allocate(APU, xi, w),
+             "emrf": emrf_allocate(APU, xi, w, 0.1), "emrf_vertex": emrf_allocate(APU, xi, w, 0.1, tie_break="vertex")}
+        row = {"mix": mix}
+        for name, alloc in f.items():
+            row[f"theta_{name}"] = alloc.sum()
+            row[f"gpu_util_{name}"] = utilisation(APU, xi, alloc)[1]
+        row["drf_over_wfq"] = row["theta_drf"] / row["theta_wfq"]
+        row["emrf_over_wfq"] = row["theta_emrf"] / row["theta_wfq"]
+        if with_env and mix != "M1":  # M1's scenario has finite jobs: its Θ is per-episode, not static
+            for name in ("wfq", "drf", "emrf"):
+                row[f"env_theta_{name}"] = _env_throughput(f"joulegym/EMRF-apu-{mix.lower()}-v0", name)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def fig7_table(etas) -> pd.DataFrame:
+    rows = []
+    m1_eps = mix_arrays("M1")
+    m1_eps[0][3], m1_eps[0][4] = 0.99, 0.01
+    from joulegym.envs.emrf.allocation import delta_bound
+
+    for label, (xi, w) in (("M2", mix_arrays("M2")), ("M1-eps", m1_eps), ("M1", mix_arrays("M1"))):
+        share = fair_share(APU, xi, w)
+        theta_one = emrf_allocate(APU, xi, w, 1.0).sum()
+        for eta in etas:
+            lex = emrf_allocate(APU, xi, w, float(eta))
+            vertex = emrf_allocate(APU, xi, w, float(eta), tie_break="vertex")
+            rows.append({"scenario": label, "eta": float(eta), "theta": lex.sum(),
+                         "theta_over_eta1": lex.sum() / theta_one, "delta_bound": delta_bound(APU, xi, w, float(eta)),
+                         "delta_realized_lex": soft_fairness_degree(lex, share),
+                         "delta_realized_vertex": soft_fairness_degree(vertex, share)})
+    return pd.DataFrame(rows)
+
+
+def fig8_table() -> pd.DataFrame:
+    rows = []
+    for n in range(2, 6):
+        xi = [RODINIA[a].xi_cpu for a in TABLE_III_ORDER[:n]]
+        w = [1.0] * n
+        row = {"n": n, "WFQ": wfq_allocate(APU, xi, w).sum(), "DRF": drf_allocate(APU, xi, w).sum()}
+        for eta in (0.8, 0.5, 0.1):
+            row[f"EMRF-{eta}"] = emrf_allocate(APU, xi, w, eta).sum()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def reproduce(out_dir, quick: bool = False) -> list[Path]:
+    """Write the Fig. 6/7/8 tables (CSV + Markdown) and one PNG with the three panels."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    etas = np.linspace(0.0, 1.0, 6 if quick else 11)
+    tables = {"fig6": fig6_table(with_env=not quick), "fig7": fig7_table(etas), "fig8": fig8_table()}
+    written = [write_csv(t, out_dir / f"emrf_{name}.csv") for name, t in tables.items()]
+    text = "# EMRF paper figures (the paper's model, spec §6.3), recomputed by joulegym\n\n" + "\n\n".join(
+        f"## {name}\n\n{_markdown(t)}" for name, t in tables.items())
+    written.append(write_atomic(out_dir / "emrf_reproduce.md", text + "\n"))
+    fig, axes = new_figure(1, 3, size=(13.0, 3.6))
+    t6 = tables["fig6"]
+    x = np.arange(len(t6))
+    for k, name in enumerate(("wfq", "drf", "emrf")):
+        axes[0, 0].bar(x + (k - 1) * 0.27, t6[f"theta_{name}"] / t6["theta_wfq"], 0.27, label=name.upper())
+    axes[0, 0].set_xticks(x, t6["mix"])
+    axes[0, 0].set_yscale("log")
+    axes[0, 0].set_title("Figs. 4a/6: Θ / Θ_WFQ (eta = 0.1)", fontsize=9)
+    axes[0, 0].legend(fontsize=7)
+    t7 = tables["fig7"]
+    for label in ("M2", "M1-eps", "M1"):
+        sub = t7[t7["scenario"] == label]
+        axes[0, 1].plot(sub["eta"], sub["theta_over_eta1"], "-o", ms=3, label=f"{label} Θ/Θ(1)")
+        axes[0, 1].plot(sub["eta"], sub["delta_bound"] / sub["delta_bound"].max(), "--", label=f"{label} δ/δ(0)")
+    axes[0, 1].set_xlabel("eta")
+    axes[0, 1].set_title("Fig. 7: knob sweep", fontsize=9)
+    axes[0, 1].legend(fontsize=6)
+    t8 = tables["fig8"]
+    for col in t8.columns[1:]:
+        axes[0, 2].plot(t8["n"], t8[col], "-o", ms=3, label=col)
+    axes[0, 2].set_xlabel("users n")
+    axes[0, 2].set_ylabel("Θ (GFLOPS)")
+    axes[0, 2].set_title("Fig. 8: Θ vs number of users", fontsize=9)
+    axes[0, 2].legend(fontsize=7)
+    fig.tight_layout()
+    written.append(save_figure(fig, out_dir / "emrf_figures.png"))
+    return written
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    try:
+        return table.to_markdown(index=False, floatfmt=".4f")
+    except ImportError:
+        return table.to_string(index=False)
+
+
+register_family("emrf", summary_plot=summary_plot, reproduce=reproduce, episode_plot=episode_plot,
+                headline_metrics=HEADLINE)

@@ -1,0 +1,96 @@
+"""PowerFlow named scenarios (spec §9 "Named scenarios", §6.3, §7 Fig. 10) and the registration of ``PowerFlow``.
+
+Each scenario is data: overrides of :meth:`joulegym.envs.powerflow.env.PowerFlowEnv.default_config`.
+Values the spec leaves open are joulegym choices [A], stated here:
+
+- ``motivating2gpu``: §3.1 — 1 x 2 GPUs (V100 default; ``device="a100"`` for the paper's A100), VGG16 BS 64
+  n_req 1 and GPT-2 BS 32 n_req 2, 1000 iterations each at t = 0, no pre-run/profiling (true
+  profiles), no reconfiguration overhead, eta = 1.0 (the example has no budget).
+- ``tiny``: 1 x 8, 12 Gavel jobs, duration_scale 0.05, mean interval 120 s, K = 16.
+- ``small100``: 4 x 8, 100 Gavel jobs, duration_scale 0.1, K = 32, mean interval 358 s = offered load
+  rho = 1.0 on 32 GPUs (E[n] = 1.9, E[duration] = 6036 s at scale 0.1; spec §6.3 generator).
+- ``alibaba1901``: 16 x 8 V100, the synthetic Alibaba-like trace (1901 jobs / 24 h, rho = 0.8), K = 64.
+- ``load-{0.5,0.75,1.0,1.5,2.0}``: Small100 with the interval giving that rho (Fig. 10a).
+- ``cluster-{16,32,64,128}``: the Small100 trace on G GPUs (Fig. 10b).
+- ``jobsize-{1,2,4,8}``: Small100 with requested GPUs multiplied by m, capped at G (Fig. 10c).
+- ``philly-103959`` / ``philly-24h``: real traces read with :func:`joulegym.workloads.traces.load_trace` from a
+  ``trace_path=`` kwarg (the data is not shipped): ElasticFlow's ``philly_103959.csv`` (876 jobs, model
+  names; 4 x 8 GPUs) and the 24 h Pollux Philly slice ``philly_2017-10-13_24h.csv`` (1896 jobs; 16 x 8).
+"""
+
+from __future__ import annotations
+
+from joulegym.scenarios.registry import register_kind
+from joulegym.scenarios.schema import Scenario
+
+GAVEL_MEAN_N = 1.9  # E[scale factor] of the Gavel generator (0.7*1 + 0.1*2 + 0.15*4 + 0.05*8)
+GAVEL_MEAN_DURATION_S = 60363.0  # E[60 * 10^U] mixture of the Gavel generator (0.8 U(1.5, 3), 0.2 U(3, 4))
+SMALL_SCALE = 0.1
+SMALL_G = 32
+
+
+def gavel_interval(rho: float, num_gpus: int = SMALL_G, duration_scale: float = SMALL_SCALE,
+                   size_multiplier: int = 1) -> float:
+    """Mean interarrival (s) giving offered load ``rho = E[n dur] / (interval G)`` for the Gavel generator."""
+    return GAVEL_MEAN_N * size_multiplier * GAVEL_MEAN_DURATION_S * duration_scale / (rho * num_gpus)
+
+
+def _small(**trace) -> dict:
+    base = {"kind": "gavel", "num_jobs": 100, "duration_scale": SMALL_SCALE,
+            "mean_interarrival_s": round(gavel_interval(1.0), 1), "size_multiplier": 1}
+    base.update(trace)
+    return {"nodes": 4, "gpus_per_node": 8, "max_slots": 32, "trace": base}
+
+
+PHILLY_HINTS = {
+    "philly-103959": "../shared/reference-data/elasticflow/philly_103959.csv (ElasticFlow artifact)",
+    "philly-24h": "../shared/reference-data/pollux-philly/philly_2017-10-13_24h.csv (Pollux Philly slice)",
+}
+
+
+def _build() -> list[Scenario]:
+    out = [
+        Scenario("motivating2gpu", "§3.1 motivating example: 2 GPUs, VGG16 (1 GPU) + GPT-2 (2 GPUs), 1000 it each",
+                 {"nodes": 1, "gpus_per_node": 2, "max_slots": 2, "trace": {"kind": "motivating"}, "eta": 1.0,
+                  "profiling": False, "predictor": "oracle", "overhead": "none"}),
+        Scenario("tiny", "1 x 8 V100, 12 Gavel jobs (duration x 0.05): CI and quick RL",
+                 {"nodes": 1, "gpus_per_node": 8, "max_slots": 16,
+                  "trace": {"kind": "gavel", "num_jobs": 12, "duration_scale": 0.05, "mean_interarrival_s": 120.0,
+                            "size_multiplier": 1}}),
+        Scenario("small100", "4 x 8 V100, 100 Gavel jobs (duration x 0.1, rho = 1): RL training, Fig. 10 base",
+                 _small()),
+        Scenario("alibaba1901", "16 x 8 V100, synthetic Alibaba-like 1901 jobs / 24 h (rho = 0.8): Figs. 7-9",
+                 {"nodes": 16, "gpus_per_node": 8, "max_slots": 64,
+                  "trace": {"kind": "alibaba", "num_jobs": 1901, "rho": 0.8}}),
+    ]
+    for rho in (0.5, 0.75, 1.0, 1.5, 2.0):
+        out.append(Scenario(f"load-{rho}", f"Fig. 10a: Small100 at offered load rho = {rho}",
+                            _small(mean_interarrival_s=round(gavel_interval(rho), 1))))
+    for g in (16, 32, 64, 128):
+        cfg = _small()
+        cfg["nodes"] = g // 8
+        out.append(Scenario(f"cluster-{g}", f"Fig. 10b: the Small100 trace on {g} GPUs", cfg))
+    for m in (1, 2, 4, 8):
+        out.append(Scenario(f"jobsize-{m}", f"Fig. 10c: Small100 with requested GPUs x {m}",
+                            _small(size_multiplier=m)))
+    out.append(Scenario("philly-103959", "ElasticFlow's Philly VC 103959 (876 jobs, model names); needs trace_path=",
+                        {"nodes": 4, "gpus_per_node": 8, "max_slots": 32,
+                         "trace": {"kind": "file", "format": "philly", "hint": PHILLY_HINTS["philly-103959"]}}))
+    out.append(Scenario("philly-24h", "Pollux Philly 2017-10-13 (1896 jobs / 24 h); needs trace_path=",
+                        {"nodes": 16, "gpus_per_node": 8, "max_slots": 64,
+                         "trace": {"kind": "file", "format": "philly", "hint": PHILLY_HINTS["philly-24h"]}}))
+    return out
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
+
+KINDS = {
+    "PowerFlow": ("joulegym.envs.powerflow.env:PowerFlowEnv",
+                  "PowerFlow: GPUs and frequency per DL training job, min average JCT under power budget eta*G*P_max"),
+}
+
+
+def register() -> None:
+    for kind, (entry_point, description) in KINDS.items():
+        register_kind(family="powerflow", kind=kind, entry_point=entry_point, description=description,
+                      scenarios=SCENARIOS.values())

@@ -1,0 +1,156 @@
+"""PowerFlow workloads (Gu et al. §6.1, §6.4; spec §2.3, §6.3): job traces and their DL jobs.
+
+- :func:`alibaba_like_trace`: the seeded synthetic stand-in for the paper's Alibaba PAI subset
+  (1901 jobs in 24 h, §6.1). Spec §6.3 [A] defaults: Poisson arrivals (mean 86400/1901 = 45.45 s),
+  requested GPUs {1: .75, 2: .10, 4: .08, 8: .05, 16: .015, 32: .005}, lognormal durations (median
+  16 min, sigma 1.3, truncated to [2 min, 24 h]); durations are then rescaled so the offered load
+  ``sum(n * duration) / (24 h * G)`` equals ``rho`` (default 0.8 on 128 GPUs, the calibration knob).
+- :func:`gavel_trace`: the Gavel/Philly generator of the sensitivity traces (§6.4 "following [47]"):
+  scale factor 1/2/4/8 w.p. .70/.10/.15/.05, duration ``60 * 10^U(1.5, 3)`` s w.p. 0.8 else
+  ``60 * 10^U(3, 4)`` s, Poisson arrivals; ``duration_scale`` shortens jobs for RL (spec §6.3 [A]).
+- :func:`to_powerflow_jobs`: a :class:`~joulegym.workloads.traces.JobTrace` (synthetic or loaded by
+  :func:`~joulegym.workloads.traces.load_trace`) into the arrays the simulator runs. Model names map onto
+  Table 1 with :func:`~joulegym.workloads.dl_models.canonical_model` (``resnet50 -> resnet18`` and
+  ``bert -> gpt2``: nearest Table 1 model by task, joulegym choice); unknown or missing models and batch
+  sizes are drawn uniformly from the Table 1 pools (spec §6.3); iterations come from the trace when
+  it has them, else ``duration * tpt(model, BS, n_req, f_max)`` (spec §10 #25, following [31, 47]).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from joulegym.workloads import dl_models as dm
+from joulegym.workloads.traces import JobTrace
+
+ALIBABA_JOBS = 1901  # §6.1
+ALIBABA_SPAN_S = 86400.0  # §6.1: 24 h
+ALIBABA_GPU_DIST = {1: 0.75, 2: 0.10, 4: 0.08, 8: 0.05, 16: 0.015, 32: 0.005}  # spec §6.3 [A]
+ALIBABA_DUR_MEDIAN_S = 16 * 60.0  # spec §6.3 [A]
+ALIBABA_DUR_SIGMA = 1.3  # spec §6.3 [A]
+ALIBABA_DUR_RANGE_S = (120.0, 86400.0)  # spec §6.3 [A]
+GAVEL_SCALE_DIST = {1: 0.70, 2: 0.10, 4: 0.15, 8: 0.05}  # Gavel scheduler/utils.py (spec §6.3)
+
+
+def _trace(submit, n, dur, source, models=None, bss=None) -> JobTrace:
+    k = len(submit)
+    return JobTrace(
+        job_id=np.array([str(i) for i in range(k)]),
+        submit_time_s=np.asarray(submit, dtype=float) - float(submit[0]) if k else np.zeros(0),
+        num_gpus=np.asarray(n, dtype=np.int64),
+        duration_s=np.asarray(dur, dtype=float),
+        model=np.asarray(models if models is not None else [""] * k, dtype=object).astype(str),
+        batch_size=np.asarray(bss if bss is not None else np.zeros(k), dtype=np.int64),
+        iterations=np.full(k, np.nan),
+        source=source,
+    )
+
+
+def alibaba_like_trace(num_jobs: int = ALIBABA_JOBS, *, seed: int = 0, num_gpus: int = 128, rho: float = 0.8,
+                       span_s: float = ALIBABA_SPAN_S) -> JobTrace:
+    """Synthetic Alibaba-like trace (spec §6.3): ``num_jobs`` Poisson arrivals over about ``span_s``."""
+    if num_jobs < 1:
+        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
+    if not rho > 0:
+        raise ValueError(f"rho must be > 0, got {rho}")
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(span_s / num_jobs, size=num_jobs)
+    gaps[0] = 0.0
+    submit = np.cumsum(gaps)
+    sizes = np.array(list(ALIBABA_GPU_DIST))
+    n = rng.choice(sizes, size=num_jobs, p=np.array(list(ALIBABA_GPU_DIST.values())))
+    n = np.minimum(n, num_gpus)
+    dur = np.exp(np.log(ALIBABA_DUR_MEDIAN_S) + ALIBABA_DUR_SIGMA * rng.standard_normal(num_jobs))
+    dur = np.clip(dur, *ALIBABA_DUR_RANGE_S)
+    dur *= rho * span_s * num_gpus / float(np.sum(n * dur))  # offered load = rho exactly
+    return _trace(submit, n, dur, f"synthetic alibaba-like (seed={seed}, jobs={num_jobs}, rho={rho}, G={num_gpus})")
+
+
+def gavel_trace(num_jobs: int = 100, *, seed: int = 0, mean_interarrival_s: float = 600.0,
+                duration_scale: float = 1.0, size_multiplier: int = 1, max_gpus: int | None = None,
+                initial_jobs: int = 0) -> JobTrace:
+    """The Gavel (Philly-derived) generator used for the §6.4 sensitivity traces (spec §6.3)."""
+    if num_jobs < 1:
+        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(mean_interarrival_s, size=num_jobs)
+    gaps[: max(1, initial_jobs)] = 0.0
+    submit = np.cumsum(gaps)
+    sizes = np.array(list(GAVEL_SCALE_DIST))
+    n = rng.choice(sizes, size=num_jobs, p=np.array(list(GAVEL_SCALE_DIST.values()))) * int(size_multiplier)
+    if max_gpus is not None:
+        n = np.minimum(n, max_gpus)
+    short = rng.random(num_jobs) < 0.8
+    expo = np.where(short, rng.uniform(1.5, 3.0, num_jobs), rng.uniform(3.0, 4.0, num_jobs))
+    dur = 60.0 * 10.0**expo * duration_scale
+    return _trace(submit, n, dur, f"gavel generator (seed={seed}, jobs={num_jobs}, interval={mean_interarrival_s})")
+
+
+@dataclass(frozen=True)
+class DLJobs:
+    """Per-job columns the PowerFlow simulator runs (sorted by submit time).
+
+    :param model: Table 1 model name per job.
+    :param batch_size: global batch size BS (fixed by the user, never changed).
+    :param n_req: GPUs the user requested (honoured by the non-elastic baselines).
+    :param iterations: iterations to run (the termination condition).
+    """
+
+    job_id: np.ndarray
+    submit_s: np.ndarray
+    model: np.ndarray
+    batch_size: np.ndarray
+    n_req: np.ndarray
+    iterations: np.ndarray
+    source: str = ""
+
+    def __len__(self) -> int:
+        return int(self.submit_s.size)
+
+
+def to_powerflow_jobs(trace: JobTrace, *, device: str = "v100", seed: int = 0, gpn: int = 8,
+                      iterations_scale: float = 1.0) -> DLJobs:
+    """Turn a trace into PowerFlow jobs (model/BS completion, iterations from duration; see module docstring)."""
+    k = len(trace)
+    if k == 0:
+        raise ValueError("trace is empty: a PowerFlow episode needs at least one job")
+    rng = np.random.default_rng(seed)
+    hw = dm.hardware(device)
+    models = np.empty(k, dtype=object)
+    bss = np.zeros(k, dtype=np.int64)
+    iters = np.zeros(k)
+    n_req = np.asarray(trace.num_gpus, dtype=np.int64)
+    if np.any(n_req < 1):
+        raise ValueError(f"num_gpus must be >= 1 for every job; got {int(n_req.min())}")
+    draws_model = rng.integers(0, len(dm.MODEL_NAMES), size=k)
+    draws_bs = rng.random(k)
+    for i in range(k):
+        name = dm.canonical_model(trace.model[i]) if trace.model[i] else None
+        name = name or dm.MODEL_NAMES[draws_model[i]]
+        pool = np.array(dm.CATALOG[name].bs_pool)
+        bs = int(trace.batch_size[i])
+        if bs <= 0:
+            ok = pool[pool >= n_req[i]]
+            ok = ok if ok.size else pool[-1:]
+            bs = int(ok[int(draws_bs[i] * ok.size)])
+        models[i] = name
+        bss[i] = bs
+        it = float(trace.iterations[i])
+        if not np.isfinite(it):
+            dur = float(trace.duration_s[i])
+            if not np.isfinite(dur):
+                raise ValueError(f"job {trace.job_id[i]!r} has neither iterations nor a duration")
+            t, _ = dm.iteration(dm.perf_params(name, device), hw, bs, n_req[i], hw.fmax_ghz, gpn=gpn)
+            it = dur / float(t)
+        iters[i] = max(1.0, np.ceil(it * iterations_scale))
+    return DLJobs(job_id=np.asarray(trace.job_id).astype(str), submit_s=np.asarray(trace.submit_time_s, dtype=float),
+                  model=models.astype(str), batch_size=bss, n_req=n_req, iterations=iters, source=trace.source)
+
+
+def motivating_jobs() -> DLJobs:
+    """§3.1: VGG16 BS 64 requesting 1 GPU and GPT-2 BS 32 requesting 2, 1000 iterations each, both at t = 0."""
+    return DLJobs(job_id=np.array(["A", "B"]), submit_s=np.zeros(2), model=np.array(["vgg16", "gpt2"]),
+                  batch_size=np.array([64, 32]), n_req=np.array([1, 2]), iterations=np.array([1000.0, 1000.0]),
+                  source="PowerFlow §3.1 motivating example")

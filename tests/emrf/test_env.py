@@ -1,0 +1,219 @@
+"""EMRF env shells: checkers, determinism, rendering, action modes, config errors (spec §7, App. B 8)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym.baselines.emrf import drf_allocate, emrf_allocate, wfq_allocate
+from joulegym.envs.emrf.env import EMRFEnv
+from joulegym.scenarios.emrf import SCENARIOS
+from joulegym.scenarios.registry import registered_ids
+
+IDS = registered_ids("emrf")
+KINDS = ("EMRF", "EMRFResidual", "EMRFKnob", "EMRFKnobDiscrete")
+
+
+def test_every_scenario_registered_for_every_kind():
+    assert len(IDS) == len(KINDS) * (len(SCENARIOS) + 1)
+    for kind in KINDS:
+        assert f"joulegym/{kind}-v0" in IDS
+        for name in SCENARIOS:
+            assert f"joulegym/{kind}-{name}-v0" in IDS
+    for name in ("toy-ex1", "toy-ex2", "apu-m1", "apu-m2", "apu-m3", "apu-m4", "apu-m5", "apu-m1-eps",
+                 "apu-nusers-2", "apu-nusers-5", "apu-random", "apu-phases"):
+        assert name in SCENARIOS
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_checkers(env_id):
+    gym_check_env(gym.make(env_id, render_mode="ansi").unwrapped, skip_render_check=False)
+    if env_id.count("-") == 1:  # rgb_array through the checker on each kind's base id (test_render: all kinds)
+        gym_check_env(gym.make(env_id, render_mode="rgb_array").unwrapped, skip_render_check=False)
+    sb3_check_env(gym.make(env_id).unwrapped, warn=False)
+
+
+def _rollout(env_id: str, seed: int, steps: int = 30, **kwargs):
+    env = gym.make(env_id, **kwargs)
+    obs, info = env.reset(seed=seed)
+    env.action_space.seed(seed)
+    trace = [obs]
+    for _ in range(steps):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        trace += [obs, np.array([reward])]
+        if terminated or truncated:
+            break
+    metrics = {k: v for k, v in info["metrics"].items() if np.isscalar(v)}
+    return np.concatenate([np.ravel(t) for t in trace]), metrics
+
+
+@pytest.mark.parametrize("env_id", [f"joulegym/{k}-v0" for k in KINDS] + [
+    "joulegym/EMRF-apu-random-v0", "joulegym/EMRFKnob-apu-phases-v0", "joulegym/EMRF-apu-m1-v0"])
+def test_deterministic_under_seed(env_id):
+    kwargs = {"xi_noise": 0.02} if "phases" in env_id else {}
+    a, ma = _rollout(env_id, 7, **kwargs)
+    b, mb = _rollout(env_id, 7, **kwargs)
+    np.testing.assert_array_equal(a, b)
+    assert ma == mb
+    c, _ = _rollout("joulegym/EMRF-apu-random-v0", 8) if "random" in env_id else (None, None)
+    if c is not None:
+        assert a.shape != c.shape or not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
+def test_render(kind, mode):
+    env = gym.make(f"joulegym/{kind}-apu-m1-v0", render_mode=mode)
+    env.reset(seed=0)
+    env.step(env.action_space.sample())
+    frame = env.render()
+    if mode == "ansi":
+        assert "GFLOPS" in frame and "GE" in frame
+    else:
+        assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
+
+
+def test_vector_env_smoke():
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("joulegym/EMRF-apu-random-v0") for _ in range(2)])
+    obs, _ = envs.reset(seed=[1, 2])
+    for _ in range(3):
+        obs, *_ = envs.step(envs.action_space.sample())
+    assert obs.shape == (2, envs.single_observation_space.shape[0])
+
+
+# --- App. B item 8: action maps ---------------------------------------------------------------------
+def test_weights_action_reproduces_any_saturating_allocation():
+    env = gym.make("joulegym/EMRF-toy-ex2-v0").unwrapped
+    env.reset(seed=0)
+    caps, xi, w = (100.0, 800.0), [0.1, 0.4, 0.5], [1.0, 1.0, 1.0]
+    for target in (emrf_allocate(caps, xi, w, 0.5), drf_allocate(caps, xi, w), wfq_allocate(caps, xi, w),
+                   emrf_allocate(caps, xi, w, 0.0, tie_break="vertex")):
+        action = np.zeros(8)
+        action[:3] = target / target.max()
+        np.testing.assert_allclose(env.allocation_for(action)[:3], target, rtol=1e-12)
+        # omega = F* up to any positive scale (the spec's "omega = F*, t* = 1" scaled into the Box)
+        np.testing.assert_allclose(env.allocation_for(0.25 * action)[:3], target, rtol=1e-12)
+
+
+def test_residual_action_reproduces_emrf():
+    env = gym.make("joulegym/EMRFResidual-toy-ex2-v0").unwrapped
+    env.reset(seed=0)
+    caps, xi, w = (100.0, 800.0), [0.1, 0.4, 0.5], [1.0, 1.0, 1.0]
+    target = emrf_allocate(caps, xi, w, 0.5)
+    f_prime = target - 0.5 * drf_allocate(caps, xi, w)
+    action = np.zeros(8)
+    action[:3] = f_prime / f_prime.max()
+    np.testing.assert_allclose(env.allocation_for(action)[:3], target, rtol=1e-12)
+    # any residual action keeps the fairness floor (V = 0 by construction)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        f = env.allocation_for(rng.uniform(0, 1, 8).astype(np.float32))[:3]
+        assert np.all(f >= 0.5 * drf_allocate(caps, xi, w) - 1e-9)
+
+
+@pytest.mark.parametrize(("kind", "action"), [("EMRFKnob", np.array([0.5], dtype=np.float32)),
+                                              ("EMRFKnobDiscrete", 5)])
+def test_knob_actions(kind, action):
+    env = gym.make(f"joulegym/{kind}-toy-ex1-v0").unwrapped
+    env.reset(seed=0)
+    np.testing.assert_allclose(env.allocation_for(action)[:2], [735.2941176, 66.1764706], rtol=1e-7)
+    if kind == "EMRFKnobDiscrete":
+        _, info = env.reset(seed=0)
+        assert info["action_mask"].all() and env.action_masks().shape == (11,)
+
+
+def test_toy_step_info():
+    env = gym.make("joulegym/EMRF-toy-ex1-v0")
+    _, info = env.reset(seed=0)
+    f = np.asarray(info["reference_allocations"]["emrf"])
+    _, reward, _, _, info = env.step((f / f.max()).astype(np.float32))
+    np.testing.assert_allclose(info["allocation"][:2], [735.29411765, 66.17647059], rtol=1e-6)
+    assert info["U_cpu"] == pytest.approx(1.0, rel=1e-6) and info["U_gpu"] == pytest.approx(0.8768, abs=1e-4)
+    assert info["delta_bound"] == pytest.approx(1.125)
+    assert info["soft_fairness"] == pytest.approx(1.125, rel=1e-6)
+    assert info["ef_violations"] == 1 and info["si_violations"] == 1  # Theorem 3 false; SI not guaranteed
+    assert reward == pytest.approx(801.47 / 900, abs=1e-5)
+    np.testing.assert_allclose(info["reward_vector"], [801.4705882 / 900, -1.125 / 2, 0.0], atol=1e-6)
+    m = info["metrics"]
+    assert m["throughput_gflops"] == pytest.approx(801.4705882, rel=1e-6)
+    assert all(isinstance(v, float) for k, v in m.items() if k not in ("per_user_gflops", "completion_times_s"))
+
+
+def test_scalarized_reward():
+    env = gym.make("joulegym/EMRFKnob-toy-ex1-v0", reward="scalarized", beta=0.25)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(np.array([0.5], dtype=np.float32))
+    e, neg_delta, _ = info["reward_vector"]
+    assert reward == pytest.approx(0.75 * e + 0.25 * neg_delta)
+
+
+def test_batch_scenario_terminates():
+    env = gym.make("joulegym/EMRFKnob-apu-m1-v0")
+    env.reset(seed=0)
+    for _ in range(200):
+        *_, terminated, truncated, info = env.step(np.array([0.1], dtype=np.float32))
+        if terminated or truncated:
+            break
+    assert terminated and not truncated
+    m = info["metrics"]
+    assert m["jobs_completed"] == 5 and m["makespan_s"] > 0
+    assert np.all(np.isfinite(m["completion_times_s"][:5]))
+
+
+# --- invalid input ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("action", [np.full(8, np.nan), np.full(8, 1.5), np.full(3, 0.5), -np.ones(8)])
+def test_bad_box_action(action):
+    env = gym.make("joulegym/EMRF-v0")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action"):
+        env.step(action)
+
+
+def test_bad_discrete_action():
+    env = gym.make("joulegym/EMRFKnobDiscrete-v0")
+    env.reset(seed=0)
+    for bad in (11, -1, 2.5):
+        with pytest.raises(ValueError, match="action"):
+            env.step(bad)
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"capacities": [0, 480]}, "capacities"),
+    ({"capacities": [-24, 480]}, "capacities"),
+    ({"apps": [{"xi_cpu": 1.3}], "random": None}, "xi_cpu"),
+    ({"apps": [{"xi_cpu": -0.1}]}, "xi_cpu"),
+    ({"apps": [{"app": "GE", "weight": 0}]}, "weight"),
+    ({"apps": [{"app": "GE", "weight": -1}]}, "weight"),
+    ({"apps": [{"app": "NOPE"}]}, "app"),
+    ({"apps": [{"app": "GE", "colour": 1}]}, "colour"),
+    ({"eta": 1.5}, "eta"),
+    ({"eta": -0.2}, "eta"),
+    ({"eta_choices": [0.1, 2.0]}, "eta_choices"),
+    ({"action_mode": "bogus"}, "action_mode"),
+    ({"reward": "bogus"}, "reward"),
+    ({"tie_break": "glpk"}, "tie_break"),
+    ({"max_users": 2}, "max_users"),  # M1 has 5 users: infeasible
+    ({"apps": [], "random": None}, "apps"),
+    ({"random": {"n_users": [2, 9]}}, "n_users"),
+    ({"random": {"apps": ["NOPE"]}}, "app"),
+    ({"horizon": 0}, "horizon"),
+    ({"bogus_key": 1}, "bogus_key"),
+])
+def test_bad_config(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        gym.make("joulegym/EMRF-v0", **kwargs)
+
+
+def test_unknown_scenario():
+    with pytest.raises(ValueError, match="scenario"):
+        gym.make("joulegym/EMRF-v0", scenario="apu-m9")
+
+
+def test_kind_follows_action_mode_kwarg():
+    env = gym.make("joulegym/EMRF-v0", action_mode="knob").unwrapped
+    assert env.kind == "EMRFKnob" and env.action_space.shape == (1,)
+    assert isinstance(env, EMRFEnv)

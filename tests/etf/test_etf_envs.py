@@ -1,0 +1,480 @@
+"""The three ETF Gymnasium shells: API conformance, determinism, rendering, bad input, and the
+simulator's accounting (DESIGN.md "Conventions" and "Tests"; ETF spec §9)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env, data_equivalence
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym import baselines
+from joulegym.devices import get_device
+from joulegym.envs.etf.allocation import etf_allocate
+from joulegym.envs.etf.simulator import ETFSimulator
+from joulegym.scenarios import registered_ids
+from joulegym.workloads import InferenceApp
+
+sb3_env_checker = pytest.importorskip("stable_baselines3.common.env_checker")
+
+ETF_IDS = registered_ids("etf")
+KINDS = ("ETF", "ETFPhi", "ETFDVFS")
+BASE_IDS = [f"joulegym/{k}-v0" for k in KINDS]
+DYNAMIC_IDS = ["joulegym/ETF-random-mix-v0", "joulegym/ETF-open-loop-v0", "joulegym/ETFPhi-random-mix-v0",
+               "joulegym/ETF-tx2-fig6-random-v0", "joulegym/ETF-tx2-phi-random-v0",
+               "joulegym/ETFDVFS-tx2-fig9-dynamic-v0", "joulegym/ETFPhi-tx2-fig9-dynamic-v0"]
+
+
+def rollout(env, seed: int, steps: int = 25, action_seed: int = 7):
+    """(obs, reward, terminated, truncated, info) of ``steps`` steps with seeded random actions."""
+    obs, info = env.reset(seed=seed)
+    env.action_space.seed(action_seed)
+    out = [(obs, 0.0, False, False, info)]
+    for _ in range(steps):
+        step = env.step(env.action_space.sample())
+        out.append(step)
+        if step[2] or step[3]:
+            obs, info = env.reset()
+            out.append((obs, 0.0, False, False, info))
+    return out
+
+
+# --- registration and API conformance --------------------------------------------------------------
+def test_every_kind_and_scenario_is_registered():
+    assert len(ETF_IDS) == len(set(ETF_IDS)) > 100
+    for env_id in BASE_IDS:
+        assert env_id in ETF_IDS and env_id in gym.registry
+    assert "joulegym/ETF-tx2-fig5-v0" in ETF_IDS and "joulegym/ETFDVFS-tx2-fig10-incentive-v0" in ETF_IDS
+    assert "joulegym/ETFDVFS-toy-fig3-v0" not in ETF_IDS  # single-frequency device: no DVFS kind
+
+
+@pytest.mark.parametrize("env_id", ETF_IDS)
+def test_check_env(env_id):
+    """Gymnasium's and Stable-Baselines3's env checkers (render checked once per kind, below)."""
+    env = gym.make(env_id).unwrapped
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Box observation space maximum value is infinity" is by design
+        check_env(env, skip_render_check=True)
+        sb3_env_checker.check_env(env, warn=False)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", BASE_IDS)
+def test_render_modes(env_id):
+    env = gym.make(env_id, render_mode="ansi")
+    env.reset(seed=0)
+    env.step(env.action_space.sample())
+    text = env.render()
+    assert isinstance(text, str) and "phi=" in text and "resnet50" in text
+    env.close()
+    env = gym.make(env_id, render_mode="rgb_array")
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(env.action_space.sample())
+    image = env.render()
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3 and image.shape[0] > 100
+    assert image.std() > 0  # something was drawn
+    env.close()
+
+
+def test_render_without_mode_warns_and_returns_none():
+    env = gym.make("joulegym/ETF-v0").unwrapped
+    env.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert env.render() is None
+
+
+# --- determinism ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("env_id", BASE_IDS + DYNAMIC_IDS)
+def test_same_seed_same_trajectory(env_id):
+    a = rollout(gym.make(env_id), seed=11, steps=40)
+    b = rollout(gym.make(env_id), seed=11, steps=40)
+    assert len(a) == len(b)
+    for sa, sb in zip(a, b):
+        assert data_equivalence(sa, sb, exact=True)
+    # The same env instance reset with the same seed repeats itself too.
+    env = gym.make(env_id)
+    assert data_equivalence(rollout(env, seed=5), rollout(env, seed=5), exact=True)
+
+
+@pytest.mark.parametrize("env_id", ["joulegym/ETF-random-mix-v0", "joulegym/ETF-tx2-fig6-random-v0",
+                                    "joulegym/ETF-tx2-phi-random-v0"])
+def test_different_seeds_differ(env_id):
+    """The seed actually drives the random scenarios (app sets / frequency / phi)."""
+    firsts = set()
+    for seed in range(8):
+        obs, _ = gym.make(env_id).reset(seed=seed)
+        firsts.add(obs.tobytes())
+    assert len(firsts) > 1
+
+
+@pytest.mark.parametrize("env_id", ["joulegym/ETF-random-mix-v0", "joulegym/ETFPhi-random-mix-v0",
+                                    "joulegym/ETFDVFS-tx2-fig6-random-v0"])
+def test_vector_env_determinism(env_id):
+    """In a SyncVectorEnv the same seeds give the same trajectories, and each sub-env matches a single env."""
+
+    def run_vec():
+        vec = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(3)])
+        obs, _ = vec.reset(seed=[1, 2, 3])
+        vec.action_space.seed(9)
+        trace = [obs]
+        actions = []
+        for _ in range(30):
+            action = vec.action_space.sample()
+            actions.append(action)
+            obs, reward, term, trunc, _ = vec.step(action)
+            trace += [obs, reward, term, trunc]
+        vec.close()
+        return trace, actions
+
+    (t1, actions), (t2, _) = run_vec(), run_vec()
+    assert all(np.array_equal(x, y) for x, y in zip(t1, t2))
+    single = gym.make(env_id)
+    obs, _ = single.reset(seed=2)
+    assert np.array_equal(obs, t1[0][1])
+    for k, action in enumerate(actions):
+        obs, reward, term, trunc, _ = single.step(action[1])
+        if term or trunc:
+            break
+        assert np.array_equal(obs, t1[1 + 4 * k][1]) and reward == t1[2 + 4 * k][1]
+
+
+# --- Algorithm 1 bit for bit through the env --------------------------------------------------------------------
+def expected_units(inputs) -> tuple[int, ...]:
+    act = np.array(inputs["active"])
+    units = np.zeros(act.size, dtype=np.int64)
+    if act.any():
+        units[act] = etf_allocate(np.array(inputs["weights"])[act], np.array(inputs["demand_units"])[act],
+                                  np.array(inputs["power_w"])[act], inputs["T_units"], inputs["phi"])
+    return tuple(units.tolist())
+
+
+def assert_etf_policy_is_algorithm1(env, seed: int) -> int:
+    obs, info = env.reset(seed=seed)
+    policy = baselines.make("etf")
+    policy.reset(env, seed=seed)
+    steps = 0
+    while True:
+        want = expected_units(info["scheduler_inputs"])
+        obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
+        assert info["allocation_units"] == want
+        steps += 1
+        if terminated or truncated:
+            return steps
+
+
+@pytest.mark.parametrize("env_id", ["joulegym/ETF-v0", "joulegym/ETF-random-mix-v0", "joulegym/ETF-open-loop-v0",
+                                    "joulegym/ETF-tx2-fig9-dynamic-v0", "joulegym/ETF-tx2-fig11-weights-v0",
+                                    "joulegym/ETF-toy-fig3-v0", "joulegym/ETF-tx2-phi-random-v0"])
+@pytest.mark.parametrize("guarantee_mode", ["project", "none"])
+def test_etf_policy_reproduces_algorithm1_bit_for_bit(env_id, guarantee_mode):
+    env = gym.make(env_id, guarantee_mode=guarantee_mode)
+    for seed in range(4):
+        assert assert_etf_policy_is_algorithm1(env, seed) > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(apps=st.lists(st.tuples(st.sampled_from([1.0, 2.0, 3.0]), st.floats(0.5, 12.0),
+                               st.one_of(st.none(), st.floats(0.0, 1.0))), min_size=1, max_size=4),
+       phi=st.floats(0.0, 1.0), T=st.integers(1, 64), guarantee_mode=st.sampled_from(["project", "none"]))
+def test_etf_policy_is_algorithm1_on_random_app_sets(apps, phi, T, guarantee_mode):
+    """Any weights, powers, open-loop demands, phi and T on the toy device (unit service time)."""
+    config = [{"model": "toy-a", "frequency_mhz": 1000.0, "weight": w, "power_w": p, "demand_rps": d}
+              for w, p, d in apps]
+    env = gym.make("joulegym/ETF-v0", device="toy-etf", apps=config, phi=phi, T_units=T, unit_s=1.0 / T,
+                   epoch_s=1.0, horizon=2, guarantee_mode=guarantee_mode)
+    assert_etf_policy_is_algorithm1(env, seed=0)
+
+
+@pytest.mark.parametrize("env_id", ["joulegym/ETF-tx2-fig5-v0", "joulegym/ETF-tx2-fig9-dynamic-v0", "joulegym/ETF-v0",
+                                    "joulegym/ETF-toy-fig3-v0", "joulegym/ETF-tx2-fig11-weights-v0",
+                                    "joulegym/ETF-random-mix-v0", "joulegym/ETF-open-loop-v0"])
+def test_etf_policy_from_observation_alone(env_id):
+    """Without info the ETF policy decodes Algorithm 1's inputs from the float32 observation and still
+    picks the same units (phi = 0.7 must not decode to a guarantee one unit short)."""
+    env = gym.make(env_id)
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        full, blind = baselines.make("etf"), baselines.make("etf")
+        full.reset(env)
+        blind.reset(env)
+        while True:
+            action = full.act(obs, info)
+            decode = env.unwrapped.decode_action
+            assert decode(action) == decode(blind.act(obs, {}))
+            obs, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                break
+
+
+def test_etf_reward_never_beats_algorithm1():
+    """Under ``reward="etf"`` Algorithm 1 is optimal (Thm. 3): no random action scores more in any state."""
+    rng = np.random.default_rng(0)
+    for env_id in ("joulegym/ETF-v0", "joulegym/ETF-random-mix-v0", "joulegym/ETF-open-loop-v0"):
+        env = gym.make(env_id).unwrapped
+        for seed in range(3):
+            obs, info = env.reset(seed=seed)
+            policy = baselines.make("etf")
+            policy.reset(env)
+            for _ in range(15):
+                action = policy.act(obs, info)
+                active = list(env.sim.active)
+                best = env._etf_reward(env.decode_action(action), active)
+                assert 0.0 <= best <= 1.0
+                for _ in range(20):
+                    other = rng.uniform(0, 1, env.max_apps).astype(np.float32)
+                    other[rng.integers(env.max_apps)] = 0.0
+                    assert env._etf_reward(env.decode_action(other), active) <= best + 1e-12
+                obs, _, terminated, truncated, info = env.step(action)
+                if terminated or truncated:
+                    break
+
+
+# --- spaces, observation, info ------------------------------------------------------------------------------------
+def test_observation_layout_fig5():
+    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (4 * 9 + 6,) and obs.dtype == np.float32
+    slots = obs[:36].reshape(4, 9)
+    assert slots[:, 0].tolist() == [1, 1, 0, 0]  # active flags
+    assert slots[0, 2] == pytest.approx(1.0) and slots[1, 2] == pytest.approx(0.9 / 4.261, rel=1e-6)
+    assert obs[36] == pytest.approx(0.7)  # phi
+    assert obs[38] == pytest.approx(0.5)  # N_active / N_max
+    assert obs[41] == pytest.approx(math.log10(4.261 / 0.9), rel=1e-6)
+    assert np.all(slots[2:] == 0.0)  # padding
+    assert info["scheduler_inputs"]["guarantee_units"] == (0, 0, 0, 0)  # paper scenarios: guarantee_mode none
+    base = gym.make("joulegym/ETF-v0")
+    _, info = base.reset(seed=0)
+    assert info["scheduler_inputs"]["guarantee_units"] == (14, 14, 0, 0)
+
+
+def test_info_contents():
+    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(np.array([1.0, 1.0, 0.0, 0.0], dtype=np.float32))
+    assert info["allocation_units"] == (20, 20, 0, 0)
+    assert info["reward_vector"].tolist() == [info["time_fairness"], info["energy_fairness"]]
+    assert reward == pytest.approx(min(info["time_fairness"], info["energy_fairness"]))  # system_fairness default
+    assert info["system_fairness"] == pytest.approx(0.9 / 4.261)
+    m = info["metrics"]
+    for key in ("time_fairness", "energy_fairness", "system_fairness", "app_time_s", "app_energy_j"):
+        assert key in m
+    assert isinstance(info["scheduler_inputs"]["power_w"], tuple)
+
+
+def test_all_zero_action_means_equal_shares():
+    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(np.zeros(4, dtype=np.float32))
+    assert info["allocation_units"] == (20, 20, 0, 0)
+
+
+def test_inactive_slots_are_ignored():
+    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(np.array([0.0, 0.0, 1.0, 1.0], dtype=np.float32))
+    assert info["allocation_units"] == (20, 20, 0, 0)
+
+
+def test_phi_knob_and_dvfs_actions():
+    env = gym.make("joulegym/ETFPhi-tx2-fig5-v0")
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(10)  # phi = 1: TF
+    assert info["allocation_units"][:2] == (20, 20) and info["phi"] == 1.0
+    _, _, _, _, info = env.step(0)  # phi = 0: EF
+    assert info["allocation_units"][:2] == (7, 33)
+    assert info["action_mask"].all() and env.unwrapped.action_masks().shape == (11,)
+    dvfs = gym.make("joulegym/ETFDVFS-tx2-fig10-same-v0")
+    dvfs.reset(seed=0)
+    _, reward, _, _, info = dvfs.step(12)
+    assert info["tenant_frequency_mhz"] == 1300.5
+    assert reward == pytest.approx(0.5 / 0.057005)  # 20 of 40 units at ResNet50's 57.005 ms
+    _, reward, _, _, info = dvfs.step(9)
+    assert info["tenant_frequency_mhz"] == 1032.75
+    assert info["allocation_units"][:2] == (16, 24)
+    assert reward == pytest.approx(0.6 / 0.066176)
+
+
+# --- bad input -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("action", "message"), [
+    (np.zeros(3, dtype=np.float32), r"action must have shape \(4,\)"),
+    (np.zeros((2, 2), dtype=np.float32), r"action must have shape \(4,\)"),
+    (np.array([np.nan, 0, 0, 0], dtype=np.float32), "action must be finite"),
+    (np.array([0.5, np.inf, 0, 0]), "action must be finite"),
+    (np.array([1.5, 0, 0, 0], dtype=np.float32), r"action must lie in \[0.0, 1.0\]"),
+    (np.array([-0.5, 0, 0, 0], dtype=np.float32), r"action must lie in \[0.0, 1.0\]"),
+])
+def test_bad_box_action(action, message):
+    env = gym.make("joulegym/ETF-v0").unwrapped
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=message):
+        env.step(action)
+
+
+@pytest.mark.parametrize("env_id", ["joulegym/ETFPhi-v0", "joulegym/ETFDVFS-v0"])
+@pytest.mark.parametrize("action", [np.array([1, 2]), float("nan"), 2.5, -1, 99])
+def test_bad_discrete_action(env_id, action):
+    env = gym.make(env_id).unwrapped
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"action must be .*\[0, \d+\)"):
+        env.step(action)
+
+
+@pytest.mark.parametrize(("kwargs", "field", "allowed"), [
+    ({"scenario": "nope"}, "scenario", "allowed: .*tx2-fig5"),
+    ({"phi": 1.5}, "phi", r"\[0, 1\]"),
+    ({"phi": -0.1}, "phi", r"\[0, 1\]"),
+    ({"phi_choices": [0.5, 2.0]}, "phi_choices", r"\[0, 1\]"),
+    ({"apps": [{"model": "resnet50", "frequency_mhz": 1300.5, "weight": -1.0}]}, "weight", "> 0"),
+    ({"apps": [{"model": "resnet50", "frequency_mhz": 1300.5, "weight": 0.0}]}, "weight", "> 0"),
+    ({"apps": [{"model": "resnet50", "frequency_mhz": 1300.5, "power_w": -2.0}]}, "power_w", "> 0"),
+    ({"apps": [{"model": "resnet50", "frequency_mhz": 1300.5, "power_w": float("nan")}]}, "power_w", "> 0"),
+    ({"apps": [{"model": "resnet50", "frequency_mhz": 1000.0}]}, "frequency_mhz", "allowed"),
+    ({"apps": [{"model": "vgg16", "frequency_mhz": 1300.5}]}, "workload", "known"),
+    ({"apps": [{"model": "resnet50", "frequency_mhz": 1300.5, "colour": 1}]}, "colour", "allowed"),
+    ({"apps": []}, "apps", "at least one"),
+    ({"device": "h100"}, "device", "available"),
+    ({"nonsense": 1}, "nonsense", "allowed keys"),
+    ({"guarantee_mode": "half"}, "guarantee_mode", "project"),
+    ({"reward": "joules"}, "reward", "system_fairness"),
+    ({"reward_window": "week"}, "reward_window", "cumulative"),
+    ({"T_units": 0}, "T_units", ">= 1"),
+    ({"horizon": 2.5}, "horizon", "whole number"),
+    ({"epoch_s": 0.0105}, "epoch_s", "whole number"),
+    ({"unit_s": -1.0}, "unit_s", "> 0"),
+    ({"beta": 2.0}, "beta", r"\[0, 1\]"),
+])
+def test_bad_config_raises_value_error_naming_field(kwargs, field, allowed):
+    with pytest.raises(ValueError, match=field) as err:
+        gym.make("joulegym/ETF-v0", **kwargs)
+    assert __import__("re").search(allowed, str(err.value)), str(err.value)
+
+
+def test_bad_config_for_other_kinds():
+    with pytest.raises(ValueError, match="scenario='random-mix' is unknown for ETFDVFS"):
+        gym.make("joulegym/ETFDVFS-v0", scenario="random-mix")
+    with pytest.raises(ValueError, match="scheduler"):
+        gym.make("joulegym/ETFDVFS-v0", scheduler="fifo")
+    with pytest.raises(ValueError, match="tenant_app"):
+        gym.make("joulegym/ETFDVFS-v0", tenant_app=5)
+    with pytest.raises(ValueError, match="phi_levels"):
+        gym.make("joulegym/ETFPhi-v0", phi_levels=1)
+    with pytest.raises(ValueError, match="single frequency"):
+        gym.make("joulegym/ETFDVFS-v0", device="a10g", apps=[{"model": "gpt2", "frequency_mhz": 1710.0}])
+    with pytest.raises(ValueError, match="reward"):
+        gym.make("joulegym/ETFPhi-v0", reward="etf")
+
+
+def test_scenario_names_are_case_and_underscore_insensitive():
+    env = gym.make("joulegym/ETF-v0", scenario="TX2_Fig5")
+    assert env.unwrapped.config["scenario"] == "tx2-fig5"
+
+
+# --- simulator accounting ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("policy", ["etf", "tf", "random"])
+def test_backlogged_accounting(policy):
+    """Static backlogged apps: the GPU is busy the whole run (sum of time = epoch x epochs, i.e. T units per
+    interval), and each app's energy is its profile power x its time."""
+    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    obs, info = env.reset(seed=0)
+    pol = baselines.make(policy)
+    pol.reset(env, seed=0)
+    epochs = 0
+    while True:
+        obs, _, terminated, truncated, info = env.step(pol.act(obs, info))
+        epochs += 1
+        assert sum(info["app_time_s"]) == pytest.approx(1.0)
+        if terminated or truncated:
+            break
+    m = info["metrics"]
+    assert epochs == 60
+    assert sum(m["app_time_s"]) == pytest.approx(60 * 1.0)
+    assert m["gpu_utilisation"] == pytest.approx(1.0)
+    assert m["app_energy_j"] == pytest.approx(np.asarray(m["app_time_s"]) * np.array([4.261, 0.9]))
+    assert m["app_inferences"][0] == pytest.approx(m["app_time_s"][0] / 0.057005)
+    assert m["total_energy_j"] == pytest.approx(sum(m["app_energy_j"]))
+
+
+@pytest.mark.parametrize("env_id", ["joulegym/ETF-random-mix-v0", "joulegym/ETF-open-loop-v0",
+                                    "joulegym/ETF-tx2-fig9-dynamic-v0", "joulegym/ETFPhi-random-mix-v0"])
+def test_arrivals_never_exceed_max_apps(env_id):
+    for seed in range(25):
+        env = gym.make(env_id)
+        env.reset(seed=seed)
+        sim = env.unwrapped.sim
+        n_apps = len(sim.apps)
+        assert n_apps >= 1
+        seen_active = set()
+        while True:
+            assert sum(sim.active) <= sim.max_apps
+            seen_active.update(k for k in sim.slot_app if k >= 0)
+            _obs, _, terminated, truncated, info = env.step(env.action_space.sample())
+            assert sum(1 for u in info["allocation_units"] if u) <= sim.max_apps
+            if terminated or truncated:
+                break
+        if terminated:  # every app came and went
+            assert not any(sim.active) and len(seen_active) == n_apps
+
+
+def test_energy_is_power_times_time_in_dynamic_scenario():
+    env = gym.make("joulegym/ETF-tx2-fig9-dynamic-v0")
+    env.reset(seed=0)
+    power = {0: 4.261, 1: 2.815, 2: 1.717}
+    while True:
+        _, _, terminated, truncated, info = env.step(env.action_space.sample())
+        for slot in range(3):
+            assert info["app_energy_j"][slot] == pytest.approx(power[slot] * info["app_time_s"][slot])
+        if terminated or truncated:
+            break
+    m = info["metrics"]
+    assert sum(m["app_time_s"]) == pytest.approx(100.0)  # A1 is always present: the GPU never idles
+
+
+def test_open_loop_demands_are_respected():
+    env = gym.make("joulegym/ETF-open-loop-v0")
+    for seed in range(5):
+        _, info = env.reset(seed=seed)
+        while True:
+            demands = info["scheduler_inputs"]["demand_units"]
+            active = info["scheduler_inputs"]["active"]
+            _obs, _, terminated, truncated, info = env.step(env.action_space.sample())
+            for u, d, a in zip(info["allocation_units"], demands, active):
+                assert u <= d or not a
+            if terminated or truncated:
+                break
+
+
+def test_simulator_direct_use_and_errors():
+    device = get_device("jetson-tx2")
+    with pytest.raises(ValueError, match="epoch_s must be a whole number"):
+        ETFSimulator(device, max_apps=2, T_units=40, unit_s=0.001, epoch_s=0.05, horizon=3)
+    sim = ETFSimulator(device, max_apps=2, T_units=40, unit_s=0.001, epoch_s=1.0, horizon=3)
+    with pytest.raises(ValueError, match="at least one"):
+        sim.reset([])
+    sim.reset([InferenceApp("resnet50", 1300.5), InferenceApp("resnet18", 726.75, arrival=1)])
+    assert sim.active == [True, False]
+    with pytest.raises(ValueError, match="units must"):
+        sim.apply([20, 20])  # slot 1 is free
+    with pytest.raises(ValueError, match="units must"):
+        sim.apply([41, 0])
+    with pytest.raises(ValueError, match="units must have length 2"):
+        sim.apply([40])
+    result = sim.apply([40, 0])
+    assert result.time_s[0] == pytest.approx(1.0) and result.energy_j[0] == pytest.approx(4.261)
+    assert sim.advance() is True and sim.active == [True, True]
+    sim.apply([20, 20])
+    sim.advance()
+    m = sim.metrics()
+    assert m["app_time_s"] == pytest.approx((1.5, 0.5))
+    # Rates per epoch present: A1 0.75 s/epoch, A2 0.5 s/epoch.
+    assert m["time_fairness"] == pytest.approx(0.5 / 0.75)
+    crowded = [InferenceApp("resnet50", 1300.5), InferenceApp("resnet50", 1300.5), InferenceApp("resnet50", 1300.5)]
+    with pytest.raises(ValueError, match="max_apps"):
+        sim.reset(crowded)

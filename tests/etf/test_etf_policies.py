@@ -1,0 +1,159 @@
+"""ETF reference policies (spec §9.6): registry, ETF beats random, the F_S oracle, the DVFS tenant."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym import baselines
+from joulegym.baselines.base import PolicyNotApplicable
+from joulegym.baselines.etf import oracle_max_fs, oracle_max_fs_units, units_to_action
+from joulegym.envs.etf.metrics import system_fairness
+
+
+def episode_return(env_id: str, policy, seed: int, **env_kwargs) -> tuple[float, list[dict]]:
+    env = gym.make(env_id, **env_kwargs)
+    obs, info = env.reset(seed=seed)
+    pol = baselines.make(policy) if isinstance(policy, str) else policy
+    pol.reset(env, seed=seed)
+    total, infos = 0.0, []
+    while True:
+        obs, reward, terminated, truncated, info = env.step(pol.act(obs, info))
+        total += reward
+        infos.append(info)
+        if terminated or truncated:
+            break
+    env.close()
+    return total, infos
+
+
+def test_registry():
+    names = baselines.available("etf")
+    for name in ("etf", "tf", "ef", "etf-fixed-phi", "fs-oracle", "max-frequency", "best-response", "random"):
+        assert name in names
+    assert set(baselines.applicable(gym.make("joulegym/ETFDVFS-v0"))) >= {"max-frequency", "best-response"}
+    assert "max-frequency" not in baselines.applicable(gym.make("joulegym/ETF-v0"))
+    with pytest.raises(ValueError, match="policy='nope' is unknown; available"):
+        baselines.make("nope")
+    with pytest.raises(ValueError, match=r"phi must be in \[0, 1\]"):
+        baselines.make("etf", phi=1.5)
+    with pytest.raises(ValueError, match=r"phi must be in \[0, 1\]"):
+        baselines.make("etf-fixed-phi", phi=-0.2)
+
+
+def test_policies_refuse_the_wrong_kind():
+    with pytest.raises(PolicyNotApplicable):
+        baselines.make("etf").reset(gym.make("joulegym/ETFDVFS-v0"))
+    with pytest.raises(PolicyNotApplicable):
+        baselines.make("max-frequency").reset(gym.make("joulegym/ETF-v0"))
+    with pytest.raises(PolicyNotApplicable):
+        baselines.make("best-response").reset(gym.make("joulegym/ETFPhi-v0"))
+    for name in ("etf", "tf", "fs-oracle", "max-frequency", "best-response"):
+        assert isinstance(baselines.make(name), baselines.Policy)
+
+
+# --- ETF beats random on its own reward -----------------------------------------------------------------
+@pytest.mark.parametrize(("env_id", "margin"), [
+    ("joulegym/ETF-v0", 0.05),  # reward "etf": Algorithm 1 is optimal
+    ("joulegym/ETF-random-mix-v0", 0.02),
+    ("joulegym/ETF-open-loop-v0", 0.01),
+    ("joulegym/ETF-tx2-fig5-v0", 0.05),  # reward F_S
+    ("joulegym/ETF-tx2-fig9-dynamic-v0", 0.05),
+    ("joulegym/ETFPhi-tx2-fig5-v0", 0.02),
+])
+def test_etf_beats_random(env_id, margin):
+    seeds = range(3)
+    etf = np.mean([episode_return(env_id, "etf", s)[0] for s in seeds])
+    rnd = np.mean([episode_return(env_id, "random", s)[0] for s in seeds])
+    steps = len(episode_return(env_id, "etf", 0)[1])
+    assert etf / steps > rnd / steps + margin
+
+
+def test_tf_and_ef_are_the_phi_extremes_on_the_knob_env():
+    _, tf = episode_return("joulegym/ETFPhi-tx2-fig5-v0", "tf", 0)
+    _, ef = episode_return("joulegym/ETFPhi-tx2-fig5-v0", "ef", 0)
+    assert tf[0]["phi"] == 1.0 and tf[0]["allocation_units"][:2] == (20, 20)
+    assert ef[0]["phi"] == 0.0 and ef[0]["allocation_units"][:2] == (7, 33)
+    _, fixed = episode_return("joulegym/ETF-tx2-fig7-phi0.0-v0", baselines.make("etf-fixed-phi", phi=0.7), 0)
+    assert fixed[0]["allocation_units"][:2] == (14, 26)  # ignores the scenario's phi = 0
+
+
+# --- the F_S oracle --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("env_id", ["joulegym/ETF-tx2-fig5-v0", "joulegym/ETF-v0", "joulegym/ETF-random-mix-v0",
+                                    "joulegym/ETF-tx2-fig9-dynamic-v0", "joulegym/ETFPhi-tx2-fig5-v0",
+                                    "joulegym/ETFPhi-random-mix-v0", "joulegym/ETF-open-loop-v0"])
+def test_fs_oracle_at_least_etf_every_epoch(env_id):
+    for seed in range(2):
+        _, etf = episode_return(env_id, "etf", seed)
+        _, oracle = episode_return(env_id, "fs-oracle", seed)
+        assert len(etf) == len(oracle)
+        for a, b in zip(etf, oracle):
+            assert b["system_fairness"] >= a["system_fairness"] - 1e-12
+
+
+def test_fs_oracle_fig5_beats_phi_07():
+    """ETF(0.7) is not F_S-optimal (spec §2.3): the best whole-unit split of 40 beats 14/26."""
+    _, infos = episode_return("joulegym/ETF-tx2-fig5-v0", "fs-oracle", 0)
+    assert infos[0]["system_fairness"] > 0.42
+    # Continuous optimum: 1/sqrt(r) at phi* = 2/(1+sqrt(r)).
+    w, p = np.ones(2), np.array([4.261, 0.9])
+    t, fs = oracle_max_fs(w, p, 1.0)
+    assert fs == pytest.approx(1 / np.sqrt(4.261 / 0.9), abs=1e-6)
+    assert t.sum() == pytest.approx(1.0)
+
+
+def test_oracle_units_is_exhaustive_on_small_cases():
+    w, p = np.array([1.0, 1.0, 2.0]), np.array([3.0, 1.0, 2.0])
+    best = oracle_max_fs_units(w, np.full(3, np.inf), p, 12)
+    assert best.sum() == 12
+    top = max(system_fairness(np.array(t), np.array(t) * p, w)
+              for t in ((a, b, 12 - a - b) for a in range(13) for b in range(13 - a)))
+    assert system_fairness(best, best * p, w) == pytest.approx(top)
+
+
+def test_units_to_action_round_trip():
+    action = units_to_action(np.array([14, 26, 0, 0]), np.array([14, 14, 0, 0]), np.array([1, 1, 0, 0], bool))
+    assert action.tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert units_to_action(np.array([5, 5]), np.array([5, 5]), np.array([1, 1], bool)).tolist() == [0.0, 0.0]
+
+
+# --- ETFDVFS: the efficiency incentive -----------------------------------------------------------------------
+@pytest.mark.parametrize(("env_id", "gains"), [
+    ("joulegym/ETFDVFS-tx2-fig5-v0", False),  # ResNet50 against a 0.9 W MobileNetV2: stuck at its guarantee
+    ("joulegym/ETFDVFS-tx2-fig10-same-v0", True),
+    ("joulegym/ETFDVFS-tx2-fig10-incentive-v0", True),
+    ("joulegym/ETFDVFS-tx2-fig9-dynamic-v0", True),
+])
+def test_best_response_gains_under_etf_not_under_tf(env_id, gains):
+    """Under ETF(0.7) lowering the frequency buys GPU time: the best response is at least max frequency and
+    strictly better against a comparable-power app (spec §9.4: 9.10/s against 8.77/s facing ResNet50 @ 1300.5).
+    Under TF a tenant's time is fixed, so running slower can only lose: the best response is max frequency."""
+    br, br_infos = episode_return(env_id, "best-response", 0)
+    mx, _ = episode_return(env_id, "max-frequency", 0)
+    assert br >= mx * (1 - 1e-12)
+    if gains:
+        assert br > mx * 1.02
+        assert any(i["tenant_frequency_mhz"] < 1300.5 for i in br_infos)
+    br_tf, infos_tf = episode_return(env_id, "best-response", 0, scheduler="tf")
+    mx_tf, _ = episode_return(env_id, "max-frequency", 0, scheduler="tf")
+    assert br_tf == pytest.approx(mx_tf, rel=1e-12)
+    assert all(i["tenant_frequency_mhz"] == 1300.5 for i in infos_tf)
+
+
+def test_best_response_fig10_values():
+    """Against ResNet50 @ 1300.5 under ETF(0.7): 8.77/s at max frequency (20 of 40 units at 57.005 ms);
+    the best response reaches the ~9.1/s of 1032.75-1122 MHz (fluid 9.10/s; whole units move it a little)."""
+    _mx, infos = episode_return("joulegym/ETFDVFS-tx2-fig10-same-v0", "max-frequency", 0)
+    assert infos[0]["tenant_throughput"] == pytest.approx(0.5 / 0.057005)
+    _, infos = episode_return("joulegym/ETFDVFS-tx2-fig10-same-v0", "best-response", 0)
+    assert infos[0]["tenant_frequency_mhz"] in (1032.75, 1122.0)
+    assert infos[0]["tenant_throughput"] == pytest.approx(9.10, abs=0.15)
+
+
+def test_best_response_with_energy_penalty_slows_down():
+    _, free = episode_return("joulegym/ETFDVFS-tx2-fig10-same-v0", "best-response", 0)
+    _, taxed = episode_return("joulegym/ETFDVFS-tx2-fig10-same-v0", "best-response", 0, energy_penalty=5.0)
+    assert taxed[0]["tenant_frequency_mhz"] < free[0]["tenant_frequency_mhz"]
+    assert taxed[0]["tenant_power_w"] < free[0]["tenant_power_w"]

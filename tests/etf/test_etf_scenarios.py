@@ -1,0 +1,110 @@
+"""ETF named scenarios (spec §9.5): the catalogue, its configs, and the random timelines."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym.scenarios import CATALOG, registered_ids
+from joulegym.scenarios.etf import KINDS, SCENARIOS
+
+EXPECTED = ["toy-fig3", "toy-fig3-lemma2", "tx2-fig5", "tx2-fig5-text4x", "tx2-fig6-random", "tx2-phi-random",
+            "a10g-fig8", "tx2-fig9-dynamic", "tx2-fig10-incentive", "tx2-fig10-same", "tx2-fig11-weights",
+            "random-mix", "open-loop"]
+
+
+def test_catalogue():
+    for name in EXPECTED:
+        assert name in SCENARIOS
+    assert [f"tx2-fig6-f{k}" in SCENARIOS for k in range(13)] == [True] * 13
+    for prefix in ("tx2-fig7", "a10g-fig8", "tx2-fig11"):
+        assert all(f"{prefix}-phi{k / 10:.1f}" in SCENARIOS for k in range(11))
+    ids = registered_ids("etf")
+    # One base id per kind plus one id per (scenario, applicable kind).
+    expected = len(KINDS) + sum(len(s.kinds) if s.kinds else len(KINDS) for s in SCENARIOS.values())
+    assert len(ids) == expected
+    for env_id in ids:
+        assert CATALOG[env_id][0] == "etf" and CATALOG[env_id][1]
+
+
+def test_paper_scenarios_use_the_whole_split_and_training_ones_the_guarantee():
+    for name, scenario in SCENARIOS.items():
+        mode = scenario.config.get("guarantee_mode", "project")
+        assert mode == ("project" if name in ("random-mix", "open-loop") else "none"), name
+
+
+@pytest.mark.parametrize(("name", "phi"), [("tx2-fig5", 0.7), ("tx2-fig7-phi0.3", 0.3), ("tx2-fig11-phi1.0", 1.0),
+                                           ("a10g-fig8-phi0.6", 0.6)])
+def test_phi_of_scenarios(name, phi):
+    env = gym.make("joulegym/ETF-v0", scenario=name)
+    _, info = env.reset(seed=0)
+    assert info["phi"] == pytest.approx(phi)
+
+
+def test_scenario_configs_match_the_spec():
+    env = gym.make("joulegym/ETF-tx2-fig5-v0").unwrapped
+    env.reset(seed=0)
+    assert env.sim.power_w[:2] == [4.261, 0.9] and env.sim.frequency_mhz[:2] == [1300.5, 726.75]
+    assert (env.T, env.horizon, env.config["epoch_s"]) == (40, 60, 1.0)
+    text4x = gym.make("joulegym/ETF-tx2-fig5-text4x-v0").unwrapped
+    text4x.reset(seed=0)
+    assert text4x.sim.power_w[0] / text4x.sim.power_w[1] == pytest.approx(4.0, abs=0.01)
+    weights = gym.make("joulegym/ETF-tx2-fig11-weights-v0").unwrapped
+    weights.reset(seed=0)
+    assert weights.sim.weight[:2] == [2.0, 1.0]
+    toy = gym.make("joulegym/ETF-toy-fig3-v0").unwrapped
+    toy.reset(seed=0)
+    assert toy.sim.power_w[:3] == [2.0, 3.0, 8.0] and toy.T == 30
+    lemma = gym.make("joulegym/ETF-toy-fig3-lemma2-v0").unwrapped
+    lemma.reset(seed=0)
+    assert lemma.sim.power_w[:3] == [2.0, 3.0, 10.0]
+
+
+def test_fig6_random_draws_a_tx2_level():
+    env = gym.make("joulegym/ETF-tx2-fig6-random-v0").unwrapped
+    seen = set()
+    for seed in range(30):
+        env.reset(seed=seed)
+        assert env.sim.frequency_mhz[0] == 1300.5
+        seen.add(env.sim.frequency_mhz[1])
+    assert seen <= set(env.device.frequencies.levels_mhz) and len(seen) > 5
+
+
+def test_phi_random_draws_from_the_grid():
+    env = gym.make("joulegym/ETF-tx2-phi-random-v0")
+    phis = {env.reset(seed=s)[1]["phi"] for s in range(40)}
+    assert phis <= {k / 10 for k in range(11)} and len(phis) > 5
+
+
+@pytest.mark.parametrize("name", ["random-mix", "open-loop"])
+def test_random_mix_timelines(name):
+    """At most max_apps apps overlap at any epoch; arrivals are in order; open-loop apps have finite demand."""
+    env = gym.make("joulegym/ETF-v0", scenario=name).unwrapped
+    sizes = set()
+    for seed in range(40):
+        env.reset(seed=seed)
+        apps = env.sim.apps
+        sizes.add(len(apps))
+        assert [a.arrival for a in apps] == sorted(a.arrival for a in apps)
+        for t in range(env.horizon):
+            present = sum(a.arrival <= t and (a.departure is None or t < a.departure) for a in apps)
+            assert present <= env.max_apps
+        for a in apps:
+            assert a.model in ("resnet18", "resnet50", "mobilenetv2") and a.weight in (1.0, 2.0)
+            assert (a.demand_rps is not None) == (name == "open-loop")
+    assert len(sizes) > 2
+
+
+def test_dynamic_timeline_terminates_when_everyone_left():
+    env = gym.make("joulegym/ETF-v0", scenario="tx2-fig9-dynamic",
+                   apps=[{"model": "resnet50", "frequency_mhz": 1300.5, "departure": 3}], horizon=10)
+    env.reset(seed=0)
+    flags = [env.step(np.ones(4, dtype=np.float32))[2] for _ in range(3)]
+    assert flags == [False, False, True]
+
+
+def test_unknown_scenario_lists_the_allowed_ones():
+    with pytest.raises(ValueError, match=r"scenario='tx2-fig99' is unknown for ETF; allowed: \[.*'tx2-fig5'"):
+        gym.make("joulegym/ETF-v0", scenario="tx2-fig99")
