@@ -45,3 +45,35 @@ def test_train_rejects_bad_arguments(tmp_path, capsys):
     assert train_main(["--env", "joulegym/ETF-v0", "--env-kwargs", '{"nope": 1}', "--out", str(tmp_path)]) == 2
     assert "nope" in capsys.readouterr().err
     assert train_main(["--env", "joulegym/ETF-v0", "--timesteps", "0", "--out", str(tmp_path)]) == 2
+
+
+OFF_POLICY_HP = "default:\n  learning_starts: 64\n  batch_size: 32\n  buffer_size: 1000\n"
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::tqdm.TqdmExperimentalWarning")  # SB3's rich progress bar
+@pytest.mark.parametrize(("env_id", "algo"), [("joulegym/ETF-v0", "sac"), ("joulegym/ETF-v0", "td3"),
+                                              ("joulegym/ETFPhi-v0", "dqn"), ("joulegym/ETFPhi-v0", "a2c")])
+def test_other_algorithms_train_save_and_evaluate(tmp_path, env_id, algo):
+    """SAC/TD3 on the Box env, DQN/A2C on the Discrete one: a few hundred steps (with gradient updates),
+    saved, reloaded from config.json and driven by the evaluation loop. SAC runs with the progress bar."""
+    from joulegym.agents import SB3Policy
+    from joulegym.evaluation.runner import run_episode
+
+    run = tmp_path / algo
+    args = ["--env", env_id, "--algo", algo, "--timesteps", "200", "--seed", "1", "--out", str(run),
+            "--no-tensorboard"]
+    if algo in ("sac", "td3", "dqn"):
+        (tmp_path / "hp.yml").write_text(OFF_POLICY_HP)
+        args += ["--hyperparams", str(tmp_path / "hp.yml")]
+    if algo != "sac":
+        args.append("--no-progress-bar")
+    assert train_main(args) == 0
+    config = json.loads((run / "config.json").read_text())
+    assert config["algo"] == algo and config["env_id"] == env_id
+    policy = SB3Policy.load(run)  # the algorithm is read from config.json
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    row, _ = run_episode(env, policy, seed=123, env_id=env_id)
+    assert row["length"] == env.unwrapped.horizon and 0.0 <= row["system_fairness"] <= 1.0

@@ -20,8 +20,11 @@ Policies (``joulegym.baselines.make(name, **kw)``):
 ``random``          uniform random action (generic).
 ==================  ============================================================================
 
-On ``ETF-v0`` the policies read ``info["scheduler_inputs"]`` (Algorithm 1's exact inputs) and fall
-back to decoding the observation, which carries the same inputs in float32.
+On ``ETF-v0`` the policies read ``info["scheduler_inputs"]`` (Algorithm 1's exact inputs; the ETF
+policy's action then reproduces Algorithm 1 bit for bit) and fall back to decoding the observation,
+which carries the same inputs: the active set, demands and Algorithm 1's guarantee exactly, weights and
+powers as float32 ratios. From the observation alone ETF is still Algorithm 1 exactly (ties included)
+unless two weighted energies differ by less than :data:`DECODE_RTOL` (relative) without being equal.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from scipy.optimize import linprog
 
 from joulegym.baselines.base import PolicyNotApplicable, register_policy
 from joulegym.envs.etf.allocation import (
+    algorithm1_fill,
     energy_fair_allocation,
     etf_allocate,
     etf_waterfill,
@@ -53,15 +57,19 @@ from joulegym.envs.etf.metrics import (
 )
 
 __all__ = [
+    "DECODE_RTOL",
     "BestResponsePolicy",
     "ETFPolicy",
     "FSOraclePolicy",
     "MaxFrequencyPolicy",
+    "algorithm1_decoded",
     "energy_fair_allocation",
     "energy_fairness",
     "etf_allocate",
     "etf_waterfill",
+    "guarantee_decoded",
     "guaranteed_units",
+    "inputs_from_observation",
     "jain_index",
     "largest_remainder",
     "oracle_max_fs",
@@ -167,39 +175,70 @@ def _compositions(low: np.ndarray, high: np.ndarray, total: int) -> np.ndarray |
 
 
 def units_to_action(units: np.ndarray, guarantee: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """``ETF-v0`` action reproducing ``units``: ``a_i = r_i / max r`` with ``r = units - m``.
+    """``ETF-v0`` action reproducing ``units``: ``a_i = r_i / max r`` with ``r = units - floor``.
 
-    Exact whenever ``units >= m`` (Algorithm 1 at the env's phi always is). Units below the env's
-    guarantee (e.g. EF under a phi = 0.7 guarantee) cannot be expressed; they are clipped to ``m``.
+    ``guarantee`` is the env's action floor (``info["scheduler_inputs"]["action_floor_units"]``: Algorithm
+    1's guarantee with ``guarantee_mode="project"``, zeros with ``"none"``). Exact whenever
+    ``units >= floor`` (Algorithm 1 at the env's phi always is). Units below the floor (e.g. EF under a
+    phi = 0.7 guarantee) cannot be expressed; they are clipped to it.
     """
     above = np.where(active, np.maximum(units - guarantee, 0), 0).astype(float)
     top = above.max() if above.size else 0.0
     return (above / top if top > 0 else np.zeros_like(above)).astype(np.float32)
 
 
-def inputs_from_observation(obs: np.ndarray, max_apps: int, T: int) -> dict[str, Any]:
-    """Algorithm 1's inputs decoded from an ETF observation (float32: ties may differ from exact).
+# Relative distance under which two weighted energies decoded from a float32 observation are a tie.
+# Each decoded w_i/W and P_i/P_max carries a relative error <= 2**-24, so a ratio t*P/w is off by
+# <= ~1.2e-7 and the gap between two equal ones is <= ~2.4e-7; 5e-7 leaves a 2x margin, and gaps of
+# more than ~7.4e-7 are still resolved (e.g. whole-mW powers: >= 1/(T x max mW x max weight)).
+DECODE_RTOL = 5e-7
 
-    phi and the relative weights are snapped to 6 / 5 decimals (weights relative to the smallest active
-    one): the guarantee ``floor(phi*w_i*T/W)`` is discontinuous, and float32 round-off would otherwise
-    floor a whole share to the unit below (phi = 0.7 decodes as 0.69999999, so 0.7*40/2 = 14 became 13).
+
+def inputs_from_observation(obs: np.ndarray, max_apps: int, T: int, project: bool) -> dict[str, Any]:
+    """Algorithm 1's inputs decoded from an ETF observation (see :mod:`joulegym.envs.etf.common`).
+
+    Exact: the active set, the demands (whole units < T, or backlogged) and Algorithm 1's guarantee at
+    the env's phi (feature 4, in units). Relative to float32: the weights ``w_i/W`` and powers
+    ``P_i/P_max`` (Algorithm 1 depends on nothing else, spec §5.1). ``project`` says whether the
+    env's action floor is the guarantee (``guarantee_mode="project"``) or zero.
     """
     slots = np.asarray(obs, dtype=float)[: max_apps * SLOT_FEATURES].reshape(max_apps, SLOT_FEATURES)
-    demand = np.where(slots[:, 3] >= 1.0, np.inf, np.round(slots[:, 3] * T))
     active = slots[:, 0] > 0.5
-    weights = np.where(slots[:, 1] > 0, slots[:, 1], 1.0)
-    if active.any():
-        weights = np.round(weights / weights[active].min(), 5)
+    guarantee = np.where(active, np.round(slots[:, 4] * T), 0).astype(np.int64)
     return {
         "active": active,
-        "weights": weights,
-        "power_w": np.where(slots[:, 2] > 0, slots[:, 2], 1.0),
-        "demand_units": demand,
-        "guarantee_units": np.round(slots[:, 4] * T).astype(np.int64),
+        "weights": np.where(active & (slots[:, 1] > 0), slots[:, 1], 1.0),
+        "power_w": np.where(active & (slots[:, 2] > 0), slots[:, 2], 1.0),
+        "demand_units": np.where(slots[:, 3] >= 1.0, np.inf, np.round(slots[:, 3] * T)),
+        "guarantee_units": guarantee,
+        "action_floor_units": guarantee if project else np.zeros(max_apps, dtype=np.int64),
         "T_units": T,
-        "phi": round(float(obs[max_apps * SLOT_FEATURES]), 6),
+        "phi": float(obs[max_apps * SLOT_FEATURES]),
         "version": None,
     }
+
+
+def algorithm1_decoded(weights: np.ndarray, demands: np.ndarray, power: np.ndarray, T: int,
+                       guarantee: np.ndarray, rtol: float = DECODE_RTOL) -> np.ndarray:
+    """Algorithm 1 on inputs decoded from a float32 observation, given its line-1 guarantee.
+
+    :func:`~joulegym.envs.etf.allocation.algorithm1_fill` with the wider tie tolerance ``rtol``: float32
+    round-off must not break Algorithm 1's exact ties (with P = 1 and 3 W, ``3 x 1`` and ``1 x 3`` decode
+    as 1.0 and 1.00000003). Equal to :func:`etf_allocate` on the exact inputs unless two weighted
+    energies differ by less than ``rtol`` (relative) without being equal, which float32 cannot resolve.
+    """
+    return algorithm1_fill(weights, demands, power, T, guarantee, tie_rtol=rtol)
+
+
+def guarantee_decoded(weights: np.ndarray, demands: np.ndarray, T: int, phi: float,
+                      rtol: float = DECODE_RTOL) -> np.ndarray:
+    """Algorithm 1 line 1, ``min(floor(phi*w_i*T/W), d_i)``, from float32-decoded weights.
+
+    A share within ``rtol`` (relative) below a whole number is taken as that number: float32 weights
+    would otherwise floor 1/3 x 30 = 10 to 9.
+    """
+    share = phi * weights / weights.sum() * T
+    return np.minimum(np.floor(share + rtol * np.maximum(share, 1.0)), np.floor(demands)).astype(np.int64)
 
 
 # --- policies ------------------------------------------------------------------------------------
@@ -227,7 +266,8 @@ class _ETFKindPolicy:
     def _inputs(self, obs: np.ndarray, info: dict[str, Any]) -> dict[str, Any]:
         inputs = info.get("scheduler_inputs") if info else None
         if inputs is None:
-            inputs = inputs_from_observation(obs, self._base.max_apps, self._base.T)
+            inputs = inputs_from_observation(obs, self._base.max_apps, self._base.T,
+                                             project=getattr(self._base, "uses_guarantee", True))
         return inputs
 
     @staticmethod
@@ -237,7 +277,8 @@ class _ETFKindPolicy:
         out["active"] = np.asarray(inputs["active"], dtype=bool)
         for key in ("weights", "power_w", "demand_units"):
             out[key] = np.asarray(inputs[key], dtype=float)
-        out["guarantee_units"] = np.asarray(inputs["guarantee_units"], dtype=np.int64)
+        for key in ("guarantee_units", "action_floor_units"):
+            out[key] = np.asarray(inputs[key], dtype=np.int64)
         return out
 
     def _cached(self, key, compute):
@@ -255,9 +296,13 @@ class ETFPolicy(_ETFKindPolicy):
 
     def __init__(self, phi: float | None = None, name: str = "etf") -> None:
         super().__init__(name)
-        if phi is not None and not 0.0 <= float(phi) <= 1.0:
+        try:
+            value = None if phi is None else float(phi)
+        except (TypeError, ValueError):
+            value = float("nan")
+        if value is not None and not 0.0 <= value <= 1.0:
             raise ValueError(f"phi must be in [0, 1] or None, got {phi!r}")
-        self.phi = None if phi is None else float(phi)
+        self.phi = value
 
     def act(self, obs: np.ndarray, info: dict[str, Any]):
         inputs = self._inputs(obs, info)
@@ -271,10 +316,14 @@ class ETFPolicy(_ETFKindPolicy):
         inputs = self._arrays(inputs)
         act = inputs["active"]
         units = np.zeros(act.size, dtype=np.int64)
-        if act.any():
-            units[act] = etf_allocate(inputs["weights"][act], inputs["demand_units"][act], inputs["power_w"][act],
-                                      inputs["T_units"], phi)
-        return units_to_action(units, inputs["guarantee_units"], act)
+        w, d, p, T = inputs["weights"][act], inputs["demand_units"][act], inputs["power_w"][act], inputs["T_units"]
+        if act.any() and inputs["version"] is not None:  # exact inputs (info["scheduler_inputs"])
+            units[act] = etf_allocate(w, d, p, T, phi)
+        elif act.any():  # decoded from the float32 observation
+            same_phi = abs(phi - inputs["phi"]) <= DECODE_RTOL
+            guarantee = inputs["guarantee_units"][act] if same_phi else guarantee_decoded(w, d, T, phi)
+            units[act] = algorithm1_decoded(w, d, p, T, guarantee)
+        return units_to_action(units, inputs["action_floor_units"], act)
 
 
 class FSOraclePolicy(_ETFKindPolicy):
@@ -303,8 +352,8 @@ class FSOraclePolicy(_ETFKindPolicy):
             return int(np.argmax(scores))
         units = np.zeros(act.size, dtype=np.int64)
         if act.any():
-            units[act] = oracle_max_fs_units(w, d, p, T, lower=inputs["guarantee_units"][act])
-        return units_to_action(units, inputs["guarantee_units"], act)
+            units[act] = oracle_max_fs_units(w, d, p, T, lower=inputs["action_floor_units"][act])
+        return units_to_action(units, inputs["action_floor_units"], act)
 
 
 class MaxFrequencyPolicy:

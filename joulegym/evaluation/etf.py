@@ -25,6 +25,7 @@ import pandas as pd
 
 from joulegym import baselines
 from joulegym.envs.base import new_figure
+from joulegym.envs.etf.common import slot_legend_labels
 from joulegym.evaluation.hooks import register_family
 from joulegym.evaluation.io import save_figure, write_atomic, write_csv
 from joulegym.evaluation.runner import run_episode
@@ -37,6 +38,7 @@ def episode_plot(traces, env_id: str):
     """GPU-time share and energy share per slot over one episode, one row per policy."""
     labels = list(traces)[:MAX_PLOTTED_POLICIES]
     fig, axes = new_figure(len(labels), 2, size=(9.0, 1.9 * len(labels) + 0.6))
+    shown: list[str] | None = None
     for row, label in enumerate(labels):
         infos = [i for i in traces[label].infos if "allocation_units" in i]
         units = np.array([i["allocation_units"] for i in infos], dtype=float)
@@ -44,18 +46,34 @@ def episode_plot(traces, env_id: str):
         T = infos[0]["scheduler_inputs"]["T_units"] if infos else 1
         x = np.arange(len(infos))
         shares = (units / T, energy / np.maximum(energy.sum(axis=1, keepdims=True), 1e-12))
+        seen = _slot_occupants(infos, units.shape[1] if units.ndim == 2 else 0)
+        used = [k for k, names in enumerate(seen) if names]
+        names = slot_legend_labels(seen)
         for col, (data, name) in enumerate(zip(shares, ("GPU-time share", "energy share"), strict=True)):
             ax = axes[row, col]
-            if len(infos):
-                ax.stackplot(x, data.T, labels=[f"slot {k}" for k in range(data.shape[1])], step="post")
+            if len(infos) and used:
+                ax.stackplot(x, data[:, used].T, labels=[names[k] for k in used], step="post")
             ax.set_ylim(0, 1)
             ax.set_ylabel(f"{label}\n{name}", fontsize=8)
+        entries = [names[k] for k in used]
+        if len(infos) and used and entries != shown:  # one legend unless a row's apps differ
+            axes[row, 1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+            shown = entries
     axes[-1, 0].set_xlabel("epoch")
     axes[-1, 1].set_xlabel("epoch")
-    axes[0, 1].legend(fontsize=7, loc="upper right")
     fig.suptitle(f"{env_id}: one episode per policy", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _slot_occupants(infos, n_slots: int) -> list[list[str]]:
+    """The apps each slot held over the episode, in order (from ``info["slot_apps"]``)."""
+    seen: list[list[str]] = [[] for _ in range(n_slots)]
+    for info in infos:
+        for slot, name in enumerate(info.get("slot_apps", ())[:n_slots]):
+            if name and name not in seen[slot]:
+                seen[slot].append(name)
+    return seen
 
 
 # --- reproduction ------------------------------------------------------------------------------------

@@ -112,13 +112,17 @@ def _build() -> list[Scenario]:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
+# The base ids' descriptions end with their defaults (the Fig. 5 apps of ``default_config``); scenario ids
+# reuse the part before the first ":" and add the scenario's own line.
 KINDS = {
     "ETF": ("joulegym.envs.etf.time_share:TimeShareEnv",
-            "ETF time-share: the agent splits each scheduling interval among the apps"),
+            "ETF time-share: the agent splits each scheduling interval above Algorithm 1's guarantee "
+            "(Fig. 5 apps, phi = 0.7, reward 'etf')"),
     "ETFPhi": ("joulegym.envs.etf.phi_knob:PhiKnobEnv",
-               "ETF phi knob: the agent sets the time-fair factor phi each epoch"),
+               "ETF phi knob: the agent sets the time-fair factor phi each epoch (Fig. 5 apps, reward F_S)"),
     "ETFDVFS": ("joulegym.envs.etf.tenant_dvfs:TenantDVFSEnv",
-                "ETF tenant DVFS: one tenant picks its GPU frequency under a fixed scheduler"),
+                "ETF tenant DVFS: ResNet50@1300.5 picks its GPU level against MobileNetV2 under ETF(0.7) "
+                "(reward: its inferences/s)"),
 }
 
 

@@ -106,3 +106,40 @@ def test_device_validation():
     device = Device("d", "gpu", "x", profiles={"m": table})
     with pytest.raises(TypeError):
         device.profiles["n"] = table  # read-only mapping
+
+
+def test_every_preset_is_plain_data():
+    """Presets are :class:`Device` records (data), never subclasses: a family adds hardware as data."""
+    for name in available_devices():
+        device = get_device(name)
+        assert type(device) is Device and device.name == name
+        assert all(type(t) is ProfileTable for t in device.profiles.values())
+
+
+def test_a_server_cpu_with_p_states_is_data():
+    """Deliverable 2's design check: a server CPU with a P-state ladder (Qin) needs no new code, only data.
+    The ladder and TDP of the i5-6600 come from ``cpu-specs/qin_intel_servers.csv`` (800-3900 MHz in
+    100 MHz steps, 65 W); the voltages are illustrative, and C is fitted so that the top P-state draws
+    the TDP at full activity."""
+    import csv
+
+    from joulegym.devices import CMOSPowerModel, FrequencyGrid, VoltageCurve
+    from tests.reference_data import ref_file
+
+    with open(ref_file("cpu-specs", "qin_intel_servers.csv"), newline="") as handle:
+        row = next(r for r in csv.DictReader(handle) if r["processor"] == "i5-6600")
+    low, high, step = (float(row[k]) for k in ("lfm_mhz", "max_turbo_mhz", "pstate_step_mhz"))
+    grid = FrequencyGrid.linear(low, high, step)
+    curve = VoltageCurve((low, high), (0.75, 1.25))
+    static_w = 10.0
+    unit = CMOSPowerModel(1.0, curve, static_w=static_w, static_mode="voltage")  # leakage ~ V
+    capacitance = (float(row["tdp_w"]) - unit.static(high)) / unit.dynamic_w(high)
+    model = CMOSPowerModel(capacitance, curve, static_w=static_w, static_mode="voltage")
+    cpu = Device(row["processor"], "cpu", "Skylake desktop CPU with P-states", frequencies=grid, power_model=model,
+                 capacities={"cores": float(row["cores"])}, capacity_unit="cores", tdp_w=float(row["tdp_w"]))
+    assert len(cpu.frequencies) == 32 and cpu.frequencies.max_mhz == 3900.0
+    power = cpu.power_model.total_w(cpu.frequencies.array)
+    assert np.all(np.diff(power) > 0) and power[-1] == pytest.approx(65.0)
+    # Dynamic power ~ V^2 f: the bottom P-state costs (0.75^2 x 800) / (1.25^2 x 3900) = 7.4% of the top's.
+    ratio = cpu.power_model.dynamic_w(800.0) / cpu.power_model.dynamic_w(3900.0)
+    assert ratio == pytest.approx(0.75**2 * 800 / (1.25**2 * 3900))

@@ -110,6 +110,15 @@ def test_ties_go_to_the_lowest_index():
     assert etf_allocate([1, 1, 1], None, [1.0, 1.0, 1.0], 4, 0.0).tolist() == [2, 1, 1]
 
 
+def test_ties_broken_by_float_round_off_still_go_to_the_lowest_index():
+    """w = (1, 3), both at 3.226 W, EF over T = 13. By hand: the weighted energies t_0*P and t_1*P/3 tie at
+    (0,0), (1,3), (2,6) and (3,9), and each tie goes to app 0, so the result is (4, 9). In float64
+    3 x 3.226 / 1 = 9.678 but 9 x 3.226 / 3 = 9.677999999999999: a bare float comparison gave (3, 10)."""
+    assert 9 * 3.226 / 3 < 3 * 3.226 / 1  # the round-off this test is about
+    assert etf_allocate([1, 3], None, [3.226, 3.226], 13, 0.0).tolist() == [4, 9]
+    assert etf_allocate([3, 1], None, [3.226, 3.226], 13, 0.0).tolist() == [10, 3]
+
+
 def test_guarantee_is_floored_not_rounded():
     """0.7 * 40 / 3 = 9.33 -> 9 (Fig. 9's '33.3% * phi ~ 23%'); 0.7 * 30 / 3 = 7 exactly stays 7."""
     assert guaranteed_units(np.ones(3), np.full(3, np.inf), 40, 0.7).tolist() == [9, 9, 9]

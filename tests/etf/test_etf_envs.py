@@ -17,6 +17,7 @@ import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
 from joulegym.devices import get_device
 from joulegym.envs.etf.allocation import etf_allocate
+from joulegym.envs.etf.common import slot_legend_labels
 from joulegym.envs.etf.simulator import ETFSimulator
 from joulegym.scenarios import registered_ids
 from joulegym.workloads import InferenceApp
@@ -65,22 +66,45 @@ def test_check_env(env_id):
     env.close()
 
 
-@pytest.mark.parametrize("env_id", BASE_IDS)
+@pytest.mark.parametrize("env_id", ETF_IDS)
 def test_render_modes(env_id):
+    """Every id: ``ansi`` is a table naming each active app's model; ``rgb_array`` is an RGB image."""
     env = gym.make(env_id, render_mode="ansi")
     env.reset(seed=0)
     env.step(env.action_space.sample())
     text = env.render()
-    assert isinstance(text, str) and "phi=" in text and "resnet50" in text
+    sim = env.unwrapped.sim
+    assert isinstance(text, str) and "phi=" in text
+    for k in sim.slot_app:
+        if k >= 0:
+            assert sim.apps[k].model in text
     env.close()
     env = gym.make(env_id, render_mode="rgb_array")
     env.reset(seed=0)
-    for _ in range(3):
+    for _ in range(2):
         env.step(env.action_space.sample())
     image = env.render()
     assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3 and image.shape[0] > 100
     assert image.std() > 0  # something was drawn
     env.close()
+
+
+def test_render_legend_names_the_apps():
+    """The allocation plot's legend says which app is which (not bare slot numbers); a reused slot lists
+    its occupants."""
+    env = gym.make("joulegym/ETF-tx2-fig9-dynamic-v0", render_mode="rgb_array").unwrapped
+    env.reset(seed=0)
+    for _ in range(40):
+        env.step(np.ones(4, dtype=np.float32))
+    fig = env._render_figure()
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["A1 resnet50@1300.5MHz", "A2 resnet50@1032.75MHz", "A3 resnet50@726.75MHz"]
+    __import__("matplotlib.pyplot").pyplot.close(fig)
+    assert slot_legend_labels([["A1 x"], [], ["A2 y", "A5 z", "A7 w"]]) == [
+        "A1 x", "slot 1 (free)", "slot 2: A2 y, A5 z, +1 more"]
+    dvfs = gym.make("joulegym/ETFDVFS-tx2-fig10-incentive-v0")
+    _, info = dvfs.reset(seed=0)
+    assert info["slot_apps"][:2] == ("A1 resnet50@1300.5MHz", "A2 resnet50 (tenant, DVFS)")
 
 
 def test_render_without_mode_warns_and_returns_none():
@@ -92,7 +116,7 @@ def test_render_without_mode_warns_and_returns_none():
 
 
 # --- determinism ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("env_id", BASE_IDS + DYNAMIC_IDS)
+@pytest.mark.parametrize("env_id", ETF_IDS)
 def test_same_seed_same_trajectory(env_id):
     a = rollout(gym.make(env_id), seed=11, steps=40)
     b = rollout(gym.make(env_id), seed=11, steps=40)
@@ -113,6 +137,26 @@ def test_different_seeds_differ(env_id):
         obs, _ = gym.make(env_id).reset(seed=seed)
         firsts.add(obs.tobytes())
     assert len(firsts) > 1
+
+
+@pytest.mark.parametrize("env_id", ETF_IDS)
+def test_vector_env_smoke(env_id):
+    """Every id runs in a synchronous vector env (autoreset across an episode end included)."""
+    single = gym.make(env_id)
+    steps = single.unwrapped.horizon + 2
+    vec = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync")
+    obs, infos = vec.reset(seed=[0, 1])
+    assert obs.shape == (2, *single.observation_space.shape) and obs.dtype == np.float32
+    vec.action_space.seed(0)
+    ended = np.zeros(2, dtype=bool)
+    for _ in range(steps):
+        obs, reward, terminated, truncated, infos = vec.step(vec.action_space.sample())
+        assert obs.shape[0] == 2 and reward.shape == (2,) and np.all(np.isfinite(reward))
+        assert single.observation_space.contains(obs[0]) and single.observation_space.contains(obs[1])
+        assert "metrics" in infos and "reward_vector" in infos
+        ended |= terminated | truncated
+    assert ended.all()
+    vec.close()
 
 
 @pytest.mark.parametrize("env_id", ["joulegym/ETF-random-mix-v0", "joulegym/ETFPhi-random-mix-v0",
@@ -165,6 +209,7 @@ def assert_etf_policy_is_algorithm1(env, seed: int) -> int:
         want = expected_units(info["scheduler_inputs"])
         obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
         assert info["allocation_units"] == want
+        assert not info["action_repaired"]  # the reference action needs no repair
         steps += 1
         if terminated or truncated:
             return steps
@@ -214,6 +259,69 @@ def test_etf_policy_from_observation_alone(env_id):
                 break
 
 
+TX2_POWERS_W = sorted({p / 1000 for p in (541, 776, 995, 1193, 1380, 1539, 1717, 2187, 2460, 2815, 3226, 3799, 4261,
+                                          498, 720, 918, 1090, 1248, 1536, 1952, 2177, 2489, 2839, 3352,
+                                          3736, 900, 1065)})
+blind_apps = st.lists(st.tuples(st.sampled_from([1.0, 2.0, 3.0]),
+                                st.one_of(st.integers(1, 9).map(float), st.sampled_from(TX2_POWERS_W)),
+                                st.one_of(st.none(), st.floats(0.0, 1.2))), min_size=1, max_size=4)
+
+
+def blind_env(apps, phi, T, guarantee_mode):
+    config = [{"model": "toy-a", "frequency_mhz": 1000.0, "weight": w, "power_w": p, "demand_rps": d}
+              for w, p, d in apps]
+    return gym.make("joulegym/ETF-v0", device="toy-etf", apps=config, phi=phi, T_units=T, unit_s=1.0 / T,
+                    epoch_s=1.0, horizon=2, guarantee_mode=guarantee_mode)
+
+
+@settings(max_examples=150, deadline=None)
+@given(apps=blind_apps, phi=st.one_of(st.floats(0.0, 1.0), st.integers(0, 20).map(lambda k: k / 20)),
+       T=st.integers(1, 64), guarantee_mode=st.sampled_from(["project", "none"]))
+def test_etf_policy_from_float32_observation_is_algorithm1(apps, phi, T, guarantee_mode):
+    """The float32 edge cases of decoding: exact ties between weighted energies (integer powers make them
+    common; P = 1 and 3 W decode as 1/3 in float32, so 3 x 1/3 != 1 without a tie tolerance), phi values
+    whose guarantee phi*w_i*T/W is a whole number (0.7 x 40 / 2 = 14 must not decode to 13), demands at
+    and above T, weights 1:2:3, both guarantee modes. Powers are whole watts or the TX2's measured mW, so
+    two weighted energies are either equal or at least 1/(64 x 4261 x 3) = 1.2e-6 apart (relative), which
+    float32 still resolves (DECODE_RTOL = 5e-7 plus <= 2.4e-7 of round-off; baselines.etf docstring)."""
+    env = blind_env(apps, phi, T, guarantee_mode)
+    obs, info = env.reset(seed=0)
+    policy = baselines.make("etf")
+    policy.reset(env)
+    want = expected_units(info["scheduler_inputs"])
+    assert tuple(env.unwrapped.decode_action(policy.act(obs, {}))) == want
+    _, _, _, _, info = env.step(policy.act(obs, {}))
+    assert info["allocation_units"] == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(apps=blind_apps, phi=st.integers(0, 20).map(lambda k: k / 20),
+       own_phi=st.integers(0, 20).map(lambda k: k / 20), T=st.integers(1, 64),
+       guarantee_mode=st.sampled_from(["project", "none"]))
+def test_fixed_phi_policies_from_float32_observation(apps, phi, own_phi, T, guarantee_mode):
+    """TF / EF / ETF at its own phi decode their guarantee from float32 weights: the same units as with the
+    exact inputs (1/3 x 30 = 10 must not floor to 9)."""
+    env = blind_env(apps, phi, T, guarantee_mode)
+    obs, info = env.reset(seed=0)
+    decode = env.unwrapped.decode_action
+    for name, kwargs in (("tf", {}), ("ef", {}), ("etf-fixed-phi", {"phi": own_phi})):
+        full, blind = baselines.make(name, **kwargs), baselines.make(name, **kwargs)
+        full.reset(env)
+        blind.reset(env)
+        assert decode(blind.act(obs, {})) == decode(full.act(obs, info)), name
+
+
+def test_decoding_tie_regression():
+    """P = 1 and 3 W, EF over T = 5: the weighted energies tie at 3 units vs 1 (3 x 1 == 1 x 3) and
+    Algorithm 1 gives the unit to the lowest index (4, 1); without a tie tolerance the float32 powers
+    (1/3 -> 0.33333334) gave (3, 2)."""
+    env = blind_env([(1.0, 1.0, None), (1.0, 3.0, None)], 0.0, 5, "none")
+    obs, _ = env.reset(seed=0)
+    policy = baselines.make("etf")
+    policy.reset(env)
+    assert env.unwrapped.decode_action(policy.act(obs, {}))[:2] == [4, 1]
+
+
 def test_etf_reward_never_beats_algorithm1():
     """Under ``reward="etf"`` Algorithm 1 is optimal (Thm. 3): no random action scores more in any state."""
     rng = np.random.default_rng(0)
@@ -249,10 +357,17 @@ def test_observation_layout_fig5():
     assert obs[38] == pytest.approx(0.5)  # N_active / N_max
     assert obs[41] == pytest.approx(math.log10(4.261 / 0.9), rel=1e-6)
     assert np.all(slots[2:] == 0.0)  # padding
-    assert info["scheduler_inputs"]["guarantee_units"] == (0, 0, 0, 0)  # paper scenarios: guarantee_mode none
-    base = gym.make("joulegym/ETF-v0")
-    _, info = base.reset(seed=0)
+    # Feature 4 is Algorithm 1's guarantee floor(0.7 * 40 / 2) = 14 units in every guarantee mode; only
+    # with "project" is it also the floor of the action (paper scenarios use "none").
+    assert slots[:2, 4].tolist() == pytest.approx([14 / 40, 14 / 40])
     assert info["scheduler_inputs"]["guarantee_units"] == (14, 14, 0, 0)
+    assert info["scheduler_inputs"]["action_floor_units"] == (0, 0, 0, 0)
+    assert info["slot_apps"] == ("A1 resnet50@1300.5MHz", "A2 mobilenetv2@726.75MHz", "", "")
+    base = gym.make("joulegym/ETF-v0")
+    obs, info = base.reset(seed=0)
+    assert obs[[4, 13]].tolist() == pytest.approx([14 / 40, 14 / 40])
+    assert info["scheduler_inputs"]["guarantee_units"] == (14, 14, 0, 0)
+    assert info["scheduler_inputs"]["action_floor_units"] == (14, 14, 0, 0)
 
 
 def test_info_contents():
@@ -269,11 +384,36 @@ def test_info_contents():
     assert isinstance(info["scheduler_inputs"]["power_w"], tuple)
 
 
+def test_reward_modes_and_windows():
+    """Spec §9.2 reward modes on Fig. 5 (P = 4.261 / 0.9 W). Epoch 1 at 20/20 units: F_T = 1 and
+    F_E = 0.9/4.261 = 0.2112. Epoch 2 gives all 40 units to A2: that epoch's F_T = F_E = 0, while over the
+    run A1 has 0.5 s and A2 1.5 s (F_T = 1/3) and 2.13 J vs 1.35 J (F_E = 1.35/2.1305 = 0.634)."""
+    ratio = 0.9 / 4.261
+    half, a2_only = np.array([1, 1, 0, 0], np.float32), np.array([0, 1, 0, 0], np.float32)
+    rewards = {}
+    for reward, window, beta in (("system_fairness", "epoch", 0.5), ("system_fairness", "cumulative", 0.5),
+                                 ("scalarized", "epoch", 0.25), ("scalarized", "cumulative", 0.25)):
+        env = gym.make("joulegym/ETF-tx2-fig5-v0", reward=reward, reward_window=window, beta=beta)
+        env.reset(seed=0)
+        first = env.step(half)[1]
+        _, second, _, _, info = env.step(a2_only)
+        assert info["reward_vector"].tolist() == [0.0, 0.0]  # always the epoch's [F_T, F_E]
+        rewards[reward, window] = (first, second)
+    assert rewards["system_fairness", "epoch"] == pytest.approx((ratio, 0.0))
+    assert rewards["system_fairness", "cumulative"] == pytest.approx((ratio, 1 / 3))
+    assert rewards["scalarized", "epoch"] == pytest.approx((0.25 + 0.75 * ratio, 0.0))
+    cumulative_fe = 1.5 * 0.9 / (0.5 * 4.261)
+    assert rewards["scalarized", "cumulative"] == pytest.approx((0.25 + 0.75 * ratio, 0.25 / 3 + 0.75 * cumulative_fe))
+    with pytest.raises(ValueError, match="reward_window='cumulative' needs reward"):
+        gym.make("joulegym/ETF-v0", reward_window="cumulative")  # the default reward "etf" is per epoch
+
+
 def test_all_zero_action_means_equal_shares():
     env = gym.make("joulegym/ETF-tx2-fig5-v0")
     env.reset(seed=0)
     _, _, _, _, info = env.step(np.zeros(4, dtype=np.float32))
     assert info["allocation_units"] == (20, 20, 0, 0)
+    assert info["action_repaired"]  # flagged: equal shares were substituted
 
 
 def test_inactive_slots_are_ignored():
@@ -281,6 +421,9 @@ def test_inactive_slots_are_ignored():
     env.reset(seed=0)
     _, _, _, _, info = env.step(np.array([0.0, 0.0, 1.0, 1.0], dtype=np.float32))
     assert info["allocation_units"] == (20, 20, 0, 0)
+    assert info["action_repaired"]  # shares on free slots were ignored, and flagged
+    _, _, _, _, info = env.step(np.array([0.5, 0.2, 0.0, 0.0], dtype=np.float32))
+    assert info["allocation_units"] == (29, 11, 0, 0) and not info["action_repaired"]  # 28.57 / 11.43
 
 
 def test_phi_knob_and_dvfs_actions():

@@ -1,7 +1,8 @@
 """The ETF paper's reproduction targets (spec §8), run through the registered envs and reference policies.
 
 Tier A (exact or qualitative) targets are exact assertions; tier B targets use the tolerances of the
-spec's §8 table; tier C targets are not gated (documented at the end of this module). Expected numbers
+spec's §8 table; tier C claims are not gated against the paper: the last test pins the model's own
+values for them, with the difference to the paper worked out in its docstring. Expected numbers
 come from the paper's text or from the spec's derivations, never from the code under test.
 
 Discretisation. The envs run Algorithm 1 with T = 40 units of 1 ms (spec §10.1); the spec's "Sim"
@@ -300,12 +301,34 @@ def test_lower_power_apps_get_more_time():
     assert slices[0] > slices[-1] == 20
 
 
-# --- tier C (not gated) ----------------------------------------------------------------------------------------------
-@pytest.mark.skip(reason="tier C (spec §8): not reproducible, documented only")
-def test_tier_c_targets_not_gated():
-    """Not gated, per the spec:
-    - Fig. 10 latency "-10%": fluid latency S/share gives -3.6% against the baseline or -23% against A1.
-    - Fig. 11 "phi <= 0.6" EF threshold at 2:1: the model gives 0.445 (would need r <= 3, contradicting Fig. 5/7).
-    - §6.5's "50% * phi = 45%" (erratum E6: 35% at phi = 0.7).
-    - The paper's exact "2x" for Fig. 5/6: bounded by 1.857 for two equal-weight apps at phi = 0.7.
+# --- tier C: what the model gives instead (spec §8 rows 10-11, erratum E6) ---------------------------------------
+def test_tier_c_claims_model_values():
+    """Tier C claims are not reproducible (spec §8); this pins what the model gives instead, so that the
+    difference stays documented and any change to it is noticed.
+
+    - Fig. 10 latency "-10%": with latency = service time / time share (spec §10.8), A2 at 1032.75 MHz
+      gets 24 of 40 units: 66.176 / 0.6 = 110.3 ms against 57.005 / 0.5 = 114.0 ms when it ran at
+      1300.5 MHz (-3.3%; fluid -3.6%), or against A1's 57.005 / 0.4 = 142.5 ms (-23%). Neither is -10%.
+    - Fig. 11 "phi <= 0.6 gives perfect energy fairness" at 2:1: phi_fair = 3/(2+r) = 0.445 (r = 4.734), so at
+      phi = 0.6 A1 keeps its guarantee floor(0.6 x 2/3 x 40) = 16 units and F_E = (24 x 0.9) / (16 x 4.261 / 2)
+      = 0.634 (the paper's 0.6 would need r <= 3, contradicting Figs. 5/7).
+    - Erratum E6, §6.5's "50% x phi = 45%": at phi = 0.7 a two-app guarantee is 35% (14 of 40 units).
+    - The exact "2x" of Figs. 5/6 is bounded by (2-phi)/phi = 1.857 (asserted in the Fig. 5/6 tests above).
     """
+    incentive = run_episode("joulegym/ETF-tx2-fig10-incentive-v0", "etf")[0]
+    same = run_episode("joulegym/ETF-tx2-fig10-same-v0", "etf")[0]
+    a1, a2 = (u / 40 for u in incentive["allocation_units"][:2])
+    latency = S_R50[1032.75] / a2
+    baseline = S_R50[1300.5] / (same["allocation_units"][1] / 40)
+    assert (a1, a2) == (0.4, 0.6)
+    assert latency / baseline - 1 == pytest.approx(-0.033, abs=0.002)
+    assert latency / (S_R50[1300.5] / a1) - 1 == pytest.approx(-0.226, abs=0.005)
+    fluid = etf_waterfill([1, 1], None, [P_R50[1300.5], P_R50[1032.75]], 1.0, 0.7)
+    assert (S_R50[1032.75] / fluid[1]) / baseline - 1 == pytest.approx(-0.036, abs=0.002)
+
+    m = final_metrics("joulegym/ETF-tx2-fig11-phi0.6-v0", "etf")
+    assert m["energy_fairness"] == pytest.approx(24 * 0.9 / (16 * P_R50[1300.5] / 2), abs=1e-9)
+    assert run_episode("joulegym/ETF-tx2-fig11-phi0.6-v0", "etf")[0]["allocation_units"][:2] == (16, 24)
+
+    two_apps = run_episode("joulegym/ETF-tx2-fig9-dynamic-v0", "etf")[15]
+    assert two_apps["scheduler_inputs"]["guarantee_units"][:2] == (14, 14)  # 35% of T, not 45%

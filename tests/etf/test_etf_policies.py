@@ -41,6 +41,9 @@ def test_registry():
         baselines.make("etf", phi=1.5)
     with pytest.raises(ValueError, match=r"phi must be in \[0, 1\]"):
         baselines.make("etf-fixed-phi", phi=-0.2)
+    for bad in (float("nan"), "high"):
+        with pytest.raises(ValueError, match=r"phi must be in \[0, 1\] or None"):
+            baselines.make("etf", phi=bad)
 
 
 def test_policies_refuse_the_wrong_kind():

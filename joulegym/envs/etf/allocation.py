@@ -6,7 +6,9 @@ dimensionless. The algorithms depend only on relative powers and weights.
 
 - :func:`etf_allocate` is Algorithm 1 exactly: a floored time guarantee ``floor(phi*w_i*T/W)``
   capped at the demand, then the rest handed out one unit at a time to the app with the lowest
-  weighted energy ``t_i*P_i/w_i`` (ties to the lowest index, spec §10.3), never above its demand.
+  weighted energy ``t_i*P_i/w_i`` (ties to the lowest index, spec §10.3; energies equal up to float
+  round-off, :data:`TIE_RTOL`, are ties), never above its demand. :func:`algorithm1_fill` is lines 2-8
+  alone, for callers that bring their own guarantee (the ETF policy decoding a float32 observation).
   ``phi=1`` is time fairness (TF), ``phi=0`` energy fairness (EF).
 - :func:`etf_waterfill` is the continuous form (spec §2.3): ``T_i = clip(lam*w_i/P_i, m_i, d_i)``.
 - :func:`phi_fair` is the largest phi that still gives exact weighted energy fairness.
@@ -61,6 +63,13 @@ def guaranteed_units(weights: np.ndarray, demands: np.ndarray, T: int, phi: floa
     return np.minimum(share, np.floor(demands)).astype(np.int64)
 
 
+# Weighted energies within this relative distance are tied (spec §10.3: ties to the lowest index).
+# Algorithm 1's ties are exact in real numbers, but float64 can break them: with P = 3.226 W and
+# weights 1 and 3, 3 x 3.226 / 1 = 9.678 while 9 x 3.226 / 3 = 9.677999999999999. Inputs whose weighted
+# energies genuinely differ by less than 1e-9 (relative) do not occur with physical powers and weights.
+TIE_RTOL = 1e-9
+
+
 def etf_allocate(weights: ArrayLike, demands: ArrayLike | None, power: ArrayLike, T: int, phi: float,
                  tie: str = "lowest_index") -> np.ndarray:
     """Algorithm 1 "Compute time slice", exactly; returns whole units per app (int64 array).
@@ -72,24 +81,46 @@ def etf_allocate(weights: ArrayLike, demands: ArrayLike | None, power: ArrayLike
     :param phi: time-fair factor in [0, 1].
     :param tie: only ``"lowest_index"`` (spec §10.3; the authors' code breaks ties FIFO).
 
-    Weighted energies are compared exactly as Algorithm 1 computes them, ``t*P/w`` in float64.
+    Line 1 is floored (spec §5.1); lines 2-8 are :func:`algorithm1_fill`. Weighted energies ``t*P/w``
+    equal to within :data:`TIE_RTOL` are ties, so float round-off never decides a tie.
     Complexity O(N + R log N) for R units handed out in step 2.
     """
     if tie != "lowest_index":
         raise ValueError(f"tie={tie!r} is not supported; allowed: ('lowest_index',)")
     w, d, p = validate_inputs(weights, demands, power, phi, T, whole_demands=True)
-    slices = guaranteed_units(w, d, int(T), float(phi))
-    remaining = int(T) - int(slices.sum())
-    demand_units = np.minimum(d, T).astype(np.int64)  # no app can use more than the interval
+    return algorithm1_fill(w, d, p, int(T), guaranteed_units(w, d, int(T), float(phi)))
+
+
+def algorithm1_fill(weights: np.ndarray, demands: np.ndarray, power: np.ndarray, T: int,
+                    guarantee: ArrayLike, tie_rtol: float = TIE_RTOL) -> np.ndarray:
+    """Algorithm 1 lines 2-8 from the line-1 slices ``guarantee``: hand out the rest of ``T`` one unit at
+    a time to the app with the lowest weighted energy ``t_i*P_i/w_i`` whose demand is not met.
+
+    Values within ``tie_rtol`` (relative) of the lowest are tied and the lowest index wins. No
+    validation (callers validate); ``demands`` may hold ``inf``.
+    """
+    out = [int(g) for g in np.asarray(guarantee).ravel()]
+    caps = [int(min(d, T)) for d in np.asarray(demands, dtype=float).ravel()]  # no app uses more than T
+    w = np.asarray(weights, dtype=float).ravel().tolist()
+    p = np.asarray(power, dtype=float).ravel().tolist()
+    remaining = int(T) - sum(out)
     # Heap of (weighted energy, index) over apps whose demand is not met (Alg. 1 lines 4-8).
-    heap = [(float(slices[i]) * p[i] / w[i], i) for i in range(w.size) if slices[i] < demand_units[i]]
+    heap = [(out[i] * p[i] / w[i], i) for i in range(len(out)) if out[i] < caps[i]]
     heapq.heapify(heap)
-    out = slices.tolist()
     while remaining > 0 and heap:
-        _, k = heapq.heappop(heap)
+        energy, k = heapq.heappop(heap)
+        if heap and heap[0][0] <= energy + tie_rtol * energy:  # near-equal: the lowest index wins
+            tied = [(energy, k)]
+            while heap and heap[0][0] <= energy + tie_rtol * energy:
+                tied.append(heapq.heappop(heap))
+            winner = min(tied, key=lambda item: item[1])
+            for item in tied:
+                if item is not winner:
+                    heapq.heappush(heap, item)
+            k = winner[1]
         out[k] += 1
         remaining -= 1
-        if out[k] < demand_units[k]:
+        if out[k] < caps[k]:
             heapq.heappush(heap, (out[k] * p[k] / w[k], k))
     return np.asarray(out, dtype=np.int64)
 
@@ -242,6 +273,8 @@ def etf_continuous_bound(n_apps: int) -> float:
 
 
 __all__ = [
+    "TIE_RTOL",
+    "algorithm1_fill",
     "energy_fair_allocation",
     "etf_allocate",
     "etf_continuous_bound",

@@ -9,7 +9,8 @@ slot   feature
 1      w_i / W (W over active apps)
 2      P_i / max_active P
 3      min(d_i / T, 1) (1 = backlogged)
-4      guaranteed units m_i / T (``floor(phi*w_i*T/W)`` capped by demand; 0 if no guarantee)
+4      Algorithm 1's guarantee m_i / T at the env's phi (``floor(phi*w_i*T/W)`` capped by demand), in
+       every ``guarantee_mode`` (with ``"none"`` it is information, not a floor of the action)
 5      weighted-EF time share (w_i/P_i) / sum_k(w_k/P_k)
 6      last epoch's time share u_i / T
 7      last epoch's weighted energy E_i/w_i over the max of the active apps
@@ -18,7 +19,11 @@ slot   feature
 
 Globals: phi, t/H, N_active/N_max, last F_T, last F_E, log10(P_max/P_min). Every input Algorithm 1
 needs is there, so ETF is a function of the observation; ``info["scheduler_inputs"]`` carries the
-same inputs at full precision for reference policies that must match Algorithm 1 bit for bit.
+same inputs at full precision for reference policies that must match Algorithm 1 bit for bit
+(``guarantee_units`` = feature 4 in units; ``action_floor_units`` = what ``ETF-v0``'s action cannot
+go below: the guarantee with ``guarantee_mode="project"``, zeros with ``"none"``).
+``info["slot_apps"]`` names the occupant of each slot (``"A2 resnet50@1032.75MHz"``, ``""`` if free)
+during the epoch that ``info["allocation_units"]`` describes; plots use it for their legends.
 
 The per-epoch path works on plain lists (a handful of slots: list arithmetic beats numpy's per-call
 overhead several times); only membership changes touch numpy.
@@ -26,6 +31,7 @@ overhead several times); only membership changes touch numpy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -200,6 +206,7 @@ class ETFBaseEnv(JoulegymEnv):
         self._slot_energy = [0.0] * n  # cumulative weighted energy of the current occupants
         self._slot_owner = [-1] * n
         self._dynamic = [[0.0, 0.0, 0.0] for _ in range(n)]  # features 6-8 per slot
+        self._slot_labels_seen: list[list[str]] = [[] for _ in range(n)]  # occupants this episode (plots)
         # The version restarts every episode: info["scheduler_inputs"] must be the same for the same
         # seed (check_env, vector-env determinism). Caches keyed on it are cleared at reset.
         self._membership_version = 0
@@ -222,7 +229,12 @@ class ETFBaseEnv(JoulegymEnv):
             if len(self._derived_cache) > 4096:
                 self._derived_cache.clear()
             derived = self._derived_cache[key] = self._membership_features()
-        self._static, self.guarantee, self._room, self.ef_level, self._disparity = derived
+        self._static, self.guarantee, self.action_floor, self._room, self.ef_level, self._disparity = derived
+        labels = tuple(self._app_label(k) if k >= 0 else "" for k in sim.slot_app)
+        self._slot_apps = labels
+        for seen, label in zip(self._slot_labels_seen, labels, strict=True):
+            if label and label not in seen:
+                seen.append(label)
         # Tuples: immutable, so every step's info can share them (no per-step array copies).
         self._scheduler_inputs = {
             "active": tuple(sim.active),
@@ -230,14 +242,21 @@ class ETFBaseEnv(JoulegymEnv):
             "power_w": tuple(sim.power_w),
             "demand_units": tuple(sim.demand_units),
             "guarantee_units": tuple(self.guarantee),
+            "action_floor_units": tuple(self.action_floor),
             "T_units": self.T,
             "phi": self.phi,
             "frequency_mhz": tuple(sim.frequency_mhz),
             "version": self._membership_version,
         }
 
-    def _membership_features(self) -> tuple[list, list[int], list[int], float, float]:
-        """Static slot features, guarantees m_i, room above m_i, the EF level and log power disparity."""
+    def _app_label(self, app_index: int) -> str:
+        """A human name for app ``app_index`` of the episode (legends, ``info["slot_apps"]``)."""
+        app = self.sim.apps[app_index]
+        return f"A{app_index + 1} {app.model}@{app.frequency_mhz:g}MHz"
+
+    def _membership_features(self) -> tuple[list, list[int], list[int], list[int], float, float]:
+        """Static slot features, Algorithm 1's guarantees m_i, the action's floor (m_i or 0), the room
+        above the floor, the EF level and the log power disparity."""
         sim = self.sim
         n = self.max_apps
         act = sim.active_mask()
@@ -248,8 +267,7 @@ class ETFBaseEnv(JoulegymEnv):
         ef_level = disparity = 0.0
         if act.any():
             w, p, d = weight[act], power[act], demand[act]
-            if self.uses_guarantee:
-                guarantee[act] = guaranteed_units(w, d, self.T, self.phi)
+            guarantee[act] = guaranteed_units(w, d, self.T, self.phi)
             ef = w / p
             static[act] = np.column_stack([
                 np.ones(w.size), w / w.sum(), p / p.max(), np.minimum(d / self.T, 1.0),
@@ -262,15 +280,17 @@ class ETFBaseEnv(JoulegymEnv):
             ef_level = float((ef_units * p / w)[open_].min()) if open_.any() else 0.0
             disparity = float(np.log10(p.max() / p.min()))
         guarantee_list = guarantee.tolist()
+        floor = guarantee_list if self.uses_guarantee else [0] * n
         room = [int(min(d, self.T)) - g if a else 0
-                for d, g, a in zip(sim.demand_units, guarantee_list, sim.active, strict=True)]
-        return static.tolist(), guarantee_list, room, ef_level, disparity
+                for d, g, a in zip(sim.demand_units, floor, sim.active, strict=True)]
+        return static.tolist(), guarantee_list, floor, room, ef_level, disparity
 
     # --- one epoch --------------------------------------------------------------------------------
     def _apply_epoch(self, units: list[int]) -> tuple[EpochResult, float, float]:
         """Run the current epoch with ``units``; returns (result, epoch F_T, epoch F_E)."""
         sim = self.sim
         result = sim.apply(units, check=False)  # built by the env: whole units within T
+        self._epoch_slot_apps = self._slot_apps  # who ran this epoch (membership may change next)
         weight, energy, slot_energy = sim.weight, result.energy_j, self._slot_energy
         slots = [k for k, a in enumerate(result.active) if a]
         if slots:
@@ -327,8 +347,10 @@ class ETFBaseEnv(JoulegymEnv):
             "system_fairness": min(f_t, f_e),
             "phi": self.phi,
             "scheduler_inputs": dict(self._scheduler_inputs),
+            "slot_apps": self._slot_apps,
         }
         if result is not None:  # this epoch, per slot (tuples: immutable, cheap)
+            info["slot_apps"] = self._epoch_slot_apps
             info["allocation_units"] = tuple(result.units)
             info["app_time_s"] = tuple(result.time_s)
             info["app_energy_j"] = tuple(result.energy_j)
@@ -357,20 +379,40 @@ class ETFBaseEnv(JoulegymEnv):
         epochs = max(time_s.shape[0], 1)
         if not time_s.shape[0]:
             time_s = energy_j = np.zeros((1, self.max_apps))
-        fig, axes = new_figure(2, 1, size=(6.4, 4.8))
+        fig, axes = new_figure(2, 1, size=(8.0, 4.8))
         time_share = time_s / self.config["epoch_s"]
         energy_share = energy_j / np.maximum(energy_j.sum(axis=1, keepdims=True), 1e-12)
         x = np.arange(epochs)
+        used = [k for k, seen in enumerate(self._slot_labels_seen) if seen] or list(range(self.max_apps))
+        labels = slot_legend_labels(self._slot_labels_seen)
         for ax, data, label in ((axes[0, 0], time_share, "GPU time share"),
                                 (axes[1, 0], energy_share, "energy share")):
-            ax.stackplot(x, data.T, labels=[f"slot {k}" for k in range(self.max_apps)], step="post")
+            ax.stackplot(x, data[:, used].T, labels=[labels[k] for k in used], step="post")
             ax.set_ylabel(label)
             ax.set_ylim(0, 1)
         axes[1, 0].set_xlabel("epoch")
-        axes[0, 0].legend(loc="upper right", fontsize=7)
+        axes[0, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
         axes[0, 0].set_title(f"{self.kind} {self.config.get('scenario') or ''} phi={self.phi:.2f}")
         fig.tight_layout()
         return fig
+
+
+def slot_legend_labels(seen: Sequence[Sequence[str]], max_names: int = 2) -> list[str]:
+    """One legend entry per slot from the occupants it had over an episode, in order of arrival.
+
+    A slot with one occupant is labelled by it (``"A1 resnet50@1300.5MHz"``); a reused slot (dynamic and
+    random scenarios) lists its first ``max_names`` occupants and how many more there were.
+    """
+    labels = []
+    for slot, names in enumerate(seen):
+        if not names:
+            labels.append(f"slot {slot} (free)")
+        elif len(names) == 1:
+            labels.append(names[0])
+        else:
+            more = f", +{len(names) - max_names} more" if len(names) > max_names else ""
+            labels.append(f"slot {slot}: " + ", ".join(names[:max_names]) + more)
+    return labels
 
 
 def algorithm1_units(sim: ETFSimulator, phi: float) -> list[int]:

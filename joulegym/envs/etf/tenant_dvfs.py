@@ -68,6 +68,11 @@ class TenantDVFSEnv(ETFBaseEnv):
     def action_masks(self) -> np.ndarray:
         return self._mask.copy()
 
+    def _app_label(self, app_index: int) -> str:
+        if app_index != self.config["tenant_app"]:
+            return super()._app_label(app_index)
+        return f"A{app_index + 1} {self.sim.apps[app_index].model} (tenant, DVFS)"
+
     @property
     def scheduler_phi(self) -> float:
         fixed = SCHEDULERS[self.config["scheduler"]]

@@ -12,7 +12,8 @@ Action              ``Box(0, 1, (max_apps,), float32)``: relative shares ``a_i``
                     split the rest ``T - sum m_i``; ``"none"``: the shares split all of T. Shares
                     become whole units by largest remainder, never above an app's demand; all-zero
                     shares mean equal shares. ``a_i = r_i / max_j r_j`` (``r`` = ETF's units above
-                    ``m``) reproduces Algorithm 1 bit for bit.
+                    ``m``) reproduces Algorithm 1 bit for bit. Ignored shares (free or full slots) and
+                    the all-zero substitution set ``info["action_repaired"]``.
 Observation         ``Box(0, inf, (9*max_apps + 6,), float32)``; see :mod:`joulegym.envs.etf.common`.
 Reward              ``reward="etf"`` (default with ``project``): min over unsaturated apps of
                     ``(E_i/w_i) / eps_EF`` (eps_EF: the weighted-EF level), in [0, 1]; Algorithm 1
@@ -26,8 +27,9 @@ Termination         a dynamic scenario whose apps have all left with none to com
 Truncation          after ``horizon`` epochs (default 60).
 Info                ``metrics`` (the paper's F_T/F_E/F_S and Jain over the run, per-app time (s),
                     energy (J), inferences), ``reward_vector``, epoch ``time_fairness`` /
-                    ``energy_fairness`` / ``system_fairness``, ``allocation_units``,
-                    ``scheduler_inputs`` (exact Algorithm 1 inputs per slot).
+                    ``energy_fairness`` / ``system_fairness``, ``allocation_units``, ``slot_apps``
+                    (who held each slot), ``scheduler_inputs`` (exact Algorithm 1 inputs per slot,
+                    with ``action_floor_units``: the units the action cannot go below).
 ==================  ==========================================================================
 """
 
@@ -72,17 +74,23 @@ class TimeShareEnv(ETFBaseEnv):
         return self._observation(), self._info(None, 1.0, 1.0)
 
     def decode_action(self, action: Any) -> list[int]:
-        """Whole units per slot for ``action`` (spec §9.2 mapping); validates the action."""
+        """Whole units per slot for ``action`` (spec §9.2 mapping); validates the action.
+
+        Sets :attr:`action_repaired` (reported as ``info["action_repaired"]``): a positive share on a slot
+        that can take no unit (free, or at its demand) was ignored, or all-zero shares became equal ones.
+        """
         shares = validated_box_list(action, self.action_space)
-        units = list(self.guarantee)
+        units = list(self.action_floor)
         room = self._room
         left = self.T - sum(units)
+        kept = [a if r > 0 else 0.0 for a, r in zip(shares, room, strict=True)]
+        self.action_repaired = any(a > 0.0 and r <= 0 for a, r in zip(shares, room, strict=True))
         if left <= 0 or not any(room):
             return units
-        shares = [a if r > 0 else 0.0 for a, r in zip(shares, room, strict=True)]
-        if sum(shares) <= 0.0:
-            shares = [1.0 if r > 0 else 0.0 for r in room]
-        extra = largest_remainder_list(shares, left, room)
+        if sum(kept) <= 0.0:
+            self.action_repaired = True
+            kept = [1.0 if r > 0 else 0.0 for r in room]
+        extra = largest_remainder_list(kept, left, room)
         return [u + e for u, e in zip(units, extra, strict=True)]
 
     def step(self, action: Any):
@@ -91,6 +99,7 @@ class TimeShareEnv(ETFBaseEnv):
         reward_etf = self._etf_reward(units, result.active) if self.config["reward"] == "etf" else None
         self._advance_epoch()
         info = self._info(result, f_t, f_e)
+        info["action_repaired"] = self.action_repaired
         reward = reward_etf if reward_etf is not None else self._fairness_reward(f_t, f_e, info["metrics"])
         terminated = self.sim.done
         truncated = self.sim.truncated and not terminated
