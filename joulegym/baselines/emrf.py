@@ -9,7 +9,8 @@ Policies (``joulegym.baselines.make(name, **kw)``):
 
 ====================  ============================================================================
 ``emrf``              EMRF(eta) (§V; ``eta=None``: the env's eta_target; ``tie_break=None``: the
-                      env's). Drives every action mode: ``weights`` ω = F*/max F*, ``residual_weights``
+                      env's; the LP is solved by the env's ``lp_solver``, closed form by default).
+                      Drives every action mode: ``weights`` ω = F*/max F*, ``residual_weights``
                       ω = F'/max F' (only at the env's eta_target), ``knob`` [eta], ``knob_discrete``
                       the level of eta (eta must be on the grid).
 ``drf``               DRF of Eq. (8) (first saturated device stops it), ``weights`` mode only.
@@ -42,6 +43,7 @@ from joulegym.baselines.base import PolicyNotApplicable, register_policy
 from joulegym.envs.emrf.allocation import (
     EMRFSolution,
     EMRFSolverError,
+    algorithm1_allocate,
     as_instance,
     basics,
     check_eta,
@@ -81,6 +83,7 @@ __all__ = [
     "MaxUtilisationPolicy",
     "StaticPartitionPolicy",
     "WFQPolicy",
+    "algorithm1_allocate",
     "allocation_to_action",
     "as_instance",
     "check_eta",
@@ -143,6 +146,8 @@ class _EMRFFamilyPolicy:
         self._mode = "weights"
         self._max_users = 0
         self._levels = 11
+        self._tie_break = "lexmaxmin"
+        self._lp_solver = "closed-form"
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
         base = env.unwrapped
@@ -155,6 +160,8 @@ class _EMRFFamilyPolicy:
         self._mode = mode
         self._max_users = base.max_users
         self._levels = int(base.config["knob_levels"])
+        self._tie_break = base.config["tie_break"]  # used when act() gets no info (observation decoding)
+        self._lp_solver = base.config["lp_solver"]
         self._check(base)
 
     def _check(self, base) -> None:
@@ -166,7 +173,7 @@ class _EMRFFamilyPolicy:
         inputs = info.get("scheduler_inputs") if info else None
         return inputs if inputs is not None else decode_observation(obs, self._max_users)
 
-    def _target(self, c, xi, w, eta: float, tie_break: str) -> tuple[float, ...]:
+    def _target(self, c, xi, w, eta: float, tie_break: str, solver: str) -> tuple[float, ...]:
         raise NotImplementedError
 
     def act(self, obs, info: dict[str, Any]):
@@ -183,7 +190,8 @@ class _EMRFFamilyPolicy:
         xi = tuple(float(inp["xi_cpu"][i]) for i in active)
         w = tuple(float(inp["weights"][i]) for i in active)
         eta_env = float(inp["eta"])
-        target = self._target(c, xi, w, eta_env, inp.get("tie_break", "lexmaxmin"))
+        target = self._target(c, xi, w, eta_env, inp.get("tie_break", self._tie_break),
+                              inp.get("lp_solver", self._lp_solver))
         if self._mode == "residual_weights":  # omega = F' / max F'
             fmax = basics(*c, xi, w)[2]
             target = [max(f - eta_env * m, 0.0) for f, m in zip(target, fmax)]
@@ -229,8 +237,8 @@ class EMRFPolicy(_EMRFFamilyPolicy):
     def _eta(self, inp) -> float:
         return float(inp["eta"]) if self.eta is None else self.eta
 
-    def _target(self, c, xi, w, eta_env, tie):
-        return emrf_core(*c, xi, w, self._eta({"eta": eta_env}), self.tie_break or tie)[0]
+    def _target(self, c, xi, w, eta_env, tie, solver):
+        return emrf_core(*c, xi, w, self._eta({"eta": eta_env}), self.tie_break or tie, solver)[0]
 
     def _knob_action(self, inp):
         eta = self._eta(inp)
@@ -254,7 +262,7 @@ class DRFPolicy(_EMRFFamilyPolicy):
     def __init__(self) -> None:
         super().__init__("drf")
 
-    def _target(self, c, xi, w, eta_env, tie):
+    def _target(self, c, xi, w, eta_env, tie, solver):
         return basics(*c, xi, w)[2]
 
 
@@ -264,7 +272,7 @@ class DRFProgressivePolicy(_EMRFFamilyPolicy):
     def __init__(self) -> None:
         super().__init__("drf-progressive")
 
-    def _target(self, c, xi, w, eta_env, tie):
+    def _target(self, c, xi, w, eta_env, tie, solver):
         return tuple(drf_progressive_allocate(c, xi, w).tolist())
 
 
@@ -274,7 +282,7 @@ class WFQPolicy(_EMRFFamilyPolicy):
     def __init__(self) -> None:
         super().__init__("wfq")
 
-    def _target(self, c, xi, w, eta_env, tie):
+    def _target(self, c, xi, w, eta_env, tie, solver):
         return w
 
 
@@ -284,7 +292,7 @@ class StaticPartitionPolicy(_EMRFFamilyPolicy):
     def __init__(self) -> None:
         super().__init__("static-partition")
 
-    def _target(self, c, xi, w, eta_env, tie):
+    def _target(self, c, xi, w, eta_env, tie, solver):
         return basics(*c, xi, w)[1]
 
 

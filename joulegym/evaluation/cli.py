@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> list[Path]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         episodes, traces, skipped = evaluate(args.env, entries, eval_seeds(args.seeds), env_kwargs)
+    episodes.attrs["env_kwargs"] = dict(env_kwargs)  # for summary plots that re-run the env (EMRF front)
     for w in caught:
         if "skipping" in str(w.message):
             print(f"note: {w.message}", file=sys.stderr)

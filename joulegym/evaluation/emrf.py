@@ -1,9 +1,9 @@
 """EMRF evaluation hooks: the (efficiency, soft-fairness) front and ``evaluate.py --reproduce emrf``.
 
-- ``summary_plot``: for every EMRF env id in the results, the front EMRF traces as eta sweeps 0..1
-  (computed with the pure functions on the scenario's users at the first decision) with the
-  evaluated policies' points (mean ``mean_efficiency`` vs mean ``soft_fairness``) and the analytic
-  DRF / WFQ / static-partition points on it.
+- ``summary_plot``: for every EMRF env id in the results, the front EMRF traces as eta sweeps 0..1,
+  run through the env on the evaluation's seeds (:func:`front_through_env`), with every evaluated
+  policy's point on it (episode means of ``mean_efficiency`` E and ``soft_fairness`` Δ): PNG + CSV.
+  :func:`front_table` is the static front of one instance (pure functions).
 - ``episode_plot``: GFLOPS delivered per slot over one episode, one row per policy.
 - ``reproduce``: the paper's model predictions (EMRF spec §6.3) recomputed, as CSV + Markdown + PNG:
 
@@ -32,6 +32,7 @@ import pandas as pd
 from joulegym import baselines
 from joulegym.envs.base import new_figure
 from joulegym.envs.emrf.allocation import (
+    delta_bound,
     drf_allocate,
     emrf_allocate,
     fair_share,
@@ -47,27 +48,15 @@ from joulegym.workloads.rodinia import RODINIA, TABLE_III_ORDER, mix_arrays
 HEADLINE = ("throughput_gflops", "mean_efficiency", "soft_fairness", "floor_violation", "si_violations",
             "ef_violations")
 APU = (24.0, 480.0)
-FRONT_ETAS = np.linspace(0.0, 1.0, 21)
+FRONT_ETAS = np.linspace(0.0, 1.0, 21)  # static front (front_table)
+FRONT_ENV_ETAS = np.linspace(0.0, 1.0, 11)  # env front (front_through_env): 11 etas x <= 5 seeds of episodes
+FRONT_MAX_SEEDS = 5
 MAX_PLOTTED_POLICIES = 8
 
 
 # --- front -------------------------------------------------------------------------------------------
-def scenario_instance(env_id: str, seed: int = 0) -> tuple[tuple[float, float], np.ndarray, np.ndarray] | None:
-    """``(capacities, xi_cpu, weights)`` of the active users at the first decision of ``env_id``."""
-    env = gym.make(env_id)
-    _, info = env.reset(seed=seed)
-    env.close()
-    inputs = info["scheduler_inputs"]
-    active = np.flatnonzero(inputs["active"])
-    if active.size == 0:
-        return None
-    return tuple(inputs["capacities"]), np.asarray(inputs["xi_cpu"])[active], np.asarray(inputs["weights"])[active]
-
-
 def front_table(capacities, xi, w, etas=FRONT_ETAS) -> pd.DataFrame:
-    """EMRF's (efficiency E = sum F / C_tot, realized Δ, δ bound) for each eta, plus the baselines."""
-    from joulegym.envs.emrf.allocation import delta_bound
-
+    """Static front of one instance: EMRF's (E = sum F / C_tot, realized Δ, δ bound) per eta, plus the baselines."""
     c_tot = float(sum(capacities))
     share = fair_share(capacities, xi, w)
     rows = []
@@ -85,35 +74,76 @@ def front_table(capacities, xi, w, etas=FRONT_ETAS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def front_through_env(env_id: str, seeds, env_kwargs: dict | None = None, etas=None) -> pd.DataFrame:
+    """The front EMRF(eta) traces through the env itself as eta sweeps 0..1, on ``seeds``.
+
+    Each eta's point is the mean over the seeds of the episode metrics ``mean_efficiency`` (E) and
+    ``soft_fairness`` (Δ): the same numbers, from the same episodes' seeds, as the evaluated policies'
+    points, so they are comparable on every id (dynamic ones included). ``residual_weights`` fixes the
+    floor at eta_target, so its front is run in ``weights`` mode (the same allocations); ``knob_discrete``
+    uses its own eta levels.
+    """
+    from joulegym.evaluation.runner import run_episode
+
+    kwargs = dict(env_kwargs or {})
+    probe = gym.make(env_id, **kwargs)
+    base = probe.unwrapped
+    mode, levels = base.action_mode, int(base.config["knob_levels"])
+    probe.close()
+    if mode == "residual_weights":
+        kwargs["action_mode"] = "weights"
+    if etas is None:
+        etas = np.linspace(0.0, 1.0, levels) if mode == "knob_discrete" else FRONT_ENV_ETAS
+    rows = []
+    for eta in etas:
+        env = gym.make(env_id, **kwargs)
+        policy = baselines.make("emrf", eta=float(eta))
+        results = [run_episode(env, policy, int(seed), env_id=env_id)[0] for seed in seeds]
+        env.close()
+        rows.append({"policy": f"emrf(eta={float(eta):.2f})", "eta": float(eta),
+                     "mean_efficiency": float(np.mean([r["mean_efficiency"] for r in results])),
+                     "soft_fairness": float(np.mean([r["soft_fairness"] for r in results])),
+                     "throughput_gflops": float(np.mean([r["throughput_gflops"] for r in results])),
+                     "seeds": len(results)})
+    return pd.DataFrame(rows)
+
+
 def summary_plot(results: pd.DataFrame, out_dir) -> list[Path]:
-    """One front per EMRF env id in ``results``: EMRF's eta sweep and every evaluated policy's point."""
+    """One front per EMRF env id in ``results``: EMRF's eta sweep (through the env) and every evaluated policy.
+
+    ``results.attrs["env_kwargs"]`` (set by ``evaluate.py``) are the env kwargs of the evaluation.
+    """
     out_dir = Path(out_dir)
     written = []
+    env_kwargs = results.attrs.get("env_kwargs") or {}
     for env_id in sorted(set(results["env_id"])):
         if "/EMRF" not in env_id:
             continue
-        instance = scenario_instance(env_id)
-        if instance is None:
-            continue
-        table = front_table(*instance)
-        sweep = table[table["eta"].notna()]
-        fig, axes = new_figure(1, 1, size=(6.0, 4.2))
-        ax = axes[0, 0]
-        ax.plot(sweep["soft_fairness"], sweep["efficiency"], "-o", ms=3, color="0.4", label="EMRF, eta 0..1")
-        for _, row in sweep.iloc[[0, len(sweep) // 2, -1]].iterrows():
-            ax.annotate(f"eta={row['eta']:.1f}", (row["soft_fairness"], row["efficiency"]), fontsize=7)
-        for _, row in table[table["eta"].isna()].iterrows():
-            ax.scatter(row["soft_fairness"], row["efficiency"], marker="s", facecolors="none", edgecolors="k")
-            ax.annotate(row["policy"], (row["soft_fairness"], row["efficiency"]), fontsize=7)
         sub = results[results["env_id"] == env_id]
-        if {"mean_efficiency", "soft_fairness"} <= set(sub.columns):
-            means = sub.groupby("policy")[["mean_efficiency", "soft_fairness"]].mean()
-            for policy, row in list(means.iterrows())[:MAX_PLOTTED_POLICIES * 2]:
-                ax.scatter(row["soft_fairness"], row["mean_efficiency"], label=str(policy), zorder=3)
-        ax.set_xlabel("soft-fairness degree Δ = max F/S - min F/S (smaller is fairer)")
-        ax.set_ylabel("efficiency E = sum F / (C_cpu + C_gpu)")
-        ax.set_title(f"{env_id}: EMRF front", fontsize=9)
-        ax.legend(fontsize=7)
+        if not {"mean_efficiency", "soft_fairness", "seed"} <= set(sub.columns):
+            continue
+        seeds = sorted(set(sub["seed"]))[:FRONT_MAX_SEEDS]
+        table = front_through_env(env_id, seeds, env_kwargs)
+        fig, axes = new_figure(1, 1, size=(7.2, 4.8))
+        ax = axes[0, 0]
+        ax.plot(table["soft_fairness"], table["mean_efficiency"], "-", color="0.55", lw=1.5, zorder=1,
+                label="EMRF, eta = 0 ... 1")
+        ax.scatter(table["soft_fairness"], table["mean_efficiency"], s=14, color="0.55", zorder=2)
+        for _, row in table.iterrows():
+            if any(abs(row["eta"] - e) < 1e-9 for e in (0.0, 0.5, 1.0)):
+                ax.annotate(f"eta={row['eta']:.1f}", (row["soft_fairness"], row["mean_efficiency"]),
+                            textcoords="offset points", xytext=(5, 4), fontsize=8, color="0.35")
+        means = sub.groupby("policy")[["mean_efficiency", "soft_fairness"]].mean()
+        markers = "osD^vP*Xh<>"
+        for k, (policy, row) in enumerate(list(means.iterrows())[:MAX_PLOTTED_POLICIES * 2]):
+            ax.scatter(row["soft_fairness"], row["mean_efficiency"], marker=markers[k % len(markers)], s=60,
+                       label=str(policy), zorder=3, edgecolors="k", linewidths=0.5)
+        ax.set_xlabel("soft-fairness degree Δ = max F/S - min F/S, episode mean (smaller is fairer)")
+        ax.set_ylabel("efficiency E = sum F / (C_cpu + C_gpu), episode mean")
+        ax.set_title(f"{env_id}: (efficiency, soft-fairness) front, {len(seeds)} seed(s)", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        fig.tight_layout()
         name = env_id.split("/")[-1].replace("-v0", "")
         written.append(save_figure(fig, out_dir / f"emrf_front_{name}.png"))
         written.append(write_csv(table, out_dir / f"emrf_front_{name}.csv"))
@@ -123,7 +153,7 @@ def summary_plot(results: pd.DataFrame, out_dir) -> list[Path]:
 def episode_plot(traces, env_id: str):
     """Delivered GFLOPS per slot over one episode, one row per policy."""
     labels = list(traces)[:MAX_PLOTTED_POLICIES]
-    fig, axes = new_figure(len(labels), 1, size=(7.0, 1.9 * len(labels) + 0.6))
+    fig, axes = new_figure(len(labels), 1, size=(7.6, 1.9 * len(labels) + 0.6))
     for row, label in enumerate(labels):
         infos = [i for i in traces[label].infos if "delivered" in i]
         ax = axes[row, 0]
@@ -132,8 +162,9 @@ def episode_plot(traces, env_id: str):
             ax.stackplot(np.arange(len(infos)), data.T, labels=[f"slot {k}" for k in range(data.shape[1])],
                          step="post")
         ax.set_ylabel(f"{label}\nGFLOPS", fontsize=8)
+    axes[0, 0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     axes[-1, 0].set_xlabel("window")
-    fig.suptitle(f"{env_id}: GFLOPS per slot", fontsize=10)
+    fig.suptitle(f"{env_id}: GFLOPS delivered per user slot (stacked)", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -175,8 +206,6 @@ def fig7_table(etas) -> pd.DataFrame:
     rows = []
     m1_eps = mix_arrays("M1")
     m1_eps[0][3], m1_eps[0][4] = 0.99, 0.01
-    from joulegym.envs.emrf.allocation import delta_bound
-
     for label, (xi, w) in (("M2", mix_arrays("M2")), ("M1-eps", m1_eps), ("M1", mix_arrays("M1"))):
         share = fair_share(APU, xi, w)
         theta_one = emrf_allocate(APU, xi, w, 1.0).sum()

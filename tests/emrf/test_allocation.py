@@ -11,6 +11,7 @@ import pytest
 
 from joulegym.baselines.emrf import (
     EMRFSolverError,
+    algorithm1_allocate,
     delta_bound,
     drf_allocate,
     drf_progressive_allocate,
@@ -18,6 +19,7 @@ from joulegym.baselines.emrf import (
     emrf_solve,
     envy_pairs,
     fair_share,
+    is_feasible,
     pareto_efficient,
     residual_capacity,
     sharing_incentive_eta,
@@ -259,30 +261,130 @@ def test_theorem3_counterexample_is_reported():
     assert sharing_incentive_violations(TOY, *EX1, f) == 1
 
 
+# --- the two solvers ------------------------------------------------------------------------------------
+def test_default_solver_is_highs_and_the_closed_form_agrees_on_the_paper_cases():
+    """emrf_allocate solves the LP with scipy HiGHS by default (issue #3); the env's closed form gives the same F."""
+    import inspect
+
+    assert inspect.signature(emrf_allocate).parameters["solver"].default == "highs"
+    cases = [(TOY, *EX1), (TOY, *EX2), (TOY, [0.1, 0.4], [2.0, 1.0])]
+    cases += [(APU, *mix_arrays(m)) for m in ("M1", "M2", "M3", "M4", "M5")]
+    for caps, xi, w in cases:
+        for eta in (0.0, 0.1, 0.5, 0.8, 1.0):
+            np.testing.assert_allclose(emrf_allocate(caps, xi, w, eta, solver="closed-form"),
+                                       emrf_allocate(caps, xi, w, eta), rtol=0, atol=1e-9 * sum(caps))
+
+
+def test_near_equal_xi_is_solved_exactly_by_both():
+    """xi = 0 vs 0.001 makes the optimal face ill-conditioned: a 1e-9 slack on the objective (spec §3.1
+    step 6) moved z by ~5e-4 relative; the complementary-slackness face of the HiGHS procedure does not."""
+    caps, xi, w = (21.0, 249.0), [0.0, 0.182, 0.001], [0.25, 10.0, 4.0]
+    highs = emrf_allocate(caps, xi, w, 0.0)
+    closed = emrf_allocate(caps, xi, w, 0.0, solver="closed-form")
+    np.testing.assert_allclose(highs, closed, rtol=1e-12)
+    close(utilisation(caps, xi, highs), [1.0, 1.0], 9)
+    share = fair_share(caps, xi, w)
+    ratio = highs / share
+    assert ratio[0] > ratio[1] == pytest.approx(ratio[2], rel=1e-12)  # xi = 0 absorbs, the others share t*
+
+
+# --- Algorithm 1 (§V-C), the discrete scheduler ------------------------------------------------------------
+FLUID_CASES = ((APU, mix_arrays("M1"), 0.1), (APU, mix_arrays("M2"), 0.5), (TOY, EX2, 0.5))
+
+
+@pytest.mark.parametrize("task", [1.0, 0.1, 0.01, 0.001])
+def test_algorithm1_converges_to_the_fluid_limit(task):
+    """Alg. 1 lines 3-9 fed with F* as weights give F* to within a few kernel slices per user (spec §3.2).
+
+    Skip-and-continue (the default): users still unblocked pick up the slivers that blocked users leave.
+    Measured max |F - F*| / slice for slices of 1, 0.1, 0.01, 0.001 GFLOPS: M1 1.0/0.57/0.71/1.14, M2
+    2.14/1.43/0.29/1.86, Example 2 0.85/0.46/2.62/3.15; so the env's fluid F = F* is the task -> 0 limit.
+    (No small bound holds in general: a user with a tiny xi^d can take many slices of a sliver.)
+    """
+    for caps, (xi, w), eta in FLUID_CASES:
+        target = emrf_allocate(caps, xi, w, eta)
+        got = algorithm1_allocate(caps, xi, target, task)
+        assert np.all(np.abs(got - target) <= 4 * task) and is_feasible(caps, xi, got)
+        slices = got / task
+        assert np.all(np.abs(np.round(slices) - slices) <= 1e-9 * np.maximum(slices, 1))  # whole kernel slices
+
+
+def test_algorithm1_strict_stop_converges_linearly():
+    """With the literal line-9 stop, users stop at a common level of F_i / F*_i just below 1: nobody gets
+    more than a slice above F*, and the shortfall shrinks linearly with the slice (M1: BT 15.3 GFLOPS short
+    at 1 GFLOPS slices, 0.13 at 0.01)."""
+    for caps, (xi, w), eta in FLUID_CASES:
+        target = emrf_allocate(caps, xi, w, eta)
+        errors = []
+        for task in (1.0, 0.01):
+            got = algorithm1_allocate(caps, xi, target, task, strict_stop=True)
+            assert np.all(got <= target + task + 1e-9) and is_feasible(caps, xi, got)
+            errors.append(np.max(np.abs(got - target)))
+        assert errors[1] <= errors[0] / 50 + 1e-9
+
+
+def test_algorithm1_line9_stop_versus_skip_and_continue():
+    """DRF weights on M1: the literal "stop" (line 9) keeps DRF's idle GPU; skip-and-continue lets BT fill it
+    (then it is progressive-filling DRF, spec §3.3)."""
+    xi, w = mix_arrays("M1")
+    drf = drf_allocate(APU, xi, w)
+    strict = algorithm1_allocate(APU, xi, drf, 0.01, strict_stop=True)
+    skip = algorithm1_allocate(APU, xi, drf, 0.01)
+    assert np.all(np.abs(strict - drf) <= 0.01 + 1e-9)
+    assert utilisation(APU, xi, strict)[1] < 0.26
+    np.testing.assert_allclose(skip, drf_progressive_allocate(APU, xi, w), atol=0.02)
+    close(utilisation(APU, xi, skip), [1.0, 1.0], 3)
+
+
+def test_algorithm1_order_and_zero_weights():
+    # line 4: the lowest F_i / omega_i first, ties to the lowest index; omega_i = 0 gets nothing
+    got = algorithm1_allocate(TOY, [0.5, 0.5, 0.5], [1.0, 1.0, 0.0], 60.0)
+    np.testing.assert_array_equal(got, [120.0, 60.0, 0.0])  # 3 slices of 60 fit the CPU (100 / 30)
+    with pytest.raises(ValueError, match="omega"):
+        algorithm1_allocate(TOY, [0.5], [-1.0], 1.0)
+    with pytest.raises(ValueError, match="task_gflop"):
+        algorithm1_allocate(TOY, [0.5], [1.0], 0.0)
+    with pytest.raises(ValueError, match="xi_cpu"):
+        algorithm1_allocate(TOY, [1.5], [1.0], 1.0)
+
+
 # --- bad input and solver failures -----------------------------------------------------------------------
-@pytest.mark.parametrize(("args", "field"), [
+BAD_INSTANCES = [
     (((0, 800), [0.1], [1]), "capacities"),
     (((-1, 800), [0.1], [1]), "capacities"),
     (((100, 800, 3), [0.1], [1]), "capacities"),
+    (((100, np.inf), [0.1], [1]), "capacities"),
     ((TOY, [1.2], [1]), "xi_cpu"),
     ((TOY, [-0.1], [1]), "xi_cpu"),
     ((TOY, [np.nan], [1]), "xi_cpu"),
+    ((TOY, [], []), "xi_cpu"),
     ((TOY, [0.1], [0]), "weights"),
     ((TOY, [0.1], [-2]), "weights"),
     ((TOY, [0.1, 0.2], [1]), "weights"),
-])
-@pytest.mark.parametrize("func", [fair_share, drf_allocate, wfq_allocate])
+]
+FUNCTIONS = {
+    "fair_share": fair_share, "drf_allocate": drf_allocate, "wfq_allocate": wfq_allocate,
+    "drf_progressive_allocate": drf_progressive_allocate, "sharing_incentive_eta": sharing_incentive_eta,
+    "emrf_allocate": lambda *a: emrf_allocate(*a, 0.5),
+    "emrf_allocate_closed_form": lambda *a: emrf_allocate(*a, 0.5, solver="closed-form"),
+    "emrf_allocate_vertex": lambda *a: emrf_allocate(*a, 0.5, tie_break="vertex"),
+    "emrf_solve": lambda *a: emrf_solve(*a, 0.5), "delta_bound": lambda *a: delta_bound(*a, 0.5),
+    "residual_capacity": lambda *a: residual_capacity(*a, 0.5),
+}
+
+
+@pytest.mark.parametrize(("args", "field"), BAD_INSTANCES)
+@pytest.mark.parametrize("func", sorted(FUNCTIONS))
 def test_bad_instances_raise(func, args, field):
     with pytest.raises(ValueError, match=field):
-        func(*args)
+        FUNCTIONS[func](*args)
 
 
-@pytest.mark.parametrize("eta", [-0.1, 1.5, float("nan"), "x"])
+@pytest.mark.parametrize("eta", [-0.1, 1.5, float("nan"), "x", None])
 def test_bad_eta_raises(eta):
-    with pytest.raises(ValueError, match="eta"):
-        emrf_allocate(TOY, *EX1, eta)
-    with pytest.raises(ValueError, match="eta"):
-        delta_bound(TOY, *EX1, eta)
+    for func in (emrf_allocate, delta_bound, residual_capacity, emrf_solve):
+        with pytest.raises(ValueError, match="eta"):
+            func(TOY, *EX1, eta)
 
 
 def test_bad_tie_break_raises():
@@ -299,14 +401,37 @@ class _Failed:
     fun = None
 
 
-@pytest.mark.parametrize(("tie_break", "solver"), [("vertex", "closed-form"), ("lexmaxmin", "highs")])
+@pytest.mark.parametrize(("tie_break", "solver"), [("vertex", "highs"), ("lexmaxmin", "highs"), ("lexmaxmin", None)])
 def test_solver_failure_raises_never_zero(monkeypatch, tie_break, solver):
+    """A HiGHS failure (forced: linprog reports status 2) raises EMRFSolverError saying so, never F = 0."""
     import scipy.optimize
 
     monkeypatch.setattr(scipy.optimize, "linprog", lambda *a, **k: _Failed())
     allocation.emrf_core.cache_clear()
+    kwargs = {"tie_break": tie_break} | ({"solver": solver} if solver else {})
     try:
-        with pytest.raises(EMRFSolverError, match="could not solve"):
-            emrf_allocate(TOY, [0.13, 0.47], [1.0, 1.0], 0.3, tie_break=tie_break, solver=solver)
+        with pytest.raises(EMRFSolverError, match=r"HiGHS could not solve the EMRF .*infeasible"):
+            emrf_allocate(TOY, [0.13, 0.47], [1.0, 1.0], 0.3, **kwargs)
     finally:
         allocation.emrf_core.cache_clear()
+
+
+def test_solver_failure_in_a_later_lexmaxmin_stage_raises(monkeypatch):
+    """Not only LP1: a failure of any max-min stage LP raises too (no partial or zero allocation)."""
+    import scipy.optimize
+
+    real = scipy.optimize.linprog
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs) if len(calls) == 1 else _Failed()
+
+    monkeypatch.setattr(scipy.optimize, "linprog", flaky)
+    allocation.emrf_core.cache_clear()
+    try:
+        with pytest.raises(EMRFSolverError, match="lexmaxmin LP"):
+            emrf_allocate(TOY, [0.13, 0.47, 0.9], [1.0, 2.0, 1.0], 0.2)
+    finally:
+        allocation.emrf_core.cache_clear()
+    assert len(calls) == 2

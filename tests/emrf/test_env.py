@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -9,7 +11,16 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import joulegym  # noqa: F401  (registers the ids)
-from joulegym.baselines.emrf import drf_allocate, emrf_allocate, wfq_allocate
+from joulegym import baselines
+from joulegym.baselines.emrf import (
+    EMRFSolverError,
+    drf_allocate,
+    drf_progressive_allocate,
+    emrf_allocate,
+    fair_share,
+    wfq_allocate,
+)
+from joulegym.envs.emrf import allocation
 from joulegym.envs.emrf.env import EMRFEnv
 from joulegym.scenarios.emrf import SCENARIOS
 from joulegym.scenarios.registry import registered_ids
@@ -51,30 +62,54 @@ def _rollout(env_id: str, seed: int, steps: int = 30, **kwargs):
     return np.concatenate([np.ravel(t) for t in trace]), metrics
 
 
-@pytest.mark.parametrize("env_id", [f"joulegym/{k}-v0" for k in KINDS] + [
-    "joulegym/EMRF-apu-random-v0", "joulegym/EMRFKnob-apu-phases-v0", "joulegym/EMRF-apu-m1-v0"])
-def test_deterministic_under_seed(env_id):
-    kwargs = {"xi_noise": 0.02} if "phases" in env_id else {}
+@pytest.mark.parametrize("env_id", IDS)
+def test_deterministic_under_seed_and_renders(env_id):
+    """Every id: the same seed gives the same trajectory and metrics; ansi and rgb_array render."""
+    kwargs = {"xi_noise": 0.02} if "phases" in env_id or env_id.count("-") == 1 else {}
     a, ma = _rollout(env_id, 7, **kwargs)
     b, mb = _rollout(env_id, 7, **kwargs)
     np.testing.assert_array_equal(a, b)
     assert ma == mb
-    c, _ = _rollout("joulegym/EMRF-apu-random-v0", 8) if "random" in env_id else (None, None)
-    if c is not None:
-        assert a.shape != c.shape or not np.array_equal(a, c)
+    for mode in ("ansi", "rgb_array"):
+        env = gym.make(env_id, render_mode=mode)
+        env.reset(seed=0)
+        env.step(env.action_space.sample())
+        frame = env.render()
+        if mode == "ansi":
+            assert "GFLOPS" in frame and "U_cpu" in frame
+        else:
+            assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
+        env.close()
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
-def test_render(kind, mode):
-    env = gym.make(f"joulegym/{kind}-apu-m1-v0", render_mode=mode)
+def test_random_scenario_seeds_differ():
+    a, _ = _rollout("joulegym/EMRF-apu-random-v0", 7)
+    c, _ = _rollout("joulegym/EMRF-apu-random-v0", 8)
+    assert a.shape != c.shape or not np.array_equal(a, c)
+
+
+def test_common_random_numbers_across_policies():
+    """One seed gives every policy the same jobs at the same times (per-slot random streams)."""
+    arrivals = {}
+    for name in ("emrf", "wfq"):
+        env = gym.make("joulegym/EMRF-apu-random-v0")
+        policy = baselines.make(name)
+        obs, info = env.reset(seed=4)
+        policy.reset(env)
+        trace = []
+        for _ in range(80):
+            obs, *_, info = env.step(policy.act(obs, info))
+            trace.append(tuple(env.unwrapped.sim.jobs_total))
+        arrivals[name] = trace
+    assert arrivals["emrf"] == arrivals["wfq"] and arrivals["emrf"][-1] != arrivals["emrf"][0]
+
+
+def test_render_ansi_lists_the_users():
+    env = gym.make("joulegym/EMRF-apu-m1-v0", render_mode="ansi")
     env.reset(seed=0)
     env.step(env.action_space.sample())
     frame = env.render()
-    if mode == "ansi":
-        assert "GFLOPS" in frame and "GE" in frame
-    else:
-        assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
+    assert all(app in frame for app in ("GE", "KM", "HW", "MY", "BT"))
 
 
 def test_vector_env_smoke():
@@ -126,6 +161,27 @@ def test_knob_actions(kind, action):
         assert info["action_mask"].all() and env.action_masks().shape == (11,)
 
 
+def test_in_window_reallocation_rules():
+    """On an event inside a window (spec §3.2): knob modes re-solve EMRF over the remaining users; weight
+    modes re-scale the same ω over them (the weighted fair scheduler is work-conserving in t)."""
+    caps = (24.0, 480.0)
+    xi, w = [0.21, 0.07, 0.24, 1.0, 0.0], [2.0, 1.0, 3.0, 4.0, 1.0]  # M1
+    remaining = (0, 1, 2, 3)  # BT (slot 4) has finished
+    knob = gym.make("joulegym/EMRFKnob-apu-m1-v0").unwrapped
+    knob.reset(seed=0)
+    rule, _ = knob.decode_action(np.array([0.3]))
+    got = np.array(rule(remaining))
+    np.testing.assert_allclose(got[:4], emrf_allocate(caps, xi[:4], w[:4], 0.3), rtol=1e-9)
+    assert np.all(got[4:] == 0)
+    weights = gym.make("joulegym/EMRF-apu-m1-v0").unwrapped
+    weights.reset(seed=0)
+    omega = np.array([0.2, 0.4, 0.6, 0.8, 1.0, 0, 0, 0])
+    rule, _ = weights.decode_action(omega)
+    got = np.array(rule(remaining))[:4]
+    np.testing.assert_allclose(got / got[0], omega[:4] / omega[0], rtol=1e-12)
+    assert max(got @ np.array(xi[:4]) / 24.0, got @ (1 - np.array(xi[:4])) / 480.0) == pytest.approx(1.0)
+
+
 def test_toy_step_info():
     env = gym.make("joulegym/EMRF-toy-ex1-v0")
     _, info = env.reset(seed=0)
@@ -143,12 +199,128 @@ def test_toy_step_info():
     assert all(isinstance(v, float) for k, v in m.items() if k not in ("per_user_gflops", "completion_times_s"))
 
 
+def test_reference_allocations_in_info():
+    """info["reference_allocations"]: what every reference policy would allocate now (spec §7 info)."""
+    env = gym.make("joulegym/EMRF-toy-ex2-v0")
+    _, info = env.reset(seed=0)
+    caps, xi, w = (100.0, 800.0), [0.1, 0.4, 0.5], [1.0, 1.0, 1.0]
+    refs = {k: np.asarray(v)[:3] for k, v in info["reference_allocations"].items()}
+    share = fair_share(caps, xi, w)
+    expected = {"emrf": emrf_allocate(caps, xi, w, 0.5), "drf": drf_allocate(caps, xi, w),
+                "drf-progressive": drf_progressive_allocate(caps, xi, w), "wfq": wfq_allocate(caps, xi, w),
+                "static-partition": share / max(0.1 * share[0] + 0.4 * share[1] + 0.5 * share[2],
+                                                (0.9 * share[0] + 0.6 * share[1] + 0.5 * share[2]) / 8) * 100,
+                "max-utilisation": emrf_allocate(caps, xi, w, 0.0), "fair-share": share}
+    assert set(refs) == set(expected)
+    for key, value in expected.items():
+        np.testing.assert_allclose(refs[key], value, rtol=1e-9, err_msg=key)
+    assert np.all(np.asarray(info["reference_allocations"]["emrf"])[3:] == 0)
+    again = pickle.loads(pickle.dumps(info["reference_allocations"]))  # vector envs pickle info
+    assert dict(again) == dict(info["reference_allocations"])
+    _, _, _, _, info = env.step(np.ones(8, dtype=np.float32))
+    for key in ("U_cpu", "U_gpu", "allocation", "delivered", "soft_fairness", "delta_bound", "si_violations",
+                "ef_violations", "reward_vector", "metrics", "scheduler_inputs", "eta"):
+        assert key in info, key
+
+
+def test_episode_end_metrics_on_m1():
+    """Spec §7 "At episode end": makespan, per-user completion times, Θ = sum W_i / T_i, mean E, Jain."""
+    env = gym.make("joulegym/EMRFKnob-apu-m1-v0")
+    env.reset(seed=0)
+    efficiencies = []
+    while True:
+        *_, terminated, truncated, info = env.step(np.array([0.1], dtype=np.float32))
+        efficiencies.append(info["reward_vector"][0])
+        if terminated or truncated:
+            break
+    assert terminated
+    m = info["metrics"]
+    sim = env.unwrapped.sim
+    times = m["completion_times_s"][:5]
+    sizes = [u.job_gflop for u in sim.users[:5]]
+    assert m["makespan_s"] == pytest.approx(times.max())
+    assert m["job_throughput_gflops"] == pytest.approx(sum(s / t for s, t in zip(sizes, times)), rel=1e-12)
+    assert m["mean_efficiency"] == pytest.approx(np.mean(efficiencies), rel=1e-12)
+    assert 0 < m["jain_fairness"] <= 1
+    # BT (pure GPU) finishes first under EMRF(0.1): it gets the idle GPU (spec §6.2 Fig. 5: BT ends first)
+    assert times.argmin() == 4
+
+
+def test_algorithm1_discrete_scheduler_option():
+    """``task_gflop``: every allocation goes through Alg. 1's discrete scheduler (spec §3.2 option)."""
+    fluid = gym.make("joulegym/EMRF-apu-m1-v0").unwrapped
+    policy = baselines.make("emrf")
+    _, info = fluid.reset(seed=0)
+    policy.reset(fluid)
+    action = policy.act(None, info)
+    target = fluid.allocation_for(action)
+    for strict in (False, True):
+        env = gym.make("joulegym/EMRF-apu-m1-v0", task_gflop=0.01, strict_stop=strict).unwrapped
+        env.reset(seed=0)
+        got = env.allocation_for(action)
+        assert np.all(np.abs(got - target) <= 0.2)  # M1 at 0.01-GFLOPS slices: within 0.13 (strict) / 0.02
+        if strict:  # line 9's stop: nobody gets more than a slice above F*
+            assert np.all(got <= target + 0.01 + 1e-9)
+        _, _, _, _, info = env.step(action)
+        np.testing.assert_allclose(info["allocation"], got)
+    drf = baselines.make("drf")
+    drf.reset(fluid)
+    skip = gym.make("joulegym/EMRF-apu-m1-v0", task_gflop=0.01).unwrapped
+    skip.reset(seed=0)
+    assert skip.allocation_for(drf.act(None, info))[4] == pytest.approx(407.26, abs=0.05)  # BT backfills the GPU
+
+
+def test_lp_solver_highs_gives_the_same_episode():
+    """The env's closed-form LP (default) and lp_solver="highs" give the same trajectory (to round-off)."""
+    runs = {}
+    for solver in ("closed-form", "highs"):
+        env = gym.make("joulegym/EMRFKnob-apu-random-v0", lp_solver=solver)
+        env.reset(seed=2)
+        allocs = []
+        for k in range(15):
+            *_, info = env.step(np.array([(k % 5) / 4], dtype=np.float32))
+            allocs.append(info["allocation"])
+        runs[solver] = np.array(allocs)
+    np.testing.assert_allclose(runs["closed-form"], runs["highs"], rtol=0, atol=1e-9 * 504)
+
+
+def test_solver_failure_propagates_through_the_env(monkeypatch):
+    """With HiGHS in the loop (lp_solver="highs" or tie_break="vertex") a failed solve raises; no zero allocation."""
+    import scipy.optimize
+
+    for kwargs in ({"lp_solver": "highs"}, {"tie_break": "vertex"}):
+        env = gym.make("joulegym/EMRFKnob-toy-ex1-v0", **kwargs)
+        monkeypatch.setattr(scipy.optimize, "linprog", lambda *a, **k: type(
+            "Failed", (), {"status": 4, "message": "numerical difficulties (simulated)", "x": None})())
+        allocation.emrf_core.cache_clear()
+        try:
+            with pytest.raises(EMRFSolverError, match="numerical difficulties"):
+                env.reset(seed=0)
+                env.step(np.array([0.3], dtype=np.float32))
+        finally:
+            monkeypatch.undo()
+            allocation.emrf_core.cache_clear()
+
+
 def test_scalarized_reward():
     env = gym.make("joulegym/EMRFKnob-toy-ex1-v0", reward="scalarized", beta=0.25)
     env.reset(seed=0)
     _, reward, _, _, info = env.step(np.array([0.5], dtype=np.float32))
     e, neg_delta, _ = info["reward_vector"]
     assert reward == pytest.approx(0.75 * e + 0.25 * neg_delta)
+
+
+def test_vector_reward_mode():
+    """``vector``: the scalar is the floor reward E - λ V; the objectives are in info["reward_vector"]."""
+    rewards = {}
+    for mode in ("floor", "vector"):
+        env = gym.make("joulegym/EMRF-apu-m1-v0", reward=mode)
+        env.reset(seed=0)
+        _, rewards[mode], _, _, info = env.step(np.array([1, 0, 1, 1, 0.5, 0, 0, 0], dtype=np.float32))
+        e, _, neg_v = info["reward_vector"]
+        assert neg_v < 0  # KM and BT starved below the floor: V > 0
+        assert rewards[mode] == pytest.approx(e + 50.0 * neg_v)
+    assert rewards["floor"] == rewards["vector"]
 
 
 def test_batch_scenario_terminates():
@@ -196,6 +368,11 @@ def test_bad_discrete_action():
     ({"action_mode": "bogus"}, "action_mode"),
     ({"reward": "bogus"}, "reward"),
     ({"tie_break": "glpk"}, "tie_break"),
+    ({"lp_solver": "glpk"}, "lp_solver"),
+    ({"task_gflop": 0}, "task_gflop"),
+    ({"strict_stop": "yes"}, "strict_stop"),
+    ({"window_s": 0}, "window_s"),
+    ({"apps": [{"app": "GE", "jobs": 0}], "random": None}, "jobs"),
     ({"max_users": 2}, "max_users"),  # M1 has 5 users: infeasible
     ({"apps": [], "random": None}, "apps"),
     ({"random": {"n_users": [2, 9]}}, "n_users"),

@@ -26,6 +26,17 @@ def test_front_is_monotone_on_m2():
     assert drf["efficiency"] == pytest.approx(sweep.iloc[-1]["efficiency"])  # EMRF(1) = DRF on M2
 
 
+def test_front_through_env_uses_weights_for_residual_and_levels_for_discrete():
+    from joulegym.evaluation.emrf import front_through_env
+
+    residual = front_through_env("joulegym/EMRFResidual-apu-m2-v0", [0], etas=[0.0, 1.0])
+    weights = front_through_env("joulegym/EMRF-apu-m2-v0", [0], etas=[0.0, 1.0])
+    pd.testing.assert_frame_equal(residual, weights)
+    discrete = front_through_env("joulegym/EMRFKnobDiscrete-apu-m2-v0", [0], env_kwargs={"knob_levels": 5})
+    assert discrete["eta"].tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert np.all(np.diff(discrete["mean_efficiency"]) < 0)
+
+
 def test_reproduce_tables_match_spec():
     t8 = fig8_table().set_index("n")
     assert t8.loc[5, "EMRF-0.1"] == pytest.approx(320.7, abs=0.05)
@@ -40,7 +51,11 @@ def test_evaluate_cli_front_and_reproduce(tmp_path):
     rc = main(["--env", "joulegym/EMRF-apu-m2-v0", "--policies", "emrf,drf,wfq,static-partition,max-utilisation",
                "--seeds", "2", "--out", str(out)])
     assert rc == 0
-    assert (out / "emrf_front_EMRF-apu-m2.png").stat().st_size > 0
+    assert (out / "emrf_front_EMRF-apu-m2.png").stat().st_size > 10_000
+    # the front is run through the env: on M2 it is Fig. 7's line, E = (342.86 - 114.29 eta) / 504, Δ = 2 (1 - eta)
+    front = pd.read_csv(out / "emrf_front_EMRF-apu-m2.csv")
+    np.testing.assert_allclose(front["mean_efficiency"], (2400 / 7 - 800 / 7 * front["eta"]) / 504, rtol=1e-9)
+    np.testing.assert_allclose(front["soft_fairness"], 2 * (1 - front["eta"]), atol=1e-9)
     episodes = pd.read_csv(out / "episodes.csv")
     means = episodes.groupby("policy")["throughput_gflops"].mean()
     assert means["emrf"] >= means["drf"] >= means["wfq"]

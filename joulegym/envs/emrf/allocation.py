@@ -21,30 +21,47 @@ function                              paper
 :func:`envy_pairs`                    Eq. (2) with mu of Eq. (19) in min-form (Theorem 3 is false,
                                       spec §2.3: counted, never assumed)
 :func:`pareto_efficient`              every user needs some saturated device (Leontief PE)
+:func:`algorithm1_allocate`           Alg. 1 lines 3-9 (§V-C): discrete kernel slices by lowest F_i/F*_i
+                                      (per-device check, skip-and-continue or ``strict_stop``)
 ====================================  ===========================================================
 
-**The efficiency LP.** With ``x_g`` the GFLOPS of a group g of users with equal xi (Eq. (17) makes
-F'_i/S_i equal inside a group), the LP is ``max sum x_g`` s.t. ``sum x_g xi_g <= A`` and
-``sum x_g (1 - xi_g) <= B`` (A, B = C'). Since xi^cpu + xi^gpu = 1 its optimum is exact in closed form:
-``A + B`` when ``r = A / (A + B)`` lies in ``[min xi_g, max xi_g]`` (both devices saturate), else all
-residual capacity goes to the group closest to r (unique optimum). The optimum is often a face, not a
-point (spec §8 row 2); two tie-breaks are offered:
+**The efficiency LP.** With ``z_g`` the level F'_i/S_i of a group g of users with equal xi (Eq. (17)
+makes it common to the group), the LP of Eqs. (15)-(16) is ``max sum_g s_g z_g`` s.t. ``sum_g s_g z_g xi_g
+<= A`` and ``sum_g s_g z_g (1 - xi_g) <= B`` (``s_g = sum_{i in g} S_i``; A, B = C'). Its optimum is
+often a face, not a point (spec §8 row 2); two tie-breaks are offered:
 
-- ``"lexmaxmin"`` (default, spec §3.1 step 6): lexicographic max-min of F_i/S_i on the optimal face.
-  In closed form: every group gets the same level ``t*`` except the one group at the opposite end of
-  xi from the equal-share imbalance ``E = sum_g s_g (xi_g - r)``, which absorbs the rest;
-  ``t* = -e_min T / (E - e_min S)`` (E > 0) or ``e_max T / (e_max S - E)`` (E < 0), ``T = A + B``,
-  ``e = xi - r``, ``S = sum S_i``. The spec's iterative HiGHS procedure is :func:`emrf_allocate` with
-  ``solver="highs"``; the tests check that both agree on random instances.
+- ``"lexmaxmin"`` (default, spec §3.1 step 6): the lexicographic max-min of F_i/S_i on the optimal face.
 - ``"vertex"``: the vertex scipy's HiGHS returns for the per-group LP (the paper used GLPK, whose
   vertex is implementation-dependent; this is the parity option, not a unique answer).
 
+**Two solvers, one answer.** :func:`emrf_allocate` solves the LP with scipy's HiGHS
+(``linprog(method="highs")``; ``solver="highs"``, the default, as issue #3 asks): for lexmaxmin, LP1
+and then the sequential max-min LPs on the optimal face (:func:`_highs_lexmaxmin_levels`, at most
+n + 1 LPs, ~1 ms each). The env cannot afford that per step (the 5,000 steps/s target), so it calls
+the cached pure-Python core (:func:`emrf_core`, ``solver="closed-form"``, a few microseconds), which
+solves the same LP exactly. Since xi^cpu + xi^gpu = 1 the objective is the total GFLOPS used
+(``A + B`` at most), so, with ``r = A / (A + B)``:
+
+- ``r`` in ``[min xi_g, max xi_g]``: both devices saturate on the whole optimal face. Lexmaxmin gives
+  every group the same level ``t*`` except the one group at the opposite end of xi from the
+  equal-share imbalance ``E = sum_g s_g (xi_g - r)``, which absorbs the rest:
+  ``t* = -e_min T / (E - e_min S)`` (E > 0) or ``e_max T / (e_max S - E)`` (E < 0), ``T = A + B``,
+  ``e = xi - r``, ``S = sum S_i`` (maximising t with z_g = t + y_g, y >= 0, puts all of y on the
+  extreme group: any other group corrects the imbalance at a worse rate, so t* and the point are unique).
+- ``r < min xi_g`` (``r > max xi_g``): every group is CPU- (GPU-) bound first; the optimum is unique:
+  all of C'_cpu (C'_gpu) to the group with the least CPU (GPU) need.
+
+``tests/emrf/test_properties.py::test_closed_form_equals_highs`` checks on random instances (xi on a
+1/1000 grid: 0, 1, equal and near-equal values) that both give the same F (lexmaxmin) and that the
+closed form's total equals HiGHS's LP optimum; the env's solver is the ``lp_solver`` config key.
+
 A failed HiGHS solve raises :class:`EMRFSolverError`; no zero allocation is ever returned silently.
-The env calls the cached pure-Python core (:func:`emrf_core`), a few microseconds per distinct input.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -52,10 +69,12 @@ from functools import lru_cache
 import numpy as np
 
 TIE_BREAKS = ("lexmaxmin", "vertex")
-SOLVERS = ("closed-form", "highs")
+SOLVERS = ("highs", "closed-form")  # emrf_allocate default first; the env uses closed-form
 XI_GROUP_TOL = 1e-9  # spec §3.1 step 5: users with |xi_i - xi_j| < 1e-9 share constraint (17)
 RESIDUAL_ZERO_RTOL = 1e-12  # C'_d below this fraction of C_d is floating-point noise: clamp to 0 (spec §3.1 step 4)
 CHECK_RTOL = 1e-9  # relative slack of the diagnostics (saturation, SI, envy) against round-off
+FILL_RTOL = 1e-12  # Algorithm 1's per-device check: a slice "fits" up to this relative round-off
+DUAL_RTOL = 1e-9  # a HiGHS dual / reduced cost above this (relative to the largest dual) counts as positive
 CACHE_SIZE = 65_536  # distinct (capacities, xi, weights, eta, tie-break) inputs kept by the core caches
 
 
@@ -110,10 +129,13 @@ def basics(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float, ..
 
 
 def residual_core(c_cpu: float, c_gpu: float, xi, fmax, eta: float) -> tuple[float, float]:
-    used_cpu = eta * sum(f * x for f, x in zip(fmax, xi))
-    used_gpu = eta * sum(f * (1.0 - x) for f, x in zip(fmax, xi))
-    a = c_cpu - used_cpu
-    b = c_gpu - used_gpu
+    """C' = C - eta sum_k F_k^max xi_k (clamped at 0) for a validated instance."""
+    used_cpu = used_gpu = 0.0
+    for f, x in zip(fmax, xi):
+        used_cpu += f * x
+        used_gpu += f * (1.0 - x)
+    a = c_cpu - eta * used_cpu
+    b = c_gpu - eta * used_gpu
     a = 0.0 if a <= RESIDUAL_ZERO_RTOL * c_cpu else a
     b = 0.0 if b <= RESIDUAL_ZERO_RTOL * c_gpu else b
     return a, b
@@ -121,7 +143,7 @@ def residual_core(c_cpu: float, c_gpu: float, xi, fmax, eta: float) -> tuple[flo
 
 def _groups(xi: tuple[float, ...]) -> list[list[int]]:
     """Users with equal xi (|diff| < XI_GROUP_TOL), groups in increasing xi (Eq. (17))."""
-    order = sorted(range(len(xi)), key=lambda i: (xi[i], i))
+    order = sorted(range(len(xi)), key=xi.__getitem__)  # stable: equal xi keep index order
     groups: list[list[int]] = []
     for i in order:
         if groups and xi[i] - xi[groups[-1][0]] < XI_GROUP_TOL:
@@ -164,16 +186,22 @@ def _closed_form_group_levels(a: float, b: float, gxi: list[float], gs: list[flo
     return z
 
 
-def _highs_vertex_levels(a: float, b: float, gxi: list[float], gs: list[float]) -> list[float]:
-    """z_g of the vertex HiGHS returns for the per-group LP (variables x_g = group GFLOPS)."""
+def _linprog(what: str, c, a_ub=None, b_ub=None, a_eq=None, b_eq=None, bounds=None):
+    """scipy HiGHS; :class:`EMRFSolverError` (never a zero allocation) when it does not return an optimum."""
     from scipy.optimize import linprog
 
+    res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    _check_result(res, what)
+    return res
+
+
+def _highs_vertex_levels(a: float, b: float, gxi: list[float], gs: list[float]) -> list[float]:
+    """z_g of the vertex HiGHS returns for the per-group LP (variables x_g = group GFLOPS)."""
     n = len(gxi)
     if a + b <= 0.0:
         return [0.0] * n
     a_ub = np.array([gxi, [1.0 - x for x in gxi]])
-    res = linprog(-np.ones(n), A_ub=a_ub, b_ub=[a, b], bounds=[(0, None)] * n, method="highs")
-    _check_result(res, "efficiency LP")
+    res = _linprog("efficiency LP", -np.ones(n), a_ub, [a, b], bounds=[(0, None)] * n)
     return [max(float(x), 0.0) / s for x, s in zip(res.x, gs)]
 
 
@@ -184,60 +212,60 @@ def _check_result(res, what: str) -> None:
         )
 
 
-def _highs_lexmaxmin_levels(a: float, b: float, gxi: list[float], gs: list[float]) -> list[float]:
-    """The spec §3.1 step-6 procedure with HiGHS: iterated max-min on the optimal face."""
-    from scipy.optimize import linprog
+def _marginals(res, field: str, what: str) -> np.ndarray:
+    """HiGHS's duals (``ineqlin``) or reduced costs (``lower``); EMRFSolverError if it returned none."""
+    values = getattr(getattr(res, field, None), "marginals", None)
+    if values is None or not np.all(np.isfinite(values)):
+        raise EMRFSolverError(f"HiGHS returned no usable {field} duals for the EMRF {what}: {values!r}")
+    return np.asarray(values, dtype=float)
 
+
+def _highs_lexmaxmin_levels(a: float, b: float, gxi: list[float], gs: list[float]) -> list[float]:
+    """Lexicographic max-min z_g on the LP's optimal face (spec §3.1 step 6), every LP solved by HiGHS.
+
+    1. LP1 (Eqs. (15)-(16) in z, Eq. (17) built in): its optimum and HiGHS's duals. By complementary
+       slackness the optimal face is *exactly* {z feasible : capacity rows with a positive dual are
+       tight, groups with a positive reduced cost are 0} (for any one optimal dual). The spec's
+       "objective >= OPT (1 - 1e-9)" is not used: near-equal xi (0 vs 0.001) amplify that slack ~1000x
+       into 1e-4-relative errors in z.
+    2. Sequential max-min: maximise t s.t. z_g >= t for the free groups, the fixed ones at their level;
+       the groups whose row z_g >= t has a positive dual are blocked at t* in every optimum and are
+       fixed there (the duals sum to 1, so at least one is fixed per stage: <= n + 1 LPs in all).
+    """
     n = len(gxi)
     if a + b <= 0.0:
         return [0.0] * n
     cpu_row = [s * x for s, x in zip(gs, gxi)]
     gpu_row = [s * (1.0 - x) for s, x in zip(gs, gxi)]
-    res = linprog(-np.array(gs), A_ub=np.array([cpu_row, gpu_row]), b_ub=[a, b], bounds=[(0, None)] * n,
-                  method="highs")
-    _check_result(res, "efficiency LP")
-    opt = -float(res.fun)
-    # "cannot exceed t*" is judged with a tolerance well above the 1e-9 objective slack's effect on z
-    eps = 1e-6 * max(opt / sum(gs), 1e-12)
-    fixed: dict[int, tuple[float, float]] = {}  # group -> (low, high): its level, within the tolerance
-    # variables (z_0..z_{n-1}, t); base rows: capacities and sum s_g z_g >= opt (1 - 1e-9)
-    base_rows = [[*cpu_row, 0.0], [*gpu_row, 0.0], [*(-s for s in gs), 0.0]]
-    base_rhs = [a, b, -opt * (1.0 - 1e-9)]  # spec §3.1 step 6: objective >= OPT (1 - 1e-9)
+    res = _linprog("efficiency LP", -np.array(gs), np.array([cpu_row, gpu_row]), [a, b], bounds=[(0, None)] * n)
+    duals = -_marginals(res, "ineqlin", "efficiency LP")  # y >= 0: d objective / d capacity
+    reduced = _marginals(res, "lower", "efficiency LP")  # >= 0 for a minimisation
+    dual_tol = DUAL_RTOL * max(1.0, float(np.max(np.abs(duals))))
+    tight = [bool(duals[d] > dual_tol) for d in range(2)]
+    fixed: dict[int, float] = {g: 0.0 for g in range(n) if reduced[g] > dual_tol * gs[g]}
+    rows = [[*cpu_row, 0.0], [*gpu_row, 0.0]]  # variables (z_0 .. z_{n-1}, t)
+    eq = [r for r, is_tight in zip(rows, tight) if is_tight]
+    eq_rhs = [c for c, is_tight in zip((a, b), tight) if is_tight]
+    ub = [r for r, is_tight in zip(rows, tight) if not is_tight]
+    ub_rhs = [c for c, is_tight in zip((a, b), tight) if not is_tight]
+    objective = [0.0] * n + [-1.0]
     while len(fixed) < n:
         free = [g for g in range(n) if g not in fixed]
-        rows = list(base_rows)
-        rhs = list(base_rhs)
+        level_rows = []
         for g in free:  # t - z_g <= 0
             row = [0.0] * (n + 1)
             row[g] = -1.0
             row[n] = 1.0
-            rows.append(row)
-            rhs.append(0.0)
-        bounds = [fixed.get(g, (0.0, None)) for g in range(n)] + [(0.0, None)]
-        c = [0.0] * n + [-1.0]
-        res = linprog(c, A_ub=np.array(rows), b_ub=rhs, bounds=bounds, method="highs")
-        _check_result(res, "lexmaxmin LP")
+            level_rows.append(row)
+        bounds = [(fixed[g], fixed[g]) if g in fixed else (0.0, None) for g in range(n)] + [(0.0, None)]
+        res = _linprog("lexmaxmin LP", objective, np.array(ub + level_rows), ub_rhs + [0.0] * len(free),
+                       np.array(eq) if eq else None, eq_rhs or None, bounds)
         t_star = float(res.x[n])
-        low = max(t_star - eps, 0.0)
-        bounds_t = [*bounds[:n], (low, low)]
-        newly, highest = [], {}
-        for g in free:
-            c = [0.0] * (n + 1)
-            c[g] = -1.0
-            res = linprog(c, A_ub=np.array(rows), b_ub=rhs, bounds=bounds_t, method="highs")
-            _check_result(res, "lexmaxmin LP")
-            highest[g] = float(res.x[g])
-            if highest[g] <= t_star + eps:
-                newly.append(g)
-        # in exact arithmetic some free group is always blocked at t*; under round-off fix the most blocked
-        # one (the spec's "fix all free" fallback would freeze groups that can still rise)
-        for g in newly or [min(free, key=highest.__getitem__)]:
-            fixed[g] = (low, t_star + eps)
-    # the levels: the best objective within the fixed intervals
-    res = linprog(-np.array(gs), A_ub=np.array([cpu_row, gpu_row]), b_ub=[a, b],
-                  bounds=[fixed[g] for g in range(n)], method="highs")
-    _check_result(res, "lexmaxmin LP")
-    return [max(float(z), 0.0) for z in res.x]
+        level_duals = -_marginals(res, "ineqlin", "lexmaxmin LP")[len(ub):]
+        blocked = [g for g, y in zip(free, level_duals) if y > DUAL_RTOL]
+        for g in blocked or [free[int(np.argmax(level_duals))]]:
+            fixed[g] = max(t_star, 0.0)
+    return [fixed[g] for g in range(n)]
 
 
 @lru_cache(maxsize=CACHE_SIZE)
@@ -255,6 +283,9 @@ def emrf_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float,
         levels = _highs_lexmaxmin_levels(a, b, gxi, gs)
     else:
         levels = _closed_form_group_levels(a, b, gxi, gs)
+        if not all(math.isfinite(z) and z >= 0.0 for z in levels):  # cannot happen for a validated instance
+            raise EMRFSolverError(f"the closed-form efficiency LP (Eqs. (15)-(17)) gave levels {levels} "
+                                  f"for C' = ({a}, {b}), xi = {gxi}; use solver='highs'")
     alloc = [0.0] * len(xi)
     for g, members in enumerate(groups):
         for i in members:
@@ -265,11 +296,17 @@ def emrf_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float,
 def delta_bound_core(c_cpu: float, c_gpu: float, xi, w, eta: float) -> float:
     """Theorem 1 corrected: max_i (W/w_i) m_i min_{d: xi_i^d > 0} C'_d / xi_i^d."""
     m, _, fmax, _, total_w = basics(c_cpu, c_gpu, xi, w)
-    a, b = residual_core(c_cpu, c_gpu, xi, fmax, eta)
+    return delta_bound_from_residual(xi, w, m, total_w, *residual_core(c_cpu, c_gpu, xi, fmax, eta))
+
+
+def delta_bound_from_residual(xi, w, m, total_w: float, a: float, b: float) -> float:
+    """:func:`delta_bound_core` given ``m``, ``W`` (:func:`basics`) and ``C' = (a, b)``."""
     best = 0.0
     for x, wi, mi in zip(xi, w, m):
-        lim = min(a / x if x > 0 else np.inf, b / (1.0 - x) if x < 1 else np.inf)
-        best = max(best, (total_w / wi) * mi * lim)
+        lim = min(a / x if x > 0 else math.inf, b / (1.0 - x) if x < 1 else math.inf)
+        value = (total_w / wi) * mi * lim
+        if value > best:
+            best = value
     return float(best)
 
 
@@ -298,6 +335,36 @@ def drf_allocate(capacities, xi_cpu, weights) -> np.ndarray:
     return np.array(basics(*_key(capacities, xi_cpu, weights))[2])
 
 
+@lru_cache(maxsize=CACHE_SIZE)
+def drf_progressive_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float, ...]) -> tuple[float, ...]:
+    """:func:`drf_progressive_allocate` for a validated instance (pure Python, cached; what the env calls)."""
+    m = basics(c_cpu, c_gpu, xi, w)[0]
+    speed = [wi / mi for wi, mi in zip(w, m)]  # dF_i / d(level): equal weighted dominant shares
+    alloc = [0.0] * len(xi)
+    used_cpu = used_gpu = 0.0
+    growing = list(range(len(xi)))
+    while growing:
+        rate_cpu = sum(speed[i] * xi[i] for i in growing)
+        rate_gpu = sum(speed[i] * (1.0 - xi[i]) for i in growing)
+        steps = []
+        if rate_cpu > 0:
+            steps.append((c_cpu - used_cpu) / rate_cpu)
+        if rate_gpu > 0:
+            steps.append((c_gpu - used_gpu) / rate_gpu)
+        if not steps:
+            break
+        step = max(min(steps), 0.0)
+        for i in growing:
+            alloc[i] += step * speed[i]
+        used_cpu += step * rate_cpu
+        used_gpu += step * rate_gpu
+        cpu_full = used_cpu >= c_cpu * (1 - 1e-12)
+        gpu_full = used_gpu >= c_gpu * (1 - 1e-12)
+        # a user stops when a device it needs is full (each pass fills a device, so <= 2 passes)
+        growing = [i for i in growing if not ((cpu_full and xi[i] > 0) or (gpu_full and xi[i] < 1))]
+    return tuple(alloc)
+
+
 def drf_progressive_allocate(capacities, xi_cpu, weights) -> np.ndarray:
     """Ghodsi-style DRF by progressive filling (spec §3.3 "DRF-PF", an extension; not the paper's DRF).
 
@@ -305,26 +372,7 @@ def drf_progressive_allocate(capacities, xi_cpu, weights) -> np.ndarray:
     saturates, the users needing it stop and the others keep filling until no one can grow. Unlike
     Eq. (8) it is Pareto efficient; under the lexmaxmin tie-break it equals EMRF(eta = 1).
     """
-    c, xi, w = as_instance(capacities, xi_cpu, weights)
-    cap = [float(c[0]), float(c[1])]
-    need = [[x > 0 for x in xi.tolist()], [x < 1 for x in xi.tolist()]]
-    speed = (w / np.maximum(xi / c[0], (1.0 - xi) / c[1])).tolist()  # dF_i / d(level)
-    alloc = [0.0] * xi.size
-    used = [0.0, 0.0]
-    growing = set(range(xi.size))
-    while growing:
-        rates = [sum(speed[i] * (xi[i] if d == 0 else 1.0 - xi[i]) for i in growing) for d in (0, 1)]
-        steps = [(cap[d] - used[d]) / rates[d] for d in (0, 1) if rates[d] > 0]
-        if not steps:
-            break
-        step = max(min(steps), 0.0)
-        for i in growing:
-            alloc[i] += step * speed[i]
-        for d in (0, 1):
-            used[d] += step * rates[d]
-        full = [d for d in (0, 1) if used[d] >= cap[d] * (1 - 1e-12)]
-        growing = {i for i in growing if not any(need[d][i] for d in full)}
-    return np.array(alloc)
+    return np.array(drf_progressive_core(*_key(capacities, xi_cpu, weights)))
 
 
 def sharing_incentive_eta(capacities, xi_cpu, weights) -> float:
@@ -349,12 +397,13 @@ def residual_capacity(capacities, xi_cpu, weights, eta: float) -> np.ndarray:
 
 
 def emrf_allocate(capacities, xi_cpu, weights, eta: float, tie_break: str = "lexmaxmin",
-                  solver: str = "closed-form") -> np.ndarray:
+                  solver: str = "highs") -> np.ndarray:
     """EMRF (Eq. (10)): F_i = eta F_i^max + F'_i with F' the efficiency LP of Eqs. (15)-(17).
 
     :param tie_break: ``"lexmaxmin"`` (default; unique) or ``"vertex"`` (HiGHS's vertex, paper parity).
-    :param solver: for ``lexmaxmin``: ``"closed-form"`` (default, exact) or ``"highs"`` (spec §3.1's
-        iterated LPs with scipy HiGHS). ``vertex`` always uses HiGHS.
+    :param solver: ``"highs"`` (default: scipy ``linprog(method="highs")``, spec §3.1) or
+        ``"closed-form"`` (the env's exact pure-Python solution of the same LP, lexmaxmin only; see the
+        module docstring). ``vertex`` always uses HiGHS.
     :raises EMRFSolverError: HiGHS could not solve the LP.
     """
     eta = check_eta(eta)
@@ -381,7 +430,7 @@ class EMRFSolution:
 
 
 def emrf_solve(capacities, xi_cpu, weights, eta: float, tie_break: str = "lexmaxmin",
-               solver: str = "closed-form") -> EMRFSolution:
+               solver: str = "highs") -> EMRFSolution:
     """:func:`emrf_allocate` with its intermediates (S, F^max, C', F', delta)."""
     alloc = emrf_allocate(capacities, xi_cpu, weights, eta, tie_break, solver)
     key = _key(capacities, xi_cpu, weights)
@@ -400,6 +449,56 @@ def delta_bound(capacities, xi_cpu, weights, eta: float) -> float:
     The paper's typeset form gives 0.28125 on Example 1 (eta = 0.5); this form gives its printed 1.125.
     """
     return delta_bound_core(*_key(capacities, xi_cpu, weights), check_eta(eta))
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def algorithm1_fill_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], omega: tuple[float, ...],
+                         task_gflop: float, strict_stop: bool = False) -> tuple[float, ...]:
+    """:func:`algorithm1_allocate` for a validated instance (pure Python, cached)."""
+    n = len(xi)
+    alloc = [0.0] * n
+    heap = [(0.0, i) for i in range(n) if omega[i] > 0.0]  # (F_i / omega_i, i): ties -> lowest index
+    heapq.heapify(heap)
+    used_cpu = used_gpu = 0.0
+    cap_cpu, cap_gpu = c_cpu * (1.0 + FILL_RTOL), c_gpu * (1.0 + FILL_RTOL)
+    while heap:
+        _, i = heapq.heappop(heap)  # line 4: the user with the lowest normalized share F_i / F_i^*
+        need_cpu, need_gpu = task_gflop * xi[i], task_gflop * (1.0 - xi[i])  # line 5: its next task
+        if used_cpu + need_cpu <= cap_cpu and used_gpu + need_gpu <= cap_gpu:  # line 6, per device
+            alloc[i] += task_gflop  # line 7
+            used_cpu += need_cpu
+            used_gpu += need_gpu
+            heapq.heappush(heap, (alloc[i] / omega[i], i))
+        elif strict_stop:  # line 9 as printed: "the system is full and the allocation stops"
+            break
+        # else: user i is blocked; the others continue (spec §3.2 default, skip-and-continue)
+    return tuple(alloc)
+
+
+def algorithm1_allocate(capacities, xi_cpu, omega, task_gflop: float, strict_stop: bool = False) -> np.ndarray:
+    """Algorithm 1 lines 3-9 (§V-C), the paper-like discrete scheduler (spec §3.2 "discrete" option).
+
+    The allocations ``omega`` (e.g. EMRF's F*) are relative weights (line 3); kernel slices of
+    ``task_gflop`` GFLOPS go one at a time to the user with the lowest F_i / omega_i (line 4, ties to
+    the lowest index). Line 6 (``F_i + D <= C_cpu + C_gpu``) is not a feasibility check; the slice must
+    fit on every device it uses (spec §3.2 fix). A slice that does not fit blocks that user and the
+    others continue (spec default), or stops everything (``strict_stop``, line 9 as printed, which can
+    leave a device idle). Users with omega_i = 0 get nothing. As ``task_gflop`` -> 0 with omega = F*
+    saturating a device this tends to the fluid limit F = omega t* the env uses by default, except that
+    users who need no saturated device keep receiving slices (skip-and-continue).
+    """
+    c, xi, _ = as_instance(capacities, xi_cpu, np.ones(np.size(xi_cpu)))
+    w = np.asarray(omega, dtype=float).ravel()
+    if w.size != xi.size or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"omega must be one finite number >= 0 per user ({xi.size}), got {omega!r}")
+    try:
+        task = float(task_gflop)
+    except (TypeError, ValueError):
+        task = math.nan
+    if not (math.isfinite(task) and task > 0):
+        raise ValueError(f"task_gflop must be a finite number > 0 (GFLOPS per kernel slice), got {task_gflop!r}")
+    return np.array(algorithm1_fill_core(float(c[0]), float(c[1]), tuple(xi.tolist()), tuple(w.tolist()), task,
+                                         bool(strict_stop)))
 
 
 def soft_fairness_degree(allocation, fair_shares) -> float:
@@ -488,6 +587,8 @@ __all__ = [
     "TIE_BREAKS",
     "EMRFSolution",
     "EMRFSolverError",
+    "algorithm1_allocate",
+    "algorithm1_fill_core",
     "as_instance",
     "check_eta",
     "delta_bound",
@@ -495,6 +596,7 @@ __all__ = [
     "dominant_coefficients",
     "drf_allocate",
     "drf_progressive_allocate",
+    "drf_progressive_core",
     "emrf_allocate",
     "emrf_solve",
     "envy_free_violations",

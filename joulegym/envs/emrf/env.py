@@ -21,6 +21,8 @@ Action modes        ``action_mode`` config key; each also has its own id (kind):
 
                     On an event inside the window (completion, departure, xi phase switch) the same
                     ω is re-scaled over the remaining users (knob modes re-solve EMRF at the same η).
+                    With ``task_gflop`` set, every allocation goes through Alg. 1's discrete
+                    scheduler (kernel slices by lowest F_i/F*_i) instead of its fluid limit.
 Observation         ``Box(0, 1, (10 max_users + 7,), float32)``; GFLOPS over C_tot = C_cpu + C_gpu.
                     Per slot: active, xi_hat, w/W, S/C_tot, F^max/C_tot, F^solo/C_tot, remaining
                     fraction of the current job, jobs left (fraction), last F/C_tot, last
@@ -40,8 +42,10 @@ Info                ``metrics`` (cumulative paper metrics), ``reward_vector``, `
                     slot at the window start), ``delivered`` (mean GFLOPS per slot over the window),
                     ``utilisation`` / ``U_cpu`` / ``U_gpu``, ``soft_fairness`` (Δ), ``delta_bound``
                     (δ(η_target), Theorem 1 corrected), ``si_violations`` (users with F_i < S_i),
-                    ``ef_violations`` (envious pairs), ``reference_allocations`` (what EMRF(η_target),
-                    DRF, WFQ and the static partition would allocate now; tuples per slot),
+                    ``ef_violations`` (envious pairs), ``reference_allocations`` (what each reference
+                    policy would allocate now: ``emrf`` (η_target), ``drf``, ``drf-progressive``,
+                    ``wfq``, ``static-partition`` (S scaled until a device saturates),
+                    ``max-utilisation`` (EMRF at η = 0); and ``fair-share`` S; tuples per slot),
                     ``scheduler_inputs`` (exact inputs for reference policies; tuples per slot),
                     ``eta`` (η used), ``action_mask`` (discrete).
 ==================  ==========================================================================
@@ -53,6 +57,7 @@ the spec's "NaN is clipped" is not followed, for consistency with the other fami
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -69,9 +74,12 @@ from joulegym.envs.base import (
     validated_discrete_action,
 )
 from joulegym.envs.emrf.allocation import (
+    SOLVERS,
     TIE_BREAKS,
+    algorithm1_fill_core,
     basics,
-    delta_bound_core,
+    delta_bound_from_residual,
+    drf_progressive_core,
     emrf_core,
     residual_core,
 )
@@ -84,9 +92,51 @@ REWARD_MODES = ("floor", "scalarized", "vector")
 MODE_KIND = {"weights": "EMRF", "residual_weights": "EMRFResidual", "knob": "EMRFKnob",
              "knob_discrete": "EMRFKnobDiscrete"}
 SLOT_FEATURES = 10
+REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "max-utilisation", "fair-share")
 GLOBAL_FEATURES = 7
 APP_KEYS = ("app", "name", "xi_cpu", "weight", "jobs", "job_gflop", "arrival", "arrival_rate", "job_sigma")
 RANDOM_KEYS = ("n_users", "apps", "weights", "xi_jitter", "job_sigma", "arrival_rate", "initial_jobs")
+
+
+def _spread(active: tuple[int, ...], values, n: int) -> tuple[float, ...]:
+    """Per-active-user ``values`` as a per-slot tuple of length ``n`` (0 for the other slots)."""
+    out = [0.0] * n
+    for k, i in enumerate(active):
+        out[i] = values[k]
+    return tuple(out)
+
+
+class ReferenceAllocations(Mapping):
+    """``info["reference_allocations"]``: what each reference policy would allocate now, per slot.
+
+    ``max-utilisation`` (one more EMRF solve) and ``drf-progressive`` are computed on first access (most
+    training loops never read them) and then kept; the object holds plain data, so it pickles (vector envs).
+    """
+
+    __slots__ = ("_active", "_inst", "_n", "_solver", "_tie_break", "_values")
+
+    def __init__(self, values: dict[str, tuple[float, ...]], inst, active: tuple[int, ...], n: int,
+                 tie_break: str, solver: str) -> None:
+        self._values, self._inst, self._active, self._n = values, inst, active, n
+        self._tie_break, self._solver = tie_break, solver
+
+    def __getitem__(self, key: str) -> tuple[float, ...]:
+        value = self._values.get(key)
+        if value is None:
+            if key == "max-utilisation":
+                alloc = emrf_core(*self._inst, 0.0, self._tie_break, self._solver)[0] if self._active else ()
+            elif key == "drf-progressive":
+                alloc = drf_progressive_core(*self._inst) if self._active else ()
+            else:
+                raise KeyError(key)
+            value = self._values[key] = _spread(self._active, alloc, self._n)
+        return value
+
+    def __iter__(self):
+        return iter(REFERENCE_KEYS)
+
+    def __len__(self) -> int:
+        return len(REFERENCE_KEYS)
 
 
 class _Derived:
@@ -99,14 +149,23 @@ class _Derived:
         self.m, self.share, self.fmax, _, self.total_w = basics(*inst)
         w = inst[3]
         self.norm = sum(w) / min(w)
-        self.bound = delta_bound_core(*inst, env.eta_target)
-        emrf = emrf_core(*inst, env.eta_target, env.config["tie_break"])[0]
+        tie_break, solver = env.config["tie_break"], env.config["lp_solver"]
         xi = inst[2]
-        t = 1.0 / max(sum(wk * x for wk, x in zip(w, xi)) / inst[0],
-                      sum(wk * (1.0 - x) for wk, x in zip(w, xi)) / inst[1])
-        self.refs = {"emrf": tuple(env._spread(active, emrf)), "drf": tuple(env._spread(active, self.fmax)),
-                     "wfq": tuple(env._spread(active, [wk * t for wk in w])),
-                     "static-partition": tuple(env._spread(active, self.share))}
+        n = env.max_users
+
+        def saturating(omega) -> list[float]:  # omega scaled until the first device saturates (weights mode)
+            t = 1.0 / max(sum(o * x for o, x in zip(omega, xi)) / inst[0],
+                          sum(o * (1.0 - x) for o, x in zip(omega, xi)) / inst[1])
+            return [o * t for o in omega]
+
+        emrf, c_res_cpu, c_res_gpu = emrf_core(*inst, env.eta_target, tie_break, solver)
+        self.bound = delta_bound_from_residual(xi, w, self.m, self.total_w, c_res_cpu, c_res_gpu)
+        # what each reference policy would allocate now (baselines.emrf), and the fair shares S
+        self.refs = ReferenceAllocations({
+            "emrf": _spread(active, emrf, n), "drf": _spread(active, self.fmax, n),
+            "wfq": _spread(active, saturating(w), n), "static-partition": _spread(active, saturating(self.share), n),
+            "fair-share": _spread(active, self.share, n),
+        }, inst, active, n, tie_break, solver)
         ctot = env.c_tot
         # observation features 0-5 of each active slot: active, xi_hat, w/W, S/C_tot, F^max/C_tot, F^solo/C_tot
         self.slot_static = [[1.0, x, wk / self.total_w, s / ctot, f / ctot, 1.0 / mk / ctot]
@@ -148,6 +207,9 @@ class EMRFEnv(JoulegymEnv):
         eta           η_target in [0, 1] (fairness floor and the reference EMRF's knob)
         eta_choices   ``None`` or a list: η_target drawn per episode
         tie_break     EMRF's LP tie-break (``lexmaxmin`` | ``vertex``) for knob modes/info
+        lp_solver     ``closed-form`` (default: the exact closed-form solution of the LP, a few
+                      microseconds) | ``highs`` (scipy HiGHS, ~2 ms per new instance); both give
+                      the same allocation (``allocation`` module docstring). ``vertex`` is HiGHS.
         action_mode   ``weights`` | ``residual_weights`` | ``knob`` | ``knob_discrete``
         reward        ``floor`` | ``scalarized`` | ``vector``
         lam           λ of the floor reward (spec §7: 50)
@@ -158,6 +220,10 @@ class EMRFEnv(JoulegymEnv):
         xi_noise      std of the measurement noise on co-run apps' xi_hat
         phase_delta   ``None`` or δξ: co-run apps' xi alternates with xi + δξ every 20-40 s
         knob_levels   η levels of ``knob_discrete`` (11: steps of 0.1)
+        task_gflop    ``None`` (Alg. 1's fluid limit, spec §3.2 default) or the GFLOPS of one kernel
+                      slice of Alg. 1's discrete scheduler (lines 4-9), fed with the fluid F as F*
+        strict_stop   with ``task_gflop``: stop at the first slice that does not fit (line 9 as
+                      printed) instead of skipping that user and continuing (spec default)
         solo_seconds  default job size = solo_seconds x F_solo GFLOP (spec §8 row 10)
         ============  =====================================================================
         """
@@ -170,6 +236,7 @@ class EMRFEnv(JoulegymEnv):
             "eta": 0.1,
             "eta_choices": [0.1, 0.5, 0.8],
             "tie_break": "lexmaxmin",
+            "lp_solver": "closed-form",
             "action_mode": cls.default_action_mode,
             "reward": "floor",
             "lam": 50.0,
@@ -180,6 +247,8 @@ class EMRFEnv(JoulegymEnv):
             "xi_noise": 0.0,
             "phase_delta": None,
             "knob_levels": 11,
+            "task_gflop": None,
+            "strict_stop": False,
             "solo_seconds": DEFAULT_SOLO_SECONDS,
         }
 
@@ -220,6 +289,7 @@ class EMRFEnv(JoulegymEnv):
         check_choice("action_mode", cfg["action_mode"], ACTION_MODES)
         check_choice("reward", cfg["reward"], REWARD_MODES)
         check_choice("tie_break", cfg["tie_break"], TIE_BREAKS)
+        check_choice("lp_solver", cfg["lp_solver"], SOLVERS)
         cfg["eta"] = check_unit_interval("eta", cfg["eta"])
         if cfg["eta_choices"] is not None:
             if not cfg["eta_choices"]:
@@ -230,6 +300,10 @@ class EMRFEnv(JoulegymEnv):
         cfg["window_s"] = check_positive("window_s", cfg["window_s"])
         cfg["solo_seconds"] = check_positive("solo_seconds", cfg["solo_seconds"])
         cfg["xi_noise"] = check_positive("xi_noise", cfg["xi_noise"], allow_zero=True)
+        if cfg["task_gflop"] is not None:
+            cfg["task_gflop"] = check_positive("task_gflop", cfg["task_gflop"])
+        if not isinstance(cfg["strict_stop"], bool):
+            raise ValueError(f"strict_stop must be True or False, got {cfg['strict_stop']!r}")
         if cfg["phase_delta"] is not None:
             cfg["phase_delta"] = check_unit_interval("phase_delta", cfg["phase_delta"])
         for key, least in (("horizon", 1), ("max_users", 1), ("knob_levels", 2)):
@@ -415,13 +489,34 @@ class EMRFEnv(JoulegymEnv):
         def rule(active: tuple[int, ...]) -> list[float]:
             if not active:
                 return [0.0] * self.max_users
-            alloc = emrf_core(*self._instance(active), eta, self.config["tie_break"])[0]
+            alloc = emrf_core(*self._instance(active), eta, self.config["tie_break"], self.config["lp_solver"])[0]
             return self._spread(active, alloc)
 
         return rule
 
     def decode_action(self, action: Any):
-        """``(rule, eta_used)`` for ``action``: the window's allocation rule (validates the action)."""
+        """``(rule, eta_used)`` for ``action``: the window's allocation rule (validates the action).
+
+        The rule gives Alg. 1's fluid limit (F = omega t*, spec §3.2 default) or, with ``task_gflop`` set,
+        its discrete scheduler fed with that fluid allocation as the weights F* (lines 3-9).
+        """
+        rule, eta = self._fluid_rule(action)
+        task = self.config["task_gflop"]
+        if task is None:
+            return rule, eta
+        strict = self.config["strict_stop"]
+
+        def discrete(active: tuple[int, ...]) -> list[float]:
+            planned = rule(active)
+            if not active:
+                return planned
+            c_cpu, c_gpu, xi, _ = self._instance(active)
+            fill = algorithm1_fill_core(c_cpu, c_gpu, xi, tuple(planned[i] for i in active), task, strict)
+            return self._spread(active, fill)
+
+        return discrete, eta
+
+    def _fluid_rule(self, action: Any):
         mode = self.action_mode
         if mode == "weights":
             return self._weights_rule(validated_box_list(action, self.action_space)), self.eta_target
@@ -573,15 +668,16 @@ class EMRFEnv(JoulegymEnv):
         mask = tuple(i in active for i in range(self.max_users))
         return {"capacities": self.capacities, "xi_cpu": tuple(self._xi_view), "weights": tuple(sim.weight),
                 "active": mask, "eta": self.eta_target, "tie_break": self.config["tie_break"],
+                "lp_solver": self.config["lp_solver"],
                 "action_mode": self.action_mode, "knob_levels": self.config["knob_levels"]}
 
-    def reference_allocations(self) -> dict[str, tuple[float, ...]]:
-        """What EMRF(η_target), DRF, WFQ and the static partition allocate to the current active set."""
+    def reference_allocations(self) -> Mapping[str, tuple[float, ...]]:
+        """What each reference policy (and the fair share S) allocates to the current active set."""
         active = self._active_slots()
         n = self.max_users
         if not active:
-            return {k: (0.0,) * n for k in ("emrf", "drf", "wfq", "static-partition")}
-        return dict(self._derived(active).refs)  # tuples: immutable, so nothing is shared between steps
+            return {k: (0.0,) * n for k in REFERENCE_KEYS}
+        return self._derived(active).refs  # read-only mapping of tuples: safe to share between steps
 
     def _diagnostics(self, planned: list[float], active: tuple[int, ...]) -> tuple[int, int]:
         """(SI violations, envious pairs) of ``planned`` over ``active`` (Eqs. (1), (2), (19))."""

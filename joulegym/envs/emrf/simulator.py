@@ -25,6 +25,10 @@ co-run apps (0 < xi < 1), clipped to [0, 1]. Users that ran nothing keep their p
 A change of xi is therefore seen at the next decision (spec §3.2's |Δξ| > 0.05 trigger cannot fire
 inside the window that produces the measurement).
 
+**Randomness** (common random numbers): each slot draws its job sizes, Poisson job arrivals and xi
+phase lengths from its own stream (seeded from the env's generator at reset), and the measurement noise
+from another, so one seed gives every policy the same jobs at the same times.
+
 The per-window path uses plain lists (a handful of slots: list arithmetic beats small numpy calls).
 """
 
@@ -97,6 +101,14 @@ class EMRFSimulator:
             raise ValueError(f"{len(users)} users do not fit in max_users={self.max_users} slots")
         self.rng = rng
         n = self.max_users
+        # common random numbers: each slot draws its job sizes, job arrivals and xi phases from its own
+        # stream, so under one seed every policy sees the same jobs at the same times (the draws do not
+        # depend on the order in which a policy finishes jobs); the measurement noise has its own stream
+        seeds = rng.integers(0, 2**63 - 1, size=3 * n + 1).tolist()
+        self._size_rng = [np.random.default_rng(s) for s in seeds[0:n]]
+        self._arrival_rng = [np.random.default_rng(s) for s in seeds[n:2 * n]]
+        self._phase_rng = [np.random.default_rng(s) for s in seeds[2 * n:3 * n]]
+        self._noise_rng = np.random.default_rng(seeds[3 * n])
         self.time = 0.0
         self.windows = 0
         self.users: list[UserSpec | None] = [None] * n
@@ -147,10 +159,11 @@ class EMRFSimulator:
         return self.windows >= self.horizon
 
     # --- arrivals ----------------------------------------------------------------------------------
-    def _job_size(self, user: UserSpec) -> float:
+    def _job_size(self, slot: int) -> float:
+        user = self.users[slot]
         if user.job_sigma > 0:
             s = user.job_sigma
-            return user.job_gflop * math.exp(s * float(self.rng.standard_normal()) - 0.5 * s * s)
+            return user.job_gflop * math.exp(s * float(self._size_rng[slot].standard_normal()) - 0.5 * s * s)
         return user.job_gflop
 
     def _admit(self) -> None:
@@ -169,9 +182,10 @@ class EMRFSimulator:
                 self.queue[slot] = 1 if self.backlogged[slot] else int(user.jobs or 0)
                 self.jobs_total[slot] = self.queue[slot]
                 if user.arrival_rate > 0:
-                    self.next_arrival[slot] = user.arrival + float(self.rng.exponential(1.0 / user.arrival_rate))
+                    self.next_arrival[slot] = user.arrival + float(
+                        self._arrival_rng[slot].exponential(1.0 / user.arrival_rate))
                 if user.xi_alt is not None:
-                    self.next_switch[slot] = user.arrival + float(self.rng.uniform(*self.phase_period))
+                    self.next_switch[slot] = user.arrival + float(self._phase_rng[slot].uniform(*self.phase_period))
                 if self.queue[slot] > 0:
                     self._start_job(slot)
             if self.present[slot] and user.arrival_rate > 0:
@@ -180,10 +194,10 @@ class EMRFSimulator:
                         self._start_job(slot)
                     self.queue[slot] += 1
                     self.jobs_total[slot] += 1
-                    self.next_arrival[slot] += float(self.rng.exponential(1.0 / user.arrival_rate))
+                    self.next_arrival[slot] += float(self._arrival_rng[slot].exponential(1.0 / user.arrival_rate))
 
     def _start_job(self, slot: int) -> None:
-        size = self._job_size(self.users[slot])
+        size = self._job_size(slot)
         self.current_size[slot] = size
         self.remaining[slot] = size
 
@@ -241,7 +255,7 @@ class EMRFSimulator:
                     user = self.users[i]
                     self.phase[i] ^= 1
                     xi[i] = user.xi_alt if self.phase[i] else user.xi_cpu
-                    next_switch[i] = now + float(self.rng.uniform(*self.phase_period))
+                    next_switch[i] = now + float(self._phase_rng[i].uniform(*self.phase_period))
         self.time = end
         self.windows += 1
         cpu_total = sum(cpu_window)
@@ -277,7 +291,7 @@ class EMRFSimulator:
                 continue
             estimate = self.cpu_ops_window[i] / self.work_window[i]
             if self.xi_noise > 0 and user.co_run:
-                estimate += self.xi_noise * float(self.rng.standard_normal())
+                estimate += self.xi_noise * float(self._noise_rng.standard_normal())
             self.xi_hat[i] = min(max(estimate, 0.0), 1.0)
 
     # --- summaries ------------------------------------------------------------------------------------
