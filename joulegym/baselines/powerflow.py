@@ -10,10 +10,14 @@ repair); ``simulate`` applies them unless overridden.
 - ``powerflow`` (faithful, spec §5.2) / ``powerflow-strict``: the two-phase greedy. Phase 1 hands out
   power-of-two GPU blocks (``n -> 2n``, priority per added GPU) by marginal ``dJCT/dE`` (Eq. 20) with each
   job at its most energy-efficient frequency (EDP minimiser at n = 1, spec §4 [I]); a job without GPUs
-  is top tier, ordered by ``1/(R T E)`` (spec §10 #10). Phase 2 raises frequencies by ``dJCT/dE`` (Eq. 21).
-  Faithful checks the budget at node boundaries / before each raise (overshoot allowed); strict rejects
-  any step that would exceed it. The Eq. 20/21 normalisers ``JCT``/``E`` scale every priority equally
-  and are omitted (spec §4 [I], §10 #27). ``powerflow-oracle``: true profiles, no pre-run/profiling (Fig. 9).
+  is top tier, ordered by ``1/(R T E)`` (spec §10 #10), as is a step that is faster *and* cheaper (by its
+  JCT gain ``R dT``). Phase 2 raises frequencies by ``dJCT/dE`` (Eq. 21). Faithful checks the budget when a
+  node fills up (Algorithm 1 line 18: the GPUs held, pinned ones included, cross a multiple of the node
+  size) and before each raise (overshoot allowed); strict rejects any step that would exceed it. Pinned
+  jobs' GPUs and planned power are taken off first. The Eq. 20/21 normalisers ``JCT``/``E`` scale every
+  priority equally and are omitted (spec §4 [I], §10 #27). ``powerflow-oracle``: true profiles, no
+  pre-run/profiling (Fig. 9 "ideal case"); inside an env (whose life-cycle is the env's) it schedules on the
+  true profiles the view exposes.
 - ``gandiva``: FIFO with backfill, non-preemptive, requested GPU count, affinity/first-fit placement.
 - ``tiresias``: discretised 2D-LAS on attained GPU-seconds (queues 30 min / 1 h / 2 h, ElasticFlow's
   ``dlas_sim_jobs``), FIFO inside a queue, preemptive across queues, consolidated-else-spread placement.
@@ -105,40 +109,54 @@ class PowerFlow(_Base):
             raise ValueError(f"ee_freq_mode={ee_freq_mode!r} is not one of ('n1', 'per_n')")
         self.mode, self.ee_freq_mode, self.oracle = mode, ee_freq_mode, oracle
         self.name = name or ("powerflow" if mode == "faithful" else "powerflow-strict")
+        self._cache: dict[int, tuple] = {}
 
     @property
     def sim_config(self) -> dict[str, Any]:
         return {"profiling": not self.oracle, "predictor": "oracle" if self.oracle else "fitted",
                 "placement": "packed", "power_constraint": "repair" if self.mode == "strict" else "none"}
 
+    def _tables(self, v, i: int) -> tuple[list, list, list, list[int]]:
+        """Predicted ``T``, ``E``, power ``E/T`` (nested lists: fast scalar access) and the most
+        energy-efficient frequency per n-level (EDP minimiser, spec §4 [I]) of ``v.jobs[i]``'s table, cached
+        per table object (the simulator shares one table per (model, BS) and keeps it alive)."""
+        T, E = v.T[i], v.E[i]
+        if self.oracle and v.predictor != "oracle" and v.true_tables is not None:
+            T, E = v.true_tables(i)  # the oracle knows the true profiles even where the env predicts
+        hit = self._cache.get(id(T))
+        if hit is None or hit[0] is not T:
+            fee = np.argmin(T * E, axis=1).tolist()
+            hit = self._cache[id(T)] = (T, T.tolist(), E.tolist(), (E / T).tolist(), fee)
+        return hit[1], hit[2], hit[3], hit[4]
+
     def schedule(self, v) -> dict[int, tuple[int, int]]:
         strict = self.mode == "strict"
+        per_n = self.ee_freq_mode == "per_n"
         J = len(v.jobs)
         limit = v.power_limit_w
         gpn = v.gpn
         g = v.num_gpus - int(v.n[v.pinned].sum())
         power = float(v.pinned_power.sum())
         lvl = [-1] * J
-        fee = [0] * J
         cur_p = [0.0] * J
         maxl = [0] * J
-        R = v.remaining
+        R = v.remaining.tolist()
+        tabs: list = [None] * J
         heap: list[tuple] = []
+        pinned = v.pinned.tolist()
+        bsz = v.batch_size.tolist()
         for i in range(J):
-            if v.pinned[i]:
+            if pinned[i]:
                 continue
-            T0, E0 = v.T[i][0], v.E[i][0]
-            fee[i] = int(np.argmin(T0 * E0))
-            maxl[i] = _max_level(v, i)
-            if maxl[i] < 0:
-                continue
-            f = fee[i]
-            heapq.heappush(heap, (-1, -1.0 / (R[i] * T0[f] * E0[f]), i))
+            tabs[i] = T, E, _, fee = self._tables(v, i)
+            maxl[i] = min(v.num_gpus, int(bsz[i])).bit_length() - 1  # largest feasible power of two
+            f = fee[0]
+            # a job without GPUs: top tier, highest energy efficiency of its remaining work first (spec §10 #10)
+            heapq.heappush(heap, (-1, -1.0 / (R[i] * T[0][f] * E[0][f]), i))
 
         def f_at(i: int, level: int) -> int:
-            if self.ee_freq_mode == "per_n":
-                return int(np.argmin(v.T[i][level] * v.E[i][level]))
-            return fee[i]
+            fee = tabs[i][3]
+            return fee[level] if per_n else fee[0]
 
         def prio_g(i: int):
             l0 = lvl[i]
@@ -146,17 +164,16 @@ class PowerFlow(_Base):
             if nl > maxl[i]:
                 return None
             f0, f1 = f_at(i, l0), f_at(i, nl)
-            T, E = v.T[i], v.E[i]
-            dj = T[l0, f0] - T[nl, f1]
-            de = E[nl, f1] - E[l0, f0]
+            T, E = tabs[i][0], tabs[i][1]
+            dj = T[l0][f0] - T[nl][f1]
+            de = E[nl][f1] - E[l0][f0]
             if dj <= 0:
                 return None
-            added = (1 << nl) - (1 << l0)
-            if de <= 0:
-                return (-1, -dj, i)
-            return (0, -(dj / de) / added, i)
+            if de <= 0:  # faster and cheaper: top tier, by the JCT reduction R * dT (spec §5.2)
+                return (-1, -dj * R[i], i)
+            return (0, -(dj / de) / (1 << l0), i)  # Eq. 20 per added GPU (n -> 2n adds n); R cancels
 
-        allocated = 0
+        used = v.num_gpus - g  # GPUs held in the cluster (pinned + allocated so far): line 18's node boundary
         while heap and g > 0:
             _, _, i = heapq.heappop(heap)
             l0 = lvl[i]
@@ -164,29 +181,28 @@ class PowerFlow(_Base):
             added = (1 << nl) - ((1 << l0) if l0 >= 0 else 0)
             if added > g:
                 continue
-            f1 = f_at(i, nl)
-            new_p = v.E[i][nl, f1] / v.T[i][nl, f1]
+            new_p = tabs[i][2][nl][f_at(i, nl)]
             dp = new_p - cur_p[i]
             if (strict or l0 < 0) and power + dp > limit:
                 continue  # strict: reject the step; both modes: a waiting job whose first GPU breaks PL waits
-            before = allocated
+            before = used
             lvl[i] = nl
             g -= added
-            allocated += added
+            used += added
             power += dp
             cur_p[i] = new_p
             entry = prio_g(i)
             if entry is not None:
                 heapq.heappush(heap, entry)
-            if not strict and (allocated // gpn) != (before // gpn) and power >= limit:
-                break  # faithful line 18-20: check at node boundaries
+            if not strict and (used // gpn) != (before // gpn) and power >= limit:
+                break  # faithful lines 18-20: the budget is checked when a node fills up
         freq = {i: f_at(i, lvl[i]) for i in range(J) if lvl[i] >= 0}
         # phase 2: raise frequencies
         n_freq = len(v.freqs_mhz)
 
         def prio_f(i: int):
             f = freq[i]
-            T, E = v.T[i][lvl[i]], v.E[i][lvl[i]]
+            T, E = tabs[i][0][lvl[i]], tabs[i][1][lvl[i]]
             # the next level that is faster: measured/true profiles are noisy, so a level that is not faster
             # is skipped rather than ending the job's raises (Delta_f = one *useful* level)
             t0 = T[f]
@@ -197,14 +213,13 @@ class PowerFlow(_Base):
                 return None
             dj = T[f] - T[f1]
             de = E[f1] - E[f]
-            return (-1, -dj, i, f1) if de <= 0 else (0, -dj / de, i, f1)
+            return (-1, -dj * R[i], i, f1) if de <= 0 else (0, -dj / de, i, f1)  # Eq. 21 (as Eq. 20)
 
         heap = [e for e in (prio_f(i) for i in freq) if e is not None]
         heapq.heapify(heap)
         while heap and power <= limit:
             _, _, i, f1 = heapq.heappop(heap)
-            lv = lvl[i]
-            new_p = v.E[i][lv, f1] / v.T[i][lv, f1]
+            new_p = tabs[i][2][lvl[i]][f1]
             dp = new_p - cur_p[i]
             if strict and power + dp > limit:
                 continue

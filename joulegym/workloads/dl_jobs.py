@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -117,7 +118,7 @@ def to_powerflow_jobs(trace: JobTrace, *, device: str = "v100", seed: int = 0, g
     if k == 0:
         raise ValueError("trace is empty: a PowerFlow episode needs at least one job")
     rng = np.random.default_rng(seed)
-    hw = dm.hardware(device)
+    dm.hardware(device)  # validates the device name
     models = np.empty(k, dtype=object)
     bss = np.zeros(k, dtype=np.int64)
     iters = np.zeros(k)
@@ -142,11 +143,17 @@ def to_powerflow_jobs(trace: JobTrace, *, device: str = "v100", seed: int = 0, g
             dur = float(trace.duration_s[i])
             if not np.isfinite(dur):
                 raise ValueError(f"job {trace.job_id[i]!r} has neither iterations nor a duration")
-            t, _ = dm.iteration(dm.perf_params(name, device), hw, bs, n_req[i], hw.fmax_ghz, gpn=gpn)
-            it = dur / float(t)
+            it = dur / _t_iter_fmax(name, bs, int(n_req[i]), device, gpn)
         iters[i] = max(1.0, np.ceil(it * iterations_scale))
     return DLJobs(job_id=np.asarray(trace.job_id).astype(str), submit_s=np.asarray(trace.submit_time_s, dtype=float),
                   model=models.astype(str), batch_size=bss, n_req=n_req, iterations=iters, source=trace.source)
+
+
+@lru_cache(maxsize=4096)
+def _t_iter_fmax(model: str, bs: int, n: int, device: str, gpn: int) -> float:
+    """Ground-truth step time at (n, f_max) under packing: the duration -> iterations conversion (spec §10 #25)."""
+    hw = dm.hardware(device)
+    return float(dm.iteration(dm.perf_params(model, device), hw, bs, n, hw.fmax_ghz, gpn=gpn)[0])
 
 
 def motivating_jobs() -> DLJobs:

@@ -12,12 +12,12 @@ GPN = 8
 G = 32
 
 
-def _check_disjoint(placed, sizes):
+def _check_disjoint(placed, sizes, num_gpus: int = G):
     seen = set()
     for j, gpus in placed.items():
         assert len(gpus) == sizes[j]
         assert not seen & set(gpus)
-        assert all(0 <= g < G for g in gpus)
+        assert all(0 <= g < num_gpus for g in gpus)
         seen |= set(gpus)
 
 
@@ -48,8 +48,46 @@ def test_buddy_blocks_are_aligned_and_packed(sizes_list, rnd):
 
 def test_buddy_keeps_previous_blocks_when_free():
     prev = {0: (8, 9, 10, 11), 1: (0,)}
-    placed = buddy_place({0: 4, 1: 1, 2: 2}, prev, G)
+    placed = buddy_place({0: 4, 1: 1, 2: 2}, prev, G)  # no gpn: no compaction pass
     assert placed[0] == prev[0] and placed[1] == prev[1]
+    # with compaction the lone 1-GPU job joins the 4-GPU job's node (one migration frees node 0)
+    placed = buddy_place({0: 4, 1: 1, 2: 2}, prev, G, gpn=GPN)
+    assert placed[0] == prev[0] and placed[1][0] // GPN == 1 and placed[2][0] // GPN == 1
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from([1, 1, 1, 2, 2, 4, 8, 16]), min_size=1, max_size=20), st.randoms(use_true_random=False))
+def test_buddy_with_migration_powers_the_fewest_nodes(sizes_list, rnd):
+    """§5.3 "buddy allocation combined with job migration to eliminate resource fragmentation": from any
+    scattered previous placement, at most one node stays partly used (the fewest nodes are powered)."""
+    sizes, total = {}, 0
+    for j, n in enumerate(sizes_list):
+        if total + n <= G:
+            sizes[j] = n
+            total += n
+    taken, previous = set(), {}
+    for j, n in sorted(sizes.items(), key=lambda kv: -kv[1]):  # a random aligned earlier placement
+        starts = [s for s in range(0, G, n) if not taken & set(range(s, s + n))]
+        if starts and rnd.random() < 0.7:
+            s = rnd.choice(starts)
+            taken |= set(range(s, s + n))
+            previous[j] = tuple(range(s, s + n))
+    placed = buddy_place(sizes, previous, G, gpn=GPN)
+    _check_disjoint(placed, sizes)
+    powered = {g // GPN for gpus in placed.values() for g in gpus}
+    assert len(powered) == -(-total // GPN)
+    sticky = buddy_place(sizes, previous, G, compact=False, gpn=GPN)  # the migration-free pass alone
+    assert len(powered) <= len({g // GPN for gpus in sticky.values() for g in gpus})
+
+
+def test_buddy_never_moves_pinned_jobs_and_halves_what_cannot_fit():
+    prev = {0: (0,), 1: (8,), 2: (4, 5, 6, 7)}
+    placed = buddy_place({0: 1, 1: 1, 2: 4, 3: 8}, prev, 16, pinned=frozenset({0, 1}), gpn=GPN)
+    assert placed[0] == (0,) and placed[1] == (8,)  # pinned (profiling/restarting) jobs stay put
+    assert len(placed[3]) == 4  # no free aligned 8-block around the pinned GPUs: the job is halved
+    _check_disjoint(placed, {0: 1, 1: 1, 2: 4, 3: 4}, 16)
+    with pytest.raises(ValueError, match="pinned job 0 must keep"):
+        buddy_place({0: 2}, {0: (0,)}, 16, pinned=frozenset({0}))
 
 
 def test_buddy_rejects_bad_sizes():

@@ -43,7 +43,7 @@ def test_checkers_pass_quickly(env_id):
     env = make(env_id)
     check_env(env.unwrapped, skip_render_check=True)
     sb3_check_env(env.unwrapped)
-    assert time.perf_counter() - start < 30.0  # "within a few seconds" on a quiet core; generous for shared CI
+    assert time.perf_counter() - start < 10.0  # "within a few seconds": ~1 s measured at worst (alibaba1901)
     env.close()
 
 
@@ -86,6 +86,41 @@ def test_deterministic_under_seed(env_id):
     assert c[1]["metrics"] != a[1]["metrics"] or env_id != "joulegym/PowerFlow-tiny-v0"
 
 
+@pytest.mark.parametrize("env_id", IDS)
+def test_every_id_is_deterministic_and_renders(env_id):
+    """Same seed, same first 25 steps (obs, rewards, info metrics) with the reference policy; both render modes."""
+    def run():
+        env = make(env_id, render_mode="rgb_array")
+        obs, info = env.reset(seed=11)
+        pol = baselines.make("powerflow-strict")
+        pol.reset(env, seed=11)
+        trace = [obs]
+        for _ in range(25):
+            obs, r, term, trunc, info = env.step(pol.act(obs, info))
+            trace.append(np.append(obs, r))
+            if term or trunc:
+                break
+        return env, np.concatenate(trace), info["metrics"]
+
+    env, a, m_a = run()
+    _, b, m_b = run()
+    np.testing.assert_array_equal(a, b)
+    assert m_a == m_b
+    img = env.render()
+    assert img.ndim == 3 and img.shape[2] == 3 and img.dtype == np.uint8
+    assert "slot" in env.unwrapped._render_ansi()
+
+
+def test_vector_env_smoke():
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("joulegym/PowerFlow-tiny-v0") for _ in range(2)])
+    obs, _ = envs.reset(seed=[0, 1])
+    assert obs.shape == (2, *envs.single_observation_space.shape)
+    for _ in range(20):
+        obs, rew, *_ = envs.step(envs.action_space.sample())
+        assert np.all(np.isfinite(rew)) and obs.dtype == np.float32
+    envs.close()
+
+
 def test_return_is_minus_average_jct_hours():
     total, info, _, term = _episode("joulegym/PowerFlow-tiny-v0", "powerflow-strict", 1)
     assert term
@@ -94,6 +129,21 @@ def test_return_is_minus_average_jct_hours():
                 "energy_busy_j", "energy_idle_j", "energy_prerun_j", "energy_profiling_j"):
         assert isinstance(info["metrics"][key], float)
     assert isinstance(info["reward_vector"], np.ndarray) and info["reward_vector"].shape == (2,)
+
+
+def test_return_with_penalties_is_exact():
+    """Penalty mode (no repair; lambda_P = 1) and an energy weight: the undiscounted return is exactly minus the
+    average JCT in hours minus lambda_P * overshoot / (3600 PL) minus lambda_E * energy / (3600 G P_max)."""
+    lam_e = 0.3
+    total, info, _, term = _episode("joulegym/PowerFlow-tiny-v0", "powerflow", 2, eta=0.4, power_constraint="penalty",
+                                    lambda_e=lam_e)
+    assert term
+    m = info["metrics"]
+    g_pmax = m["power_limit_w"] / 0.4  # G * P_max = PL / eta
+    expected = (-m["avg_jct_h"] - m["power_violation_wh"] / m["power_limit_w"]
+                - lam_e * m["total_energy_j"] / (3600 * g_pmax))
+    assert total == pytest.approx(expected, rel=1e-9)
+    assert m["power_violation_wh"] > 0  # the faithful policy overshoots without the repair: the penalty is live
 
 
 def test_strict_env_keeps_power_under_budget():
@@ -152,6 +202,8 @@ def test_oversized_job_gives_clear_error():
 
     with pytest.raises(ValueError, match="requests 16 GPUs but the cluster has only 8"):
         env.reset(seed=0, options={"trace": JobTrace.from_dataframe(df)})
+    with pytest.raises(ValueError, match="trace is empty"):
+        env.reset(seed=0, options={"trace": trace.select(np.zeros(len(trace), dtype=bool))})
 
 
 def test_render_modes():

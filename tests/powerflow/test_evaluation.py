@@ -18,3 +18,24 @@ def test_hooks_registered_and_summary_plot_writes(tmp_path):
     table = pd.read_csv(tmp_path / "fig7_PowerFlow-tiny-v0.csv")
     assert set(table.policy) >= {"powerflow", "gandiva", "tiresias", "afs", "gandiva-zeus", "tiresias-zeus"}
     assert (table.avg_jct_h > 0).all() and (table.total_energy_kwh > 0).all()
+
+
+def test_summary_sweep_keeps_each_policys_life_cycle(tmp_path):
+    """Only PowerFlow pre-runs and profiles (§6.1): the plotted baseline points are plain ``simulate`` runs."""
+    import gymnasium as gym
+
+    from joulegym import baselines
+    from joulegym.envs.powerflow import simulate
+
+    results = pd.DataFrame([{"env_id": "joulegym/PowerFlow-tiny-v0", "policy": "afs", "seed": 0, "episode": 0,
+                             "return": -0.5, "length": 30}])
+    hooks_for("powerflow").summary_plot(results, tmp_path)
+    table = pd.read_csv(tmp_path / "fig7_PowerFlow-tiny-v0.csv")
+    env = gym.make("joulegym/PowerFlow-tiny-v0")
+    env.reset(seed=0)
+    base = env.unwrapped
+    expected = simulate(base.sim.jobs, baselines.make("tiresias", f_mhz=1530.0), cluster=base.cluster)
+    row = table[(table.policy == "tiresias") & (table.value == 1530.0)].iloc[0]
+    assert row.avg_jct_h == expected.avg_jct_h and expected.energy_breakdown_j["prerun"] == 0.0
+    pf = simulate(base.sim.jobs, "powerflow", cluster=base.cluster, eta=0.6)
+    assert table[(table.policy == "powerflow") & (table.value == 0.6)].iloc[0].avg_jct_h == pf.avg_jct_h

@@ -24,8 +24,8 @@ from joulegym.workloads.traces import (
     load_trace_with_report,
     save_trace,
 )
+from tests.reference_data import REF
 
-REF = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference-data"
 ELASTICFLOW = REF / "elasticflow" / "philly_103959.csv"
 POLLUX_DAY = REF / "pollux-philly" / "philly_2017-10-13_24h.csv"
 POLLUX_ALL = REF / "pollux-philly" / "philly.csv"

@@ -9,12 +9,13 @@ Action modes (``action_mode``):
 
 - ``"alloc"`` (default): ``MultiDiscrete([L_n]*K + [L_f]*K)``; n-level 0 = no GPU, level l = 2^(l-1) GPUs up to
   ``min(G, 64)``; f-level indexes the device grid. ``action_masks()`` (flattened, sb3-contrib MaskablePPO)
-  and ``info["action_mask"]``: n <= min(G, BS); empty slots only level 0; pinned (profiling) jobs only
-  their current n and f. Deterministic repair (spec §9): clip to the mask; while sum n > G halve the
-  largest allocation (ties: latest arrival); buddy placement; then ``power_constraint``: ``"repair"``
-  (default: lower every job's f one level while the true job power exceeds PL (1 + 1e-3), at f_min drop
-  the latest arrivals), ``"penalty"`` (no repair; reward penalty, lambda_P = 1) or ``"none"``. Any change
-  sets ``info["repaired"]``.
+  and ``info["action_mask"]``: n <= min(G, BS); empty slots only level 0; pinned (profiling or restarting)
+  jobs only their current n and f. Deterministic repair (spec §9): clip to the mask; while sum n > G halve
+  the largest allocation (ties: latest arrival); then ``power_constraint``: ``"repair"`` (default: lower
+  every job's f one level while the true job power exceeds PL (1 + 1e-3); at f_min halve the latest
+  arrival, dropping it at one GPU), ``"penalty"`` (no repair; reward penalty, lambda_P = 1) or ``"none"``;
+  then buddy placement with migration (a job with no aligned block left around pinned jobs is halved).
+  Any change sets ``info["repaired"]``.
 - ``"micro"``: ``Discrete(2K+1)``: give slot k its next power-of-two block, raise slot k's f one level, or
   commit (time advances only on commit; each event starts from n = 0, f = f_ee, as Algorithm 1).
 - ``"priority"``: ``Box(0, 1, (K+1,))``: per-slot scores and a power-usage fraction u; the env's greedy gives
@@ -137,6 +138,7 @@ class PowerFlowEnv(JoulegymEnv):
             self.action_space = gym.spaces.Box(0.0, 1.0, (K + 1,), dtype=np.float32)
         self.sim: PowerFlowSim | None = None
         self._file_jobs = None
+        self._masks = None
 
     # ------------------------------------------------------------------------------------------ episode
     def _make_jobs(self, seed: int) -> dl_jobs.DLJobs:
@@ -210,6 +212,7 @@ class PowerFlowEnv(JoulegymEnv):
             self.slot_of[j] = k
         self.overflow = len(ready_set) - len(self.slot_of)
         self._micro = None
+        self._masks: tuple[np.ndarray, np.ndarray] | None = None  # slot masks of this decision point
         slotted = np.array([j for j in self.slots if j >= 0], dtype=np.int64)
         self._pin = set(slotted[sim.pinned_mask(slotted)].tolist()) if slotted.size else set()
 
@@ -257,6 +260,11 @@ class PowerFlowEnv(JoulegymEnv):
         return 0 if n <= 0 else int(n).bit_length()
 
     def _mask_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._masks is None:
+            self._masks = self._compute_mask_parts()
+        return self._masks
+
+    def _compute_mask_parts(self) -> tuple[np.ndarray, np.ndarray]:
         K, L, F = self.K, self.n_levels, self.F
         mn = np.zeros((K, L), dtype=bool)
         mf = np.zeros((K, F), dtype=bool)
@@ -278,7 +286,7 @@ class PowerFlowEnv(JoulegymEnv):
         mode = self.config["action_mode"]
         if mode == "alloc":
             mn, mf = self._mask_parts()
-            return np.concatenate([mn.ravel(), mf.ravel()])
+            return np.concatenate([mn.ravel(), mf.ravel()])  # a fresh array: callers may keep or modify it
         if mode == "micro":
             return self._micro_mask()
         return np.ones(self.K + 1, dtype=bool)
@@ -387,7 +395,7 @@ class PowerFlowEnv(JoulegymEnv):
         limit = u * self.sim.power_limit
         sim = self.sim
         G = self.cluster.num_gpus - sum(int(sim.n[j]) for j in self.slots if j >= 0 and self._pinned(j))
-        power = sum(float(sim.power[j]) for j in self.slots if j >= 0 and self._pinned(j))
+        power = float(sim.planned_power([j for j in self.slots if j >= 0 and self._pinned(j)]).sum())
         order = sorted((k for k, j in enumerate(self.slots) if j >= 0 and not self._pinned(j)),
                        key=lambda k: (-a[k], k))
         n: dict[int, int] = {}

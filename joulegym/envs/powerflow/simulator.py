@@ -4,12 +4,16 @@ No Gymnasium here (DESIGN.md layer 3): :class:`PowerFlowSim` has ``reset``, ``vi
 scheduler sees at a decision point), ``apply(alloc)`` and ``advance()`` (to the next decision point),
 and ``metrics()``; :func:`simulate` runs a whole trace with a scheduler.
 
-Engine. A plain event loop over a handful of event *sources* (the sorted arrival and pre-run-done
-times, each running job's completion, overhead and profiling ends, a policy wake-up, an idle tick)
-instead of SimPy: the spec §9 recommends a heap/loop core because the Gym step must hand control back
-exactly at decision events, and the one-core 30 s full-episode target leaves no room for a
-process-per-job framework (a SimPy process per job would add ~1901 generators and a callback per
-event for no modelling gain). Events at the same timestamp (1e-9 s) are coalesced.
+Engine: SimPy (DESIGN.md's default). The calendar holds every arrival and pre-run end, each running job's
+next rate change (its completion or the end of its overhead/profiling window, re-armed whenever the job is
+reconfigured; superseded timeouts are skipped by a per-job generation number, since SimPy cannot cancel
+one), the policy's wake-up and an idle tick. Each calendar event integrates up to its time and processes
+*everything* due then (state-based, 1e-9 s tolerance), so simultaneous events form one decision point;
+``advance()`` steps the calendar until a decision point, handing control back to the caller (the Gym step)
+exactly there. Measured (``benchmarks/bench_powerflow.py --engine``, one core): SimPy's own work on the
+Alibaba1901-scale PowerFlow episode (3,908 decisions, 42,302 reconfigurations, 51,911 process events,
+replayed with no model) is 0.25-0.31 s of the 3.4-3.7 s episode (7-9 %), so it is not the bottleneck (a
+previous plain-loop core, replaced by this one, produced identical trajectories).
 
 Events (spec §9): ``ARRIVAL`` (pre-run starts), ``PRERUN_DONE`` (the schedulable "submission" event),
 ``COMPLETION``, ``PROFILING_DONE`` (the "job scaling" event), ``OVERHEAD_DONE`` (rate change only) and
@@ -19,6 +23,12 @@ Decision points: submission, completion, profiling done, tick.
 Exact integration: between events each job has a constant rate (1/T_iter; 0 during reconfiguration
 overhead; the frequency-averaged rate during online profiling) and constant power, so progress,
 GPU-seconds and energy integrate exactly; completions are recomputed after every change.
+
+Placement (spec §5.3): packed jobs get buddy blocks with migration (:func:`~.cluster.buddy_place`: sticky
+best-fit, then a node is emptied by migration whenever that powers one node fewer); pinned jobs (profiling,
+restarting) never move, and a job that finds no aligned block around them is halved (``placement_shrinks``,
+flagged as a repair). Schedulers see a pinned job's *planned* power (its predicted draw once running, the
+profiling mean while it profiles), not its idle draw while it restarts.
 
 Energy scope (§2.1, spec §7 [A]): GPU energy only = busy (training) + profiling (online profiling
 windows) + overhead (GPUs held during reconfiguration, at ``P_idle``) + idle (free GPUs on powered
@@ -30,13 +40,16 @@ Life-cycle (spec §5.4): with ``profiling=True`` (PowerFlow, not oracle) a job i
 joulegym reading [I]): a (model, BS, n) profiled once — by the pre-run or any job's window — is not
 profiled again, since every job of that (model, BS) has the same profile and PowerFlow pools fits per DNN
 (spec §3 priors); this makes profiling the transient cost of "the first few hours" that Fig. 8b describes.
-``"job"`` is the literal per-job rule, under which elastic re-allocation at every event keeps jobs in
-profiling most of their life on the Alibaba-scale trace (measured: 5.7 windows per job, 27 % of energy).
+``"job"`` is the literal per-job rule, under which elastic re-allocation at every event keeps many jobs in
+profiling on the Alibaba-scale trace (measured at eta 0.6: 1.24 windows per job, 19 % of the energy, JCT
++7 %, against 0.09 windows per job and 2.5 % under ``"model"``).
 ``pin_overhead=True``: a job in its reconfiguration overhead is pinned too (a checkpoint-restart in
 progress cannot be re-sized; without it, from-scratch re-allocation every ~20 s keeps resized jobs in
 overhead forever). The predictor is either the per-DNN
 pooled fit of the noisy profile (``predictor="fitted"``) or the true profile (``"oracle"``, Fig. 9);
-baselines get the true profile (favourable to them; documented deviation).
+baselines get the true profile and no pre-run, as the paper's simulator gives only PowerFlow the pre-run
+overhead (§6.1). Every scheduler, PowerFlow included, knows each job's remaining iterations (the user's
+termination condition, §5.2), so AFS-L's remaining-time knowledge is no extra information.
 
 Ground truth: the §6.2 model (V100) or the ElasticFlow-fitted A100 model, times a deterministic
 per-configuration lognormal factor (``truth_noise``, spec §6.2 "optional realism").
@@ -47,9 +60,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache, partial
 from typing import Any, ClassVar
 
 import numpy as np
+import simpy
 
 from joulegym.envs.powerflow.cluster import ClusterSpec, buddy_place, first_fit_place, is_pow2, placement_shape
 from joulegym.workloads import dl_models as dm
@@ -60,7 +75,7 @@ FUTURE, PRERUN, READY, DONE = 0, 1, 2, 3
 EV_ARRIVAL, EV_COMPLETION, EV_PROFILING = 0, 1, 2  # last decision-event type (observation one-hot)
 OVERHEAD_MODES = ("elasticflow", "flat", "none")
 PREDICTORS = ("fitted", "oracle")
-PLACEMENTS = ("packed", "first-fit")
+PLACEMENTS = ("packed", "packed-sticky", "first-fit")
 POWER_CONSTRAINTS = ("none", "repair")
 
 
@@ -109,6 +124,7 @@ class SimConfig:
             raise ValueError("horizon_s and idle_tick_s must be > 0")
 
 
+@lru_cache(maxsize=8)
 def catalog_p_max(device: str = "v100") -> float:
     """P_max (spec §2.4 [A]): mean per-GPU power at (n = 1, f_max) over the Table 1 (model, BS) pool."""
     hw = dm.hardware(device)
@@ -156,6 +172,15 @@ class _Profiles:
             tab = self._tables[key] = (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
         return tab
 
+    def true_tables(self, model: str, bs: int, n_values: tuple[int, ...]):
+        """Stacked true ``(T, E)`` (packed placement), as :meth:`predicted_tables` (cached per model, BS)."""
+        key = ("true", model, bs, n_values)
+        tab = self._tables.get(key)
+        if tab is None:
+            rows = [self.true(model, bs, k) for k in n_values]
+            tab = self._tables[key] = (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
+        return tab
+
     def _rows(self, params: dm.PerfParams, model: str, bs: int, n: int, r: int, multi: bool, noisy: bool):
         t, tg, ts = dm.components(params, bs / n, n, r, multi, self.f)
         e = dm.energy_from_components(params, bs / n, n, self.f, t, tg, ts)
@@ -189,8 +214,10 @@ class SchedView:
     """What a scheduler sees at a decision point (read-only by convention; arrays indexed by position in ``jobs``).
 
     ``T[i]``/``E[i]``: predicted ``(n_levels, F)`` tables of job ``jobs[i]`` over ``n_values`` (packed
-    placement); ``row(i, n)`` gives predicted rows for any ``n``. ``pinned[i]``: in online profiling (its
-    ``n``/GPUs are fixed; ``pinned_power`` is its current power).
+    placement); ``row(i, n)`` gives predicted rows for any ``n``; ``true_row``/``true_tables`` the true ones
+    (privileged: for oracle policies; ``predictor`` says which ``T``/``E`` are). ``pinned[i]``: in online profiling or
+    restarting (its ``n``/GPUs are fixed); ``pinned_power`` is its predicted power once running (the
+    profiling-window mean while it profiles).
     """
 
     now: float
@@ -215,6 +242,8 @@ class SchedView:
     p_max_w: float
     row: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
     true_row: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+    predictor: str = "fitted"
+    true_tables: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
 
 
 @dataclass
@@ -292,6 +321,7 @@ class PowerFlowSim:
         self.profiled: list[set[int]] = [set() for _ in range(J)]
         self.profiled_cfg: set[tuple[str, int, int]] = set()
         self.migrations = 0
+        self.placement_shrinks = 0
         self.profilings = 0
         self.energy = {"busy": 0.0, "profiling": 0.0, "overhead": 0.0, "idle": 0.0, "prerun": 0.0}
         self.energy_integral = 0.0  # integral of the cluster power (cross-check of the breakdown)
@@ -319,6 +349,15 @@ class PowerFlowSim:
         self._cluster_power = 0.0
         self._idle_gpus = 0
         self._powered_nodes = 0 if self.cfg.node_shutdown else self.cluster.nodes
+        # the SimPy calendar: every arrival and pre-run end now; each running job's next rate change (its
+        # completion or the end of its overhead/profiling) whenever that job is reconfigured (``_arm``);
+        # superseded timeouts stay queued and are ignored by generation number (SimPy cannot cancel)
+        self.env = simpy.Environment()
+        self._job_gen = np.zeros(J, dtype=np.int64)
+        self._wake_gen = 0
+        self._decided = False
+        for t in np.unique(np.concatenate([self._arrive, self._ready_at])).tolist():
+            self.env.timeout(t).callbacks.append(self._on_time)
         self._refresh_power()
 
     # ------------------------------------------------------------------------------------------ views
@@ -335,6 +374,8 @@ class PowerFlowSim:
             T.append(t)
             E.append(e)
         pinned = self.pinned_mask(idx)
+        pinned_power = np.zeros(idx.size)
+        pinned_power[pinned] = self.planned_power(idx[pinned])
 
         def row(i: int, k: int):
             j = int(idx[i])
@@ -344,14 +385,35 @@ class PowerFlowSim:
             j = int(idx[i])
             return prof.true(jobs.model[j], int(jobs.batch_size[j]), int(k))
 
+        def true_tables(i: int):
+            j = int(idx[i])
+            return prof.true_tables(jobs.model[j], int(jobs.batch_size[j]), self.n_values)
+
         return SchedView(
             now=self.now, jobs=idx, submit=self._arrive[idx].copy(), remaining=jobs.iterations[idx] - self.done_it[idx],
             n_req=np.asarray(jobs.n_req)[idx].copy(), batch_size=np.asarray(jobs.batch_size)[idx].copy(),
             model=[str(jobs.model[j]) for j in idx], n=self.n[idx].copy(), fl=self.fl[idx].copy(), pinned=pinned,
-            pinned_power=np.where(pinned, self.power[idx], 0.0), attained=self.attained[idx].copy(), T=T, E=E,
+            pinned_power=pinned_power, attained=self.attained[idx].copy(), T=T, E=E,
             n_values=self.n_values, freqs_mhz=self.hw.freqs_mhz.copy(), num_gpus=self.G, gpn=self.gpn,
             power_limit_w=self.power_limit, p_max_w=self.p_max, row=row, true_row=true_row,
+            predictor=self.cfg.predictor, true_tables=true_tables,
         )
+
+    def planned_power(self, idx) -> np.ndarray:
+        """Predicted power of placed jobs ``idx`` once their overhead is over (the profiling-window mean while
+        they profile): what a pinned job draws over the interval a scheduler plans, not its idle draw while it
+        restarts (0 for jobs without GPUs)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.zeros(idx.size)
+        for i in np.flatnonzero(self.n[idx] > 0):
+            j = int(idx[i])
+            t, e = self.prof.predicted(self.jobs.model[j], int(self.jobs.batch_size[j]), int(self.n[j]))
+            if self.profile_until[j] > self.now + EPS_T:
+                out[i] = float(np.mean(e / t))
+            else:
+                f = int(self.fl[j])
+                out[i] = float(e[f] / t[f])
+        return out
 
     def pinned_mask(self, idx: np.ndarray) -> np.ndarray:
         """Jobs whose ``n``/GPUs are fixed now: in online profiling, or restarting (``pin_overhead``)."""
@@ -402,11 +464,12 @@ class PowerFlowSim:
                 self.phase[j] = 2
             else:
                 self.phase[j] = 0
+            self._arm(j)
         allocated = int(self.n[run].sum()) if run.size else 0
         if placement and self.cfg.node_shutdown:
             used = set()
             gpn = self.gpn
-            packed = self.cfg.placement == "packed"
+            packed = self.cfg.placement != "first-fit"
             for j in run:
                 g = self.gpus[int(j)]
                 if packed:  # contiguous blocks: first..last node
@@ -450,16 +513,18 @@ class PowerFlowSim:
             target = self._repair_power(target, pinned)
         sizes = {j: k for j, (k, _) in target.items()}
         previous = {j: self.gpus[j] for j in sizes if self.gpus[j]}
-        if self.cfg.placement == "packed":
-            placed = buddy_place(sizes, previous, self.G, frozenset(pinned))
+        if self.cfg.placement != "first-fit":
+            placed = buddy_place(sizes, previous, self.G, frozenset(pinned), compact=self.cfg.placement == "packed",
+                                 gpn=self.gpn)
         else:
             placed = first_fit_place(sizes, previous, self.G, self.gpn)
-        for j in ready:
-            j = int(j)
+        changed = []
+        for j in ready.tolist():
             new = placed.get(j, ())
             old = self.gpus[j]
             k = len(new)
             if new != old:
+                changed.append(j)
                 if old and new and j not in pinned:
                     self.migrations += 1
                 self.gpus[j] = new
@@ -475,12 +540,18 @@ class PowerFlowSim:
                 else:
                     self.overhead_until[j] = 0.0
                     self.profile_until[j] = 0.0
-            if k > 0 and j not in pinned:
+                    self._job_gen[j] += 1  # its pending completion is void
+            if k > 0 and j not in pinned and self.fl[j] != target[j][1]:
                 self.fl[j] = target[j][1]
-        self.running = np.array(sorted(j for j in placed), dtype=np.int64)
+                changed.append(j)
+            if 0 < k < sizes.get(j, 0) or (k == 0 and j in sizes):
+                self.repaired = True  # no aligned block around pinned jobs: the placement halved the job
+                self.placement_shrinks += 1
+        self.running = np.array(sorted(j for j, g in placed.items() if g), dtype=np.int64)
         self.wakeup = math.inf if wakeup_s is None else max(float(wakeup_s), self.now)
+        self._arm_wakeup()
         self.steps += 1
-        self._refresh_power(None, placement=True)
+        self._refresh_power(changed, placement=True)
 
     def _steady_power(self, j: int, k: int, f: int, pinned: set[int]) -> float:
         model, bs = self.jobs.model[j], int(self.jobs.batch_size[j])
@@ -527,29 +598,50 @@ class PowerFlowSim:
         return target
 
     # ------------------------------------------------------------------------------------------ time
-    def _next_time(self) -> float:
-        t = math.inf
-        if self._ai < len(self._arrive):
-            t = self._arrive[self._ai]
-        if self._ri < len(self._ready_at):
-            t = min(t, self._ready_at[self._ri])
-        run = self.running
-        if run.size:
-            rate = self.rate[run]
-            pos = rate > 0
-            if pos.any():
-                rj = run[pos]
-                t = min(t, self.now + float(np.min((self.jobs.iterations[rj] - self.done_it[rj]) / rate[pos])))
-            ou = self.overhead_until[run]
-            ou = ou[ou > self.now + EPS_T]
-            if ou.size:
-                t = min(t, float(ou.min()))
-            pu = self.profile_until[run]
-            pu = pu[pu > self.now + EPS_T]
-            if pu.size:
-                t = min(t, float(pu.min()))
-        t = min(t, self.wakeup)
-        return t
+    def _arm(self, j: int) -> None:
+        """Schedule running job ``j``'s next rate change: its completion, or the end of its overhead or
+        profiling window, whichever comes first (rates are constant in between)."""
+        self._job_gen[j] += 1
+        now = self.now
+        nxt = math.inf
+        if self.overhead_until[j] > now + EPS_T:
+            nxt = float(self.overhead_until[j])
+        elif self.profile_until[j] > now + EPS_T:
+            nxt = float(self.profile_until[j])
+        if self.rate[j] > 0:
+            nxt = min(nxt, now + float(self.jobs.iterations[j] - self.done_it[j]) / float(self.rate[j]))
+        if math.isfinite(nxt):
+            self.env.timeout(max(0.0, nxt - now)).callbacks.append(partial(self._on_job, j, int(self._job_gen[j])))
+
+    def _arm_wakeup(self) -> None:
+        self._wake_gen += 1
+        if math.isfinite(self.wakeup):
+            self.env.timeout(max(0.0, self.wakeup - self.now)).callbacks.append(partial(self._on_wake, self._wake_gen))
+
+    def _on_time(self, _event: simpy.Event) -> None:
+        self._tick()
+
+    def _on_job(self, j: int, gen: int, _event: simpy.Event) -> None:
+        if self._job_gen[j] == gen:
+            self._tick()
+            if self._job_gen[j] == gen and self.n[j] > 0:  # round-off left it a sliver short: re-arm
+                self._arm(j)
+
+    def _on_wake(self, gen: int, _event: simpy.Event) -> None:
+        if self._wake_gen == gen:
+            self._tick()
+
+    def _tick(self) -> None:
+        """A calendar event fired: integrate up to it and process everything due (a decision point or not)."""
+        t = float(self.env.now)
+        self._integrate(t)
+        if self._process_events(t):
+            self._decided = True
+
+    def _pending(self) -> bool:
+        """Whether anything can happen by itself (else the next decision is an idle tick)."""
+        return (self._ai < len(self._arrive) or self._ri < len(self._ready_at) or math.isfinite(self.wakeup)
+                or self.running.size > 0)
 
     def _integrate(self, t: float) -> None:
         dt = t - self.now
@@ -582,17 +674,16 @@ class PowerFlowSim:
         while True:
             if self.finished:
                 return False
-            t = self._next_time()
-            if not math.isfinite(t):  # nothing can happen by itself: idle tick, a decision point
-                t = self.now + self.cfg.idle_tick_s
-                self.wakeup = t
-            if t > self.cfg.horizon_s:
+            if not self._pending():  # nothing can happen by itself: idle tick, a decision point
+                self.wakeup = self.now + self.cfg.idle_tick_s
+                self._arm_wakeup()
+            if self.env.peek() > self.cfg.horizon_s:
                 self._integrate(self.cfg.horizon_s)
                 self.truncated = True
                 return False
-            self._integrate(t)
-            decision = self._process_events(t)
-            if decision:
+            self._decided = False
+            self.env.step()
+            if self._decided:
                 return True
 
     def _process_events(self, t: float) -> bool:
@@ -629,6 +720,7 @@ class PowerFlowSim:
                 self.finish[j] = t
                 self.n[j] = 0
                 self.gpus[j] = ()
+                self._job_gen[j] += 1
                 self.done_count += 1
                 decision = True
                 changed = True
@@ -677,6 +769,7 @@ class PowerFlowSim:
             "allocated_gpus": float(self.n[self.running].sum()) if self.running.size else 0.0,
             "powered_nodes": float(self._powered_nodes),
             "migrations": float(self.migrations),
+            "placement_shrinks": float(self.placement_shrinks),
             "profilings": float(self.profilings),
             "decisions": float(self.steps),
         }
