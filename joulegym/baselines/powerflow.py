@@ -18,7 +18,8 @@ repair); ``simulate`` applies them unless overridden.
   priority equally and are omitted (spec §4 [I], §10 #27). ``powerflow-oracle``: true profiles, no
   pre-run/profiling (Fig. 9 "ideal case"); inside an env (whose life-cycle is the env's) it schedules on the
   true profiles the view exposes.
-- ``gandiva``: FIFO with backfill, non-preemptive, requested GPU count, affinity/first-fit placement.
+- ``gandiva``: FIFO with backfill, non-preemptive, requested GPU count, affinity placement (a node already
+  hosting a job of the same size first, else first-fit; no migration).
 - ``tiresias``: discretised 2D-LAS on attained GPU-seconds (queues 30 min / 1 h / 2 h, ElasticFlow's
   ``dlas_sim_jobs``), FIFO inside a queue, preemptive across queues, consolidated-else-spread placement.
 - ``gandiva-zeus`` / ``tiresias-zeus``: the same with a per-job Zeus frequency
@@ -68,7 +69,9 @@ class _Base:
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         if self._env is None:
             raise RuntimeError(f"{self.name}.act() called before reset(env)")
-        return self._env.encode_action(self.schedule(self._env.view()))
+        action = self._env.encode_action(self.schedule(self._env.view()))
+        self._env.request_wakeup(self.wakeup_s)  # e.g. Tiresias's next queue demotion, as ``simulate`` honours it
+        return action
 
     def schedule(self, v) -> dict[int, tuple[int, int]]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -236,7 +239,7 @@ class PowerFlow(_Base):
 
 
 class _NonElastic(_Base):
-    """Requested GPU count, one global frequency (or per-job Zeus frequency), first-fit placement."""
+    """Requested GPU count, one global frequency (or per-job Zeus frequency), non-migrating placement."""
 
     preemptive = False
     backfill = True
@@ -285,7 +288,13 @@ class _NonElastic(_Base):
 
 
 class Gandiva(_NonElastic):
+    """FIFO with backfill, non-preemptive, Gandiva's affinity placement (spec §5.5)."""
+
     name = "gandiva"
+
+    @property
+    def sim_config(self) -> dict[str, Any]:
+        return {**super().sim_config, "placement": "affinity"}
 
 
 class FIFO(_NonElastic):

@@ -5,6 +5,9 @@
   requested GPUs {1: .75, 2: .10, 4: .08, 8: .05, 16: .015, 32: .005}, lognormal durations (median
   16 min, sigma 1.3, truncated to [2 min, 24 h]); durations are then rescaled so the offered load
   ``sum(n * duration) / (24 h * G)`` equals ``rho`` (default 0.8 on 128 GPUs, the calibration knob).
+  ``span_s`` stretches time: the same number of arrivals over ``span_s`` (interarrivals x ``span_s / 24 h``) with
+  ``rho`` fixed rescales every duration by the same factor (the ``alibaba1901-long`` scenario: 16 days, jobs of
+  hours to days, the premise under which §4 calls the 4-minute pre-run "rather small").
 - :func:`gavel_trace`: the Gavel/Philly generator of the sensitivity traces (§6.4 "following [47]"):
   scale factor 1/2/4/8 w.p. .70/.10/.15/.05, duration ``60 * 10^U(1.5, 3)`` s w.p. 0.8 else
   ``60 * 10^U(3, 4)`` s, Poisson arrivals; ``duration_scale`` shortens jobs for RL (spec §6.3 [A]).
@@ -51,11 +54,14 @@ def _trace(submit, n, dur, source, models=None, bss=None) -> JobTrace:
 
 def alibaba_like_trace(num_jobs: int = ALIBABA_JOBS, *, seed: int = 0, num_gpus: int = 128, rho: float = 0.8,
                        span_s: float = ALIBABA_SPAN_S) -> JobTrace:
-    """Synthetic Alibaba-like trace (spec §6.3): ``num_jobs`` Poisson arrivals over about ``span_s``."""
+    """Synthetic Alibaba-like trace (spec §6.3): ``num_jobs`` Poisson arrivals over about ``span_s``, durations
+    rescaled so the offered load over ``span_s`` on ``num_gpus`` GPUs is ``rho``."""
     if num_jobs < 1:
         raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
     if not rho > 0:
         raise ValueError(f"rho must be > 0, got {rho}")
+    if not span_s > 0:
+        raise ValueError(f"span_s must be > 0, got {span_s}")
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(span_s / num_jobs, size=num_jobs)
     gaps[0] = 0.0
@@ -66,7 +72,8 @@ def alibaba_like_trace(num_jobs: int = ALIBABA_JOBS, *, seed: int = 0, num_gpus:
     dur = np.exp(np.log(ALIBABA_DUR_MEDIAN_S) + ALIBABA_DUR_SIGMA * rng.standard_normal(num_jobs))
     dur = np.clip(dur, *ALIBABA_DUR_RANGE_S)
     dur *= rho * span_s * num_gpus / float(np.sum(n * dur))  # offered load = rho exactly
-    return _trace(submit, n, dur, f"synthetic alibaba-like (seed={seed}, jobs={num_jobs}, rho={rho}, G={num_gpus})")
+    return _trace(submit, n, dur, f"synthetic alibaba-like (seed={seed}, jobs={num_jobs}, rho={rho}, G={num_gpus}, "
+                                  f"span={span_s / 86400:g} d)")
 
 
 def gavel_trace(num_jobs: int = 100, *, seed: int = 0, mean_interarrival_s: float = 600.0,

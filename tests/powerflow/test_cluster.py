@@ -1,4 +1,5 @@
-"""Placement (PowerFlow §5.3; spec §5.3): buddy packing with migration, first-fit for the baselines."""
+"""Placement (PowerFlow §5.3; spec §5.3, §5.5): buddy packing with migration; first-fit (Tiresias) and affinity
+(Gandiva) placement for the non-elastic baselines."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from joulegym.envs.powerflow.cluster import ClusterSpec, buddy_place, first_fit_place, placement_shape
+from joulegym.envs.powerflow.cluster import (
+    ClusterSpec,
+    affinity_place,
+    buddy_place,
+    first_fit_place,
+    placement_shape,
+)
 
 GPN = 8
 G = 32
@@ -110,6 +117,48 @@ def test_first_fit_never_moves_and_never_overlaps(sizes_list):
     keep = {j: n for j, n in sizes.items() if j % 2 == 0}
     second = first_fit_place(keep, first, G, GPN)
     assert all(second[j] == first[j] for j in keep)
+
+
+def test_affinity_prefers_nodes_hosting_the_same_size_then_first_fit():
+    """Spec §5.5 Gandiva: a node already hosting a job of the same size first, else the first node with room."""
+    prev = {0: (8, 9), 1: (0, 1, 2)}  # a 2-GPU job on node 1, a 3-GPU job on node 0
+    placed = affinity_place({0: 2, 1: 3, 2: 2, 3: 3, 4: 4}, prev, G, GPN)
+    assert placed[0] == (8, 9) and placed[1] == (0, 1, 2)  # running jobs never move
+    assert placed[2] == (10, 11)  # same size as job 0: node 1, although node 0 comes first
+    assert placed[3] == (3, 4, 5)  # same size as job 1: node 0
+    assert placed[4] == (12, 13, 14, 15)  # nobody of size 4: the first node with room (node 0 has 2 left)
+    # Tiresias's consolidated placement puts the 2-GPU job on the fullest node that fits, node 0
+    assert first_fit_place({0: 2, 1: 3, 2: 2}, prev, G, GPN)[2] == (3, 4)
+
+
+def test_affinity_whole_nodes_for_large_jobs_and_spreads_without_moving_anyone():
+    prev = {0: (0,), 1: (9,), 2: (17,), 3: (25,)}  # one GPU busy on every node
+    placed = affinity_place({0: 1, 1: 1, 2: 1, 3: 1, 4: 8}, prev, G, GPN)
+    # no node has 8 free GPUs and nobody is migrated (no cross-job packing): the job is spread first-fit
+    assert placed[4] == (1, 2, 3, 4, 5, 6, 7, 8)
+    assert placement_shape(placed[4], GPN) == (7, True)
+    placed = affinity_place({0: 1, 5: 16}, {0: (3,)}, G, GPN)
+    assert placed[5] == tuple(range(8, 24))  # a multi-node job takes the first whole free nodes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=15))
+def test_affinity_never_moves_and_never_overlaps(sizes_list):
+    sizes, total = {}, 0
+    for j, n in enumerate(sizes_list):
+        if total + n <= G:
+            sizes[j] = n
+            total += n
+    first = affinity_place(sizes, {}, G, GPN)
+    _check_disjoint(first, sizes)
+    keep = {j: n for j, n in sizes.items() if j % 2 == 0}
+    keep[len(sizes_list)] = 1  # plus a newcomer
+    if sum(keep.values()) <= G:
+        second = affinity_place(keep, first, G, GPN)
+        _check_disjoint(second, keep)
+        assert all(second[j] == first[j] for j in keep if j in first)
+    with pytest.raises(ValueError, match="exceeds"):
+        affinity_place({0: G, 1: 1}, {}, G, GPN)
 
 
 def test_cluster_spec_validation():

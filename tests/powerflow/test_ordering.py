@@ -9,8 +9,8 @@ What holds and what does not (measured on the seeded traces below; see also the 
 
 - Small100 (100 Gavel jobs, 4 x 8 V100): from the spec's default budget eta = 0.6 upwards PowerFlow's curve lies
   below every baseline, AFS included (JCT ratios baseline/PF: AFS 1.05-1.08, Tiresias 1.82-2.00, Gandiva
-  2.04-2.24, Gandiva+Zeus 1.96 and Tiresias+Zeus 1.86 at their own energy, FIFO 2.61-2.81). The "at most"
-  factors order as Gandiva 2.24 > Tiresias 2.00 ~ Gandiva+Zeus 1.96 > Tiresias+Zeus 1.86 > AFS 1.08 > 1
+  2.04-2.24, Gandiva+Zeus 1.98 and Tiresias+Zeus 1.86 at their own energy, FIFO 2.61-2.81). The "at most"
+  factors order as Gandiva 2.24 > Tiresias 2.00 ~ Gandiva+Zeus 1.98 > Tiresias+Zeus 1.86 > AFS 1.08 > 1
   (spec §8 expects Gandiva+Zeus above Tiresias).
 - Alibaba1901 scale (1901 jobs / 24 h, 16 x 8 V100): PowerFlow beats Gandiva (1.33-1.48x), Tiresias
   (1.31-1.48x) and both Zeus combinations (1.22x, 1.26x) from eta = 0.6 up, but **not AFS** (AFS/PF 0.79-0.92
@@ -39,7 +39,7 @@ import pytest
 from joulegym import baselines
 from joulegym.envs.powerflow import ClusterSpec, simulate
 from joulegym.evaluation.powerflow import curve_jct_at, curve_ratios, improvement, matched_energy, sweep
-from joulegym.scenarios.powerflow import gavel_interval
+from joulegym.scenarios.powerflow import LONG_HORIZON_S, LONG_SPAN_S, gavel_interval
 from joulegym.workloads import dl_jobs
 
 DEFAULT_ETA = 0.6  # spec §9 default budget [A]
@@ -154,6 +154,60 @@ def test_alibaba_scale_orderings():
     for baseline in ("gandiva", "tiresias", "gandiva-zeus", "tiresias-zeus"):
         ratios = _ratios_from(table, baseline)
         assert ratios and min(r for _, r in ratios) > 1.0, (baseline, ratios)
+    ratios = _ratios_from(table, "afs", reference="powerflow-oracle")
+    assert ratios and min(r for _, r in ratios) > 1.0, ("afs vs oracle", ratios)
+
+
+def alibaba_long_table():
+    """The ``alibaba1901-long`` scenario's trace for seed 0 (1901 jobs over 16 days, durations x 16, rho = 0.8,
+    16 x 8 V100): PowerFlow at eta 0.6/0.8/1.0, the Fig. 9 ideal case at 0.6/1.0, AFS-L and Gandiva at 1260/1530
+    MHz, Tiresias at 1530 MHz and the Zeus points (14 full-trace runs, ~45 s on one core)."""
+    import pandas as pd
+
+    jobs = dl_jobs.to_powerflow_jobs(dl_jobs.alibaba_like_trace(1901, seed=0, span_s=LONG_SPAN_S), seed=0)
+    cluster = ClusterSpec(16, 8)
+    kw = {"horizon_s": LONG_HORIZON_S}
+    parts = [sweep(jobs, cluster, etas=(0.6, 0.8, 1.0), freqs=(1260.0, 1530.0),
+                   policies=("afs", "gandiva", "gandiva-zeus", "tiresias-zeus"), **kw),
+             sweep(jobs, cluster, etas=(), freqs=(1530.0,), policies=("tiresias",), references=(), **kw),
+             sweep(jobs, cluster, etas=(0.6, 1.0), policies=(), references=("powerflow-oracle",), **kw)]
+    return pd.concat(parts, ignore_index=True)
+
+
+@pytest.mark.slow
+def test_alibaba_long_jobs_orderings():
+    """The paper's own premise (§4: jobs "run for hours or even days", so the 4-minute pre-run is "rather small"):
+    ``alibaba1901-long``, the Alibaba-scale trace stretched x 16 in time at the same offered load (rho = 0.8).
+
+    Holds (asserted), from PowerFlow's eta = 0.6 point up, PowerFlow faithful with its full life-cycle (pre-run +
+    online profiling + fitted models): the pre-run is under 3 % of its average JCT (1.9-2.4 %; 11-15 % on
+    ``alibaba1901``); its curve is far below Gandiva (measured 3.7-3.8x, affinity placement), Tiresias (3.8x at
+    1530 MHz), Gandiva+Zeus (3.4x) and Tiresias+Zeus (3.5x); its "at most" factor over AFS-L (§6.2, spec §7) is
+    above 1 (1.02 on these points; 1.06 with eta 0.5-1.0 and AFS at 1020-1530 MHz) and the smallest of all
+    baselines (spec §8); the Fig. 9 ideal case (true profiles, no pre-run/profiling) beats AFS-L at every matched
+    point (1.07-1.10x).
+
+    Does not hold robustly (measured, not asserted): faithful PowerFlow below AFS-L at *every* matched energy from
+    eta 0.6 up. This seed: 1.02 at AFS's 1260 MHz point and 1.01 at 1530 MHz (margins of 1-2 %); seeds 1-4 (eta
+    0.5-1.0, AFS 1020-1380-1530 MHz): minima 0.953, 1.015, 0.997, 1.006 (seed 1 loses 5 % at 1260 MHz); pooled over
+    seeds 1-4: 0.991-1.037 (x 32 stretch: 1.000-1.047). Below eta 0.6 PowerFlow loses (0.86 at eta 0.5: AFS at
+    1020 MHz reaches 5,395 kWh, under PowerFlow's eta 0.5 point, 6,045 kWh; PowerFlow never runs below the
+    EDP-optimal f_ee). Why the margin is thin (seed 0, eta 1.0 / 0.7, simulate() with one change at a time):
+    PowerFlow's allocation itself is only 3-10 % better than AFS-L (the ideal case); of that, the pre-run costs
+    0.066 h (2.4 %), online profiling ~0, and scheduling on the fitted models instead of the (sigma 3 % noisy)
+    true profiles 3 % JCT and 2.5 % energy (the fits are unbiased, |mean error| <= 3 % per configuration: the
+    oracle exploits the per-configuration noise that no model can predict). No spec deviation was found in
+    AFS-L (§5.5: 1 GPU to every waiting job shortest-remaining first, then doubling by relative throughput gain,
+    ties to fewer GPUs) or in the PowerFlow greedy (§5.2).
+    """
+    table = alibaba_long_table()
+    pf = table[table.policy == "powerflow"]
+    assert (240.0 / (pf.avg_jct_h * 3600.0) < 0.03).all(), pf  # the 240 s pre-run is "rather small" here
+    for baseline in ("gandiva", "tiresias", "gandiva-zeus", "tiresias-zeus"):
+        ratios = _ratios_from(table, baseline)
+        assert ratios and min(r for _, r in ratios) > 1.0, (baseline, ratios)
+    imp = improvement(table[table.policy != "powerflow-oracle"]).set_index("baseline").max_improvement
+    assert imp["afs"] > 1.0 and imp["afs"] < min(imp[b] for b in PAPER_BASELINES if b != "afs"), imp.to_dict()
     ratios = _ratios_from(table, "afs", reference="powerflow-oracle")
     assert ratios and min(r for _, r in ratios) > 1.0, ("afs vs oracle", ratios)
 

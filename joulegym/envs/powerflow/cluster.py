@@ -4,7 +4,7 @@ The cluster is ``nodes x gpn`` homogeneous GPUs indexed ``0 .. G-1`` with ``node
 A GPU is dedicated to one job (no sharing, §2.2). Nodes without an allocated GPU are shut down
 (0 W); free GPUs on powered nodes draw ``P_idle`` (§3.1, spec §5.3).
 
-Two placements:
+Three placements:
 
 - :func:`buddy_place` — network packing (AFS) + buddy allocation with migration (HiveD), PowerFlow's
   §5.3: power-of-two jobs get size-aligned contiguous blocks, so a job with ``n <= gpn`` sits inside one
@@ -17,10 +17,14 @@ Two placements:
   trace at eta = 0.4 it left 6.1 partly used nodes on average; sticky placement alone gives 18.1 kWh of
   idle energy there, with the compaction 3.9 kWh (total 403 vs 415 kWh, for 44 % more migrations and +0.13 h
   average JCT at that throttled budget; ``placement="packed-sticky"`` in the simulator keeps the former).
-- :func:`first_fit_place` — the non-migrating placement of the non-elastic baselines (Gandiva/Tiresias,
-  spec §5.5): a job that keeps its size keeps its GPUs; a new job goes to the powered node with the
+- :func:`first_fit_place` — Tiresias's (and FIFO's) non-migrating "consolidated placement if possible, else
+  spread" (spec §5.5): a job that keeps its size keeps its GPUs; a new job goes to the powered node with the
   fewest free GPUs that fits it (consolidated), else is spread over nodes (most free first). Jobs of any
   size; fragmentation (idle GPUs on powered nodes, multi-node jobs) can happen, as the paper argues.
+- :func:`affinity_place` — Gandiva's affinity placement (spec §5.5 [A], after Gandiva [65] §4): non-migrating;
+  a new job goes to the first node already hosting a job of the same size that has room, else to the first
+  node with room (first-fit), else (or for a job larger than a node: first to whole free nodes) over the
+  lowest-numbered free GPUs. No cross-job packing: nobody is moved to make room, so fragmentation happens.
 """
 
 from __future__ import annotations
@@ -235,6 +239,56 @@ def first_fit_place(sizes: dict[int, int], previous: dict[int, tuple[int, ...]],
         gpus.sort()
         out[j] = tuple(gpus)
         free[gpus] = False
+    return out
+
+
+def affinity_place(sizes: dict[int, int], previous: dict[int, tuple[int, ...]], num_gpus: int,
+                   gpn: int) -> dict[int, tuple[int, ...]]:
+    """Gandiva's non-migrating affinity placement (see module docstring); jobs of any size.
+
+    Jobs that keep their size keep their GPUs; new (or resized) jobs are placed in ``sizes`` order (the
+    scheduler's admission order, FIFO for Gandiva). A node's affinity is the set of sizes of the jobs it hosts.
+
+    :raises ValueError: if the sizes exceed ``num_gpus``.
+    """
+    total = sum(sizes.values())
+    if total > num_gpus:
+        raise ValueError(f"allocation of {total} GPUs exceeds the cluster's {num_gpus}")
+    nodes = num_gpus // gpn
+    free = np.ones(num_gpus, dtype=bool)
+    hosts: list[set[int]] = [set() for _ in range(nodes)]  # sizes of the jobs on each node
+    out: dict[int, tuple[int, ...]] = {}
+
+    def take(j: int, gpus: list[int]) -> None:
+        gpus = sorted(gpus)
+        out[j] = tuple(gpus)
+        free[gpus] = False
+        for k in {g // gpn for g in gpus}:
+            hosts[k].add(len(gpus))
+
+    for j, n in sizes.items():
+        p = previous.get(j)
+        if p and len(p) == n:
+            take(j, list(p))
+    for j, n in sizes.items():
+        if j in out:
+            continue
+        per_node = free.reshape(nodes, gpn).sum(axis=1)
+        gpus: list[int] = []
+        if n <= gpn:
+            fits = np.flatnonzero(per_node >= n).tolist()
+            same = [k for k in fits if n in hosts[k]]
+            pick = same or fits
+            if pick:
+                k = pick[0]
+                gpus = (np.flatnonzero(free[k * gpn:(k + 1) * gpn])[:n] + k * gpn).tolist()
+        else:
+            for k in np.flatnonzero(per_node == gpn)[: n // gpn].tolist():
+                gpus.extend(range(k * gpn, (k + 1) * gpn))
+        if len(gpus) < n:  # spread: the lowest-numbered free GPUs
+            taken = set(gpus)
+            gpus += [g for g in np.flatnonzero(free).tolist() if g not in taken][: n - len(gpus)]
+        take(j, gpus)
     return out
 
 

@@ -14,13 +14,20 @@ Action modes (``action_mode``):
   the largest allocation (ties: latest arrival); then ``power_constraint``: ``"repair"`` (default: lower
   every job's f one level while the true job power exceeds PL (1 + 1e-3); at f_min halve the latest
   arrival, dropping it at one GPU), ``"penalty"`` (no repair; reward penalty, lambda_P = 1) or ``"none"``;
-  then buddy placement with migration (a job with no aligned block left around pinned jobs is halved).
-  Any change sets ``info["repaired"]``.
+  then buddy placement with migration (a job with no aligned block left around pinned jobs is halved; other
+  ``placement`` values replay a non-elastic baseline's own placement, e.g. ``"first-fit"`` for Tiresias,
+  ``"affinity"`` for Gandiva). Any change sets ``info["repaired"]``.
 - ``"micro"``: ``Discrete(2K+1)``: give slot k its next power-of-two block, raise slot k's f one level, or
   commit (time advances only on commit; each event starts from n = 0, f = f_ee, as Algorithm 1).
 - ``"priority"``: ``Box(0, 1, (K+1,))``: per-slot scores and a power-usage fraction u; the env's greedy gives
   one GPU per job in score order, then doubles allocations round-robin in score order, while GPUs
   remain and job power stays under u*PL, then raises frequencies in score order.
+
+Wake-ups: :meth:`PowerFlowEnv.request_wakeup` asks for a decision point at a given simulated time with the next
+action (the reference policies forward their ``wakeup_s``, e.g. Tiresias's queue-demotion times), exactly as
+:func:`~joulegym.envs.powerflow.simulator.simulate` honours ``policy.wakeup_s``: with the policy's own simulator
+settings (``profiling``, ``predictor``, ``placement``, ``power_constraint``; see ``policy.sim_config``) and enough
+slots, an env episode reproduces ``simulate`` exactly.
 
 Reward (``reward="jct"``): ``-N_active dt / (3600 N_total) - lambda_P * overshoot / (3600 PL) - lambda_E dE / (3600 G
 P_max)``, so the undiscounted return is minus the average JCT in hours (plus penalties).
@@ -46,7 +53,7 @@ from joulegym.envs.base import (
     validated_discrete_action,
 )
 from joulegym.envs.powerflow.cluster import ClusterSpec
-from joulegym.envs.powerflow.simulator import EV_ARRIVAL, PowerFlowSim, SimConfig
+from joulegym.envs.powerflow.simulator import EV_ARRIVAL, PLACEMENTS, PowerFlowSim, SimConfig
 from joulegym.scenarios.powerflow import SCENARIOS
 from joulegym.workloads import dl_jobs, dl_models
 
@@ -81,6 +88,7 @@ class PowerFlowEnv(JoulegymEnv):
             "max_slots": 16,
             "action_mode": "alloc",
             "power_constraint": "repair",
+            "placement": "packed",  # PowerFlow's buddy packing with migration (spec §5.3)
             "reward": "jct",
             "lambda_p": None,  # default: 0 in repair/none mode, 1 in penalty mode (spec §9)
             "lambda_e": 0.0,
@@ -101,6 +109,7 @@ class PowerFlowEnv(JoulegymEnv):
             raise ValueError(f"eta must be in (0, 1] (power_limit = eta * G * P_max), got {eta!r}")
         check_choice("action_mode", c["action_mode"], ACTION_MODES)
         check_choice("power_constraint", c["power_constraint"], POWER_MODES)
+        check_choice("placement", c["placement"], PLACEMENTS)
         check_choice("reward", c["reward"], ("jct",))
         check_choice("device", c["device"], ("v100", "a100"))
         check_choice("predictor", c["predictor"], ("fitted", "oracle"))
@@ -156,7 +165,8 @@ class PowerFlowEnv(JoulegymEnv):
             return self._file_jobs
         if kind == "alibaba":
             trace = dl_jobs.alibaba_like_trace(int(t.get("num_jobs", 1901)), seed=seed, num_gpus=G,
-                                               rho=float(t.get("rho", 0.8)))
+                                               rho=float(t.get("rho", 0.8)),
+                                               span_s=float(t.get("span_s", dl_jobs.ALIBABA_SPAN_S)))
         else:
             trace = dl_jobs.gavel_trace(int(t.get("num_jobs", 100)), seed=seed,
                                         mean_interarrival_s=float(t.get("mean_interarrival_s", 600.0)),
@@ -174,7 +184,7 @@ class PowerFlowEnv(JoulegymEnv):
         elif not isinstance(jobs, dl_jobs.DLJobs):
             jobs = dl_jobs.to_powerflow_jobs(jobs, device=c["device"], gpn=self.cluster.gpus_per_node)
         cfg = SimConfig(eta=float(c["eta"]), predictor=c["predictor"], profiling=bool(c["profiling"]),
-                        overhead=c["overhead"], truth_noise=float(c["truth_noise"]), placement="packed",
+                        overhead=c["overhead"], truth_noise=float(c["truth_noise"]), placement=c["placement"],
                         power_constraint="repair" if c["power_constraint"] == "repair" else "none",
                         horizon_s=float(c["horizon_s"]), idle_tick_s=float(c["idle_tick_s"]))
         self.sim = PowerFlowSim(jobs, self.cluster, cfg)
@@ -188,6 +198,7 @@ class PowerFlowEnv(JoulegymEnv):
         self._micro: tuple[list[int], list[int]] | None = None
         self._repaired = False
         self._repairs = 0
+        self._wakeup_s: float | None = None
         self.sim.advance()
         self._sync_slots()
         return self._obs(), self._info(0.0, 0.0)
@@ -292,6 +303,17 @@ class PowerFlowEnv(JoulegymEnv):
         return np.ones(self.K + 1, dtype=bool)
 
     # ------------------------------------------------------------------------------------------ actions
+    def request_wakeup(self, t_s: float | None) -> None:
+        """Ask for a decision point at simulated time ``t_s`` (s; None: no request) after the next committed action,
+        as ``simulate`` does with a policy's ``wakeup_s``. A request is used by the next :meth:`step` that applies an
+        allocation (in ``micro`` mode: the commit) and then dropped; a later event may come first.
+
+        :raises ValueError: if ``t_s`` is not a finite number (or None).
+        """
+        if t_s is not None and not (isinstance(t_s, (int, float, np.floating, np.integer)) and math.isfinite(t_s)):
+            raise ValueError(f"wake-up time t_s must be a finite number of seconds or None, got {t_s!r}")
+        self._wakeup_s = None if t_s is None else float(t_s)
+
     def encode_action(self, alloc: dict[int, tuple[int, int]]):
         """A reference policy's ``{job: (n, f_level)}`` as this env's action (jobs outside the slots dropped)."""
         mode = self.config["action_mode"]
@@ -470,7 +492,8 @@ class PowerFlowEnv(JoulegymEnv):
             alloc = self._priority_alloc(action)
         sim = self.sim
         sim.repaired = False
-        sim.apply(alloc)
+        sim.apply(alloc, self._wakeup_s)
+        self._wakeup_s = None
         repaired = self._repaired or bool(getattr(sim, "repaired", False))
         self._repairs += int(repaired)
         more = sim.advance()

@@ -29,6 +29,9 @@ best-fit, then a node is emptied by migration whenever that powers one node fewe
 restarting) never move, and a job that finds no aligned block around them is halved (``placement_shrinks``,
 flagged as a repair). Schedulers see a pinned job's *planned* power (its predicted draw once running, the
 profiling mean while it profiles), not its idle draw while it restarts.
+The non-elastic baselines place jobs of any size without migration: ``"first-fit"`` (Tiresias:
+consolidated, else spread, :func:`~.cluster.first_fit_place`) or ``"affinity"`` (Gandiva: nodes hosting jobs of
+the same size first, else first-fit, :func:`~.cluster.affinity_place`).
 
 Energy scope (§2.1, spec §7 [A]): GPU energy only = busy (training) + profiling (online profiling
 windows) + overhead (GPUs held during reconfiguration, at ``P_idle``) + idle (free GPUs on powered
@@ -66,7 +69,14 @@ from typing import Any, ClassVar
 import numpy as np
 import simpy
 
-from joulegym.envs.powerflow.cluster import ClusterSpec, buddy_place, first_fit_place, is_pow2, placement_shape
+from joulegym.envs.powerflow.cluster import (
+    ClusterSpec,
+    affinity_place,
+    buddy_place,
+    first_fit_place,
+    is_pow2,
+    placement_shape,
+)
 from joulegym.workloads import dl_models as dm
 from joulegym.workloads.dl_jobs import DLJobs
 
@@ -75,7 +85,8 @@ FUTURE, PRERUN, READY, DONE = 0, 1, 2, 3
 EV_ARRIVAL, EV_COMPLETION, EV_PROFILING = 0, 1, 2  # last decision-event type (observation one-hot)
 OVERHEAD_MODES = ("elasticflow", "flat", "none")
 PREDICTORS = ("fitted", "oracle")
-PLACEMENTS = ("packed", "packed-sticky", "first-fit")
+PLACEMENTS = ("packed", "packed-sticky", "first-fit", "affinity")
+UNPACKED = ("first-fit", "affinity")  # placements of jobs of any size, not aligned blocks
 POWER_CONSTRAINTS = ("none", "repair")
 
 
@@ -469,7 +480,7 @@ class PowerFlowSim:
         if placement and self.cfg.node_shutdown:
             used = set()
             gpn = self.gpn
-            packed = self.cfg.placement != "first-fit"
+            packed = self.cfg.placement not in UNPACKED
             for j in run:
                 g = self.gpus[int(j)]
                 if packed:  # contiguous blocks: first..last node
@@ -513,11 +524,13 @@ class PowerFlowSim:
             target = self._repair_power(target, pinned)
         sizes = {j: k for j, (k, _) in target.items()}
         previous = {j: self.gpus[j] for j in sizes if self.gpus[j]}
-        if self.cfg.placement != "first-fit":
+        if self.cfg.placement == "first-fit":
+            placed = first_fit_place(sizes, previous, self.G, self.gpn)
+        elif self.cfg.placement == "affinity":
+            placed = affinity_place(sizes, previous, self.G, self.gpn)
+        else:
             placed = buddy_place(sizes, previous, self.G, frozenset(pinned), compact=self.cfg.placement == "packed",
                                  gpn=self.gpn)
-        else:
-            placed = first_fit_place(sizes, previous, self.G, self.gpn)
         changed = []
         for j in ready.tolist():
             new = placed.get(j, ())
@@ -684,7 +697,7 @@ class PowerFlowSim:
             self._decided = False
             self.env.step()
             if self._decided:
-                return True
+                return not self.finished  # the last completion leaves nothing to decide
 
     def _process_events(self, t: float) -> bool:
         decision = False
