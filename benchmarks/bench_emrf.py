@@ -15,15 +15,21 @@ Both envs are made with ``gym.make`` (same wrappers) and stepped the same way in
   caches cleared every step, to show why the env uses the closed form (proven equal to HiGHS by
   ``tests/emrf/test_properties.py::test_closed_form_equals_highs``).
 
+Both default ids run the ``apu-random`` mix (Poisson job arrivals): with the default
+``admit_at_window=False`` its arrivals are events inside the window (simulator docstring, "Admission");
+``--config '{"admit_at_window": true}'`` times the boundary-only admission for comparison.
+
 Usage::
 
     python benchmarks/bench_emrf.py                         # EMRF-v0 and EMRF-apu-random-v0
     python benchmarks/bench_emrf.py --steps 20000 --ids joulegym/EMRF-v0
+    python benchmarks/bench_emrf.py --config '{"admit_at_window": true}'   # config overrides (JSON) for every id
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -96,9 +102,9 @@ class _TimedLP:
             module.emrf_core = self.original
 
 
-def lp_share(env_id: str, steps: int, uncached: bool) -> tuple[float, float, int]:
+def lp_share(env_id: str, steps: int, uncached: bool, **overrides) -> tuple[float, float, int]:
     """(share of the step time spent in the EMRF solver, steps/s of this timed run, solver calls per step)."""
-    env = gym.make(env_id)
+    env = gym.make(env_id, **overrides)
     policy = baselines.make("emrf")
     policy = _Uncached(policy) if uncached else policy
     with _TimedLP() as lp:
@@ -108,9 +114,9 @@ def lp_share(env_id: str, steps: int, uncached: bool) -> tuple[float, float, int
     return lp.seconds / total, steps / total, lp.calls / steps
 
 
-def highs_cost(env_id: str, samples: int = 50) -> tuple[float, float]:
+def highs_cost(env_id: str, samples: int = 50, **overrides) -> tuple[float, float]:
     """Seconds per solve of scipy HiGHS (lexmaxmin, vertex) on the instances the env visits (for comparison)."""
-    env = gym.make(env_id)
+    env = gym.make(env_id, **overrides)
     policy = baselines.make("emrf")
     obs, info = env.reset(seed=0)
     policy.reset(env)
@@ -140,7 +146,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ids", nargs="*", default=["joulegym/EMRF-v0", "joulegym/EMRF-apu-random-v0"])
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3, help="best of N runs per figure (shared machines)")
+    parser.add_argument("--config", type=json.loads, default={},
+                        help='config overrides for every id, as JSON, e.g. \'{"admit_at_window": true}\'')
     args = parser.parse_args(argv)
+    overrides = args.config
     if NOOP_ID not in gym.registry:
         gym.register(NOOP_ID, entry_point=NoOpEnv)
 
@@ -150,16 +159,17 @@ def main(argv: list[str] | None = None) -> None:
     noop = best(lambda: gym.make(NOOP_ID), max(args.steps * 10, 100_000), lambda: None)
     print(f"no-op env (gym.make, same wrappers): {noop:,.0f} steps/s (best of {args.repeats})")
     for env_id in args.ids:
-        make_env = partial(gym.make, env_id)
+        make_env = partial(gym.make, env_id, **overrides)
         with_policy = best(make_env, args.steps, lambda: baselines.make("emrf"))
         fixed = best(make_env, args.steps, lambda: None)
         uncached = best(make_env, max(args.steps // 2, 500), lambda: _Uncached(baselines.make("emrf")))
-        share_cached, _, calls_cached = lp_share(env_id, args.steps, uncached=False)
-        share_uncached, _, calls_uncached = lp_share(env_id, max(args.steps // 4, 500), uncached=True)
-        highs_lex, highs_vertex = highs_cost(env_id)
-        highs_env = steps_per_second(gym.make(env_id, lp_solver="highs"), max(args.steps // 40, 100),
-                                     _Uncached(baselines.make("emrf")))
-        print(f"\n{env_id} (max_users = {gym.make(env_id).unwrapped.max_users})")
+        share_cached, _, calls_cached = lp_share(env_id, args.steps, uncached=False, **overrides)
+        share_uncached, _, calls_uncached = lp_share(env_id, max(args.steps // 4, 500), uncached=True, **overrides)
+        highs_lex, highs_vertex = highs_cost(env_id, **overrides)
+        highs_env = steps_per_second(gym.make(env_id, **{**overrides, "lp_solver": "highs"}),
+                                     max(args.steps // 40, 100), _Uncached(baselines.make("emrf")))
+        print(f"\n{env_id} (max_users = {make_env().unwrapped.max_users}"
+              f"{', config ' + json.dumps(overrides) if overrides else ''})")
         print(f"  emrf policy acting, LP cached      {with_policy:>10,.0f} steps/s   ratio {noop / with_policy:6.1f}")
         print(f"  fixed action (no policy)           {fixed:>10,.0f} steps/s   ratio {noop / fixed:6.1f}")
         print(f"  emrf policy, caches cleared/step   {uncached:>10,.0f} steps/s   ratio {noop / uncached:6.1f}")

@@ -182,6 +182,59 @@ def test_in_window_reallocation_rules():
     assert max(got @ np.array(xi[:4]) / 24.0, got @ (1 - np.array(xi[:4])) / 480.0) == pytest.approx(1.0)
 
 
+LATE_PAIR = [{"name": "gpu", "xi_cpu": 0.0, "job_gflop": 1e9},  # backlogged, GPU only
+             {"name": "cpu", "xi_cpu": 1.0, "job_gflop": 1e9, "jobs": 1, "arrival": 0.5}]  # CPU only, at 0.5 s
+
+
+def _late_pair_env(mode: str, **kwargs) -> EMRFEnv:
+    env = EMRFEnv(apps=LATE_PAIR, random=None, eta_choices=None, eta=0.5, action_mode=mode, **kwargs)
+    env.reset(seed=0)
+    return env
+
+
+def test_admit_at_window_config_key():
+    assert EMRFEnv.default_config()["admit_at_window"] is False
+    assert _late_pair_env("knob").sim.admit_at_window is False
+    assert _late_pair_env("knob", admit_at_window=True).sim.admit_at_window is True
+    assert gym.make("joulegym/EMRF-v0", admit_at_window=True).unwrapped.sim.admit_at_window is True
+
+
+def test_arrival_inside_the_window_through_the_env():
+    """A user arriving at 0.5 s is allocated at once with its app's xi (EMRF: GPU 480 to one, CPU 24 to the
+    other), not with the decision's stale xi_hat; with admit_at_window it waits for the next window."""
+    env = _late_pair_env("knob")
+    _, reward, _, _, info = env.step(np.array([0.5], dtype=np.float32))
+    np.testing.assert_allclose(info["delivered"][:2], [480.0, 12.0])
+    assert info["arrivals_joined"] == 1 and info["arrivals_waited"] == 0 and info["arrivals_readmitted"] == 0
+    assert reward == pytest.approx((0.5 * 480 + 0.5 * 504) / 504)  # E, no floor violation
+    _, _, _, _, info = env.step(np.array([0.5], dtype=np.float32))
+    np.testing.assert_allclose(info["delivered"][:2], [480.0, 24.0])
+
+    env = _late_pair_env("knob", admit_at_window=True)
+    _, reward, _, _, info = env.step(np.array([0.5], dtype=np.float32))
+    np.testing.assert_allclose(info["delivered"][:2], [480.0, 0.0])
+    assert info["arrivals_joined"] == 0 and info["arrivals_waited"] == 0 and reward == pytest.approx(480 / 504)
+    _, _, _, _, info = env.step(np.array([0.5], dtype=np.float32))
+    np.testing.assert_allclose(info["delivered"][:2], [480.0, 24.0])
+
+
+def test_arrival_given_zero_weight_waits_outside_the_measures():
+    """The EMRF policy's ω is 0 on the slot idle at the decision: the arrival waits (no rate, no floor
+    violation counted for it) and is active at the next decision."""
+    env = _late_pair_env("weights")
+    obs, info = env.reset(seed=0)
+    policy = baselines.make("emrf")
+    policy.reset(env)
+    action = policy.act(obs, info)
+    assert action[1] == 0.0
+    obs, _, _, _, info = env.step(action)
+    np.testing.assert_allclose(info["delivered"][:2], [480.0, 0.0])
+    assert info["arrivals_joined"] == 0 and info["arrivals_waited"] == 1 and info["reward_vector"][2] == 0.0
+    assert info["scheduler_inputs"]["active"][:2] == (True, True)
+    _, _, _, _, info = env.step(policy.act(obs, info))
+    np.testing.assert_allclose(info["delivered"][:2], [480.0, 24.0])
+
+
 def test_toy_step_info():
     env = gym.make("joulegym/EMRF-toy-ex1-v0")
     _, info = env.reset(seed=0)
@@ -371,6 +424,8 @@ def test_bad_discrete_action():
     ({"lp_solver": "glpk"}, "lp_solver"),
     ({"task_gflop": 0}, "task_gflop"),
     ({"strict_stop": "yes"}, "strict_stop"),
+    ({"admit_at_window": 1}, "admit_at_window"),
+    ({"admit_at_window": "no"}, "admit_at_window"),
     ({"window_s": 0}, "window_s"),
     ({"apps": [{"app": "GE", "jobs": 0}], "random": None}, "jobs"),
     ({"max_users": 2}, "max_users"),  # M1 has 5 users: infeasible

@@ -104,8 +104,9 @@ def test_noise_only_on_co_run_apps_and_seeded():
     assert run(2)[0] != a[0]
 
 
-def test_poisson_arrivals_admitted_at_window_boundaries():
-    sim = EMRFSimulator(CAPS, max_users=1, window_s=1.0, horizon=200)
+@pytest.mark.parametrize("admit_at_window", [False, True])
+def test_poisson_arrival_counts(admit_at_window):
+    sim = EMRFSimulator(CAPS, max_users=1, window_s=1.0, horizon=200, admit_at_window=admit_at_window)
     sim.reset([UserSpec("KM", 0.07, 1.0, job_gflop=10.0, jobs=0, arrival_rate=0.5)], np.random.default_rng(3))
     assert not sim.active[0]
     rule = wfq_rule(sim, [1.0])
@@ -118,15 +119,245 @@ def test_poisson_arrivals_admitted_at_window_boundaries():
     assert sim.jobs_done[0] >= arrivals - 1  # each 10-GFLOP job takes < 0.03 s alone
 
 
-def test_late_user_arrives_at_boundary():
-    sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10)
+def test_late_user_waits_for_the_boundary_with_admit_at_window():
+    sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10, admit_at_window=True)
     sim.reset([UserSpec("BT", 0.0, 1.0, 1e9, jobs=1), UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=1.5)],
               np.random.default_rng(0))
     rule = wfq_rule(sim, [1.0, 1.0])
     sim.window(rule)
     assert sim.active == [True, False]
-    sim.window(rule)
+    result = sim.window(rule)
+    assert len(result.segments) == 1 and result.arrivals == [] and sim.work_done[1] == 0.0
     assert sim.active == [True, True] and sim.arrived_at[1] == 1.5
+
+
+# --- arrivals inside the window (spec §3.2 "every ΔT AND on any job arrival/departure", §7) ----------------
+
+def weights_rule(sim: EMRFSimulator, omega: list[float]):
+    """The env's ``weights`` rule: ``wfq_rule`` with equal ω when every active user has ω = 0."""
+
+    def rule(active):
+        if active and not any(omega[i] > 0 for i in active):
+            return wfq_rule(sim, [1.0] * sim.max_users)(active)
+        return wfq_rule(sim, omega)(active)
+
+    return rule
+
+
+def late_pair(admit_at_window: bool = False, omega1: float = 1.0, arrival: float = 0.5):
+    """HW (xi 0.24, backlogged) from t = 0; a second HW-like user (xi 0.24) arriving at ``arrival``."""
+    sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10, admit_at_window=admit_at_window)
+    sim.reset([UserSpec("HW", 0.24, 1.0, 1e9), UserSpec("HW2", 0.24, 1.0, 1e9, jobs=1, arrival=arrival)],
+              np.random.default_rng(0))
+    return sim, weights_rule(sim, [1.0, omega1])
+
+
+def test_arrival_inside_the_window_joins_at_once():
+    # alone: F = 1 / max(0.24 / 24, 0.76 / 480) = 100; the pair at omega 1:1: t* = 1 / max(0.48 / 24,
+    # 1.52 / 480) = 50 each. Over [0, 1): HW 0.5 x 100 + 0.5 x 50 = 75 GFLOP, the arrival 0.5 x 50 = 25.
+    sim, rule = late_pair()
+    result = sim.window(rule)
+    assert result.arrivals == [(0.5, 1, True)]
+    assert [(dt, active) for dt, active, _ in result.segments] == [(0.5, (0,)), (0.5, (0, 1))]
+    assert result.segments[1][2] == pytest.approx([50.0, 50.0])
+    assert sim.work_done == pytest.approx([75.0, 25.0])
+    assert sim.last_rates == pytest.approx([75.0, 25.0]) and sim.arrived_at[1] == 0.5
+    assert sim.cpu_gflop == pytest.approx(24.0)  # the CPU is saturated throughout (0.24 x 100 = 0.24 x 2 x 50 = 24)
+
+
+def test_arrival_with_admit_at_window_gets_nothing_until_the_next_window():
+    sim, rule = late_pair(admit_at_window=True)
+    result = sim.window(rule)
+    assert result.arrivals == [] and len(result.segments) == 1
+    assert sim.work_done == pytest.approx([100.0, 0.0])
+    assert sim.active == [True, True]  # admitted at the boundary: the next decision sees it
+    sim.window(rule)
+    assert sim.work_done == pytest.approx([150.0, 50.0])
+
+
+def test_arrival_given_zero_weight_waits_for_the_next_decision():
+    sim, rule = late_pair(omega1=0.0)
+    result = sim.window(rule)
+    assert result.arrivals == [(0.5, 1, False)] and result.readmitted == []
+    assert all(active == (0,) for _, active, _ in result.segments)  # not in the window's active set
+    assert sim.work_done == pytest.approx([100.0, 0.0]) and sim.remaining[1] == 1e9
+    assert sim.active == [True, True] and not any(sim.waiting)  # the next decision sees it
+    sim.window(weights_rule(sim, [1.0, 1.0]))
+    assert sim.work_done == pytest.approx([150.0, 50.0])
+
+
+def test_waiting_arrival_takes_over_at_a_departure():
+    # HW: one 75-GFLOP job alone at 100 GFLOPS, done at 0.75; MY (CPU only, omega 0) arrives at 0.5 and
+    # waits; when HW departs the APU is MY's alone (equal weights over all-zero omega): 24 GFLOPS x 0.25 s
+    sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10)
+    sim.reset([UserSpec("HW", 0.24, 1.0, 75.0, jobs=1), UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=0.5)],
+              np.random.default_rng(0))
+    result = sim.window(weights_rule(sim, [1.0, 0.0]))
+    assert result.arrivals == [(0.5, 1, False)]
+    assert result.departures == [0] and result.readmitted == [(pytest.approx(0.75), 1)]
+    assert [active for _, active, _ in result.segments] == [(0,), (0,), (1,)]
+    assert sim.work_done == pytest.approx([75.0, 6.0])
+
+
+def test_simultaneous_arrivals_are_decided_together():
+    """Two users arriving at the same instant at an idle APU: the one with omega > 0 joins, the other waits,
+    whatever their slot order (decided over the set with both, not one after the other)."""
+    for omega in ([0.0, 1.0], [1.0, 0.0]):
+        sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10)
+        sim.reset([UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=0.25),
+                   UserSpec("MY2", 1.0, 1.0, 1e9, jobs=1, arrival=0.25)], np.random.default_rng(0))
+        result = sim.window(weights_rule(sim, omega))
+        joiner = omega.index(1.0)
+        assert sorted(result.arrivals) == [(0.25, 0, joiner == 0), (0.25, 1, joiner == 1)]
+        assert sim.work_done[joiner] == pytest.approx(24.0 * 0.75) and sim.work_done[1 - joiner] == 0.0
+
+
+def test_arrival_exactly_at_a_window_boundary():
+    sim, rule = late_pair(arrival=1.0)
+    result = sim.window(rule)
+    assert result.arrivals == [] and len(result.segments) == 1 and sim.active == [True, True]
+    result = sim.window(rule)
+    assert result.arrivals == [] and [active for _, active, _ in result.segments] == [(0, 1)]
+    assert sim.work_done == pytest.approx([150.0, 50.0])
+
+
+def test_user_arriving_and_departing_within_one_window():
+    sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10)
+    sim.reset([UserSpec("BT", 0.0, 1.0, 1e9), UserSpec("MY", 1.0, 1.0, 6.0, jobs=1, arrival=0.2)],
+              np.random.default_rng(0))
+    result = sim.window(wfq_rule(sim, [1.0, 1.0]))  # the pair at 1:1: t* = 24 (the CPU saturates)
+    assert result.arrivals == [(0.2, 1, True)] and result.departures == [1]
+    assert [active for _, active, _ in result.segments] == [(0,), (0, 1), (0,)]
+    assert [dt for dt, _, _ in result.segments] == pytest.approx([0.2, 0.25, 0.55])
+    assert sim.completion_times()[1] == pytest.approx(0.25)
+    assert sim.work_done == pytest.approx([480 * 0.75 + 24 * 0.25, 6.0])
+    assert sim.xi_hat[1] == 1.0 and not sim.active[1]
+
+
+def test_poisson_job_at_an_empty_queue_starts_inside_the_window():
+    """Each job arriving at the idle user starts at its arrival time: done at t_a + W / F_solo."""
+    f_solo = 1.0 / max(0.07 / 24, 0.93 / 480)
+    checked = {False: 0, True: 0}
+    for admit_at_window in (False, True):
+        sim = EMRFSimulator(CAPS, max_users=1, window_s=1.0, horizon=100, admit_at_window=admit_at_window)
+        sim.reset([UserSpec("KM", 0.07, 1.0, job_gflop=10.0, jobs=0, arrival_rate=0.3)], np.random.default_rng(5))
+        rule = wfq_rule(sim, [1.0])
+        for _ in range(100):
+            start, t_a, done_before = sim.time, sim.next_arrival[0], sim.jobs_done[0]
+            result = sim.window(rule)
+            if sim.jobs_total[0] - done_before != 1 or sim.queue[0] or not start <= t_a < start + 1:
+                continue  # one job arrived in this window and it is done
+            begin = start + 1 if admit_at_window else t_a  # admitted at the next boundary / at once
+            if begin + 10.0 / f_solo < sim.time:
+                assert sim.finished_at[0] == pytest.approx(begin + 10.0 / f_solo)
+                assert result.arrivals == ([] if admit_at_window else [(t_a, 0, True)])
+                checked[admit_at_window] += 1
+    assert checked[False] >= 5
+
+
+@pytest.mark.parametrize("admit_at_window", [False, True])
+def test_poisson_job_at_a_busy_queue_is_queued(admit_at_window):
+    """HW alone (100 GFLOPS), jobs of 230 GFLOP (2.3 s) and Poisson jobs: the job arriving at t1 in (0, 2.3) is
+    queued behind the first (no arrival event, no departure at 2.3); the user departs at 4.6; the job
+    arriving at t2 > 5 finds an empty queue: an arrival event; from then on the user stays busy."""
+    sim = EMRFSimulator(CAPS, max_users=1, window_s=1.0, horizon=20, admit_at_window=admit_at_window)
+    sim.reset([UserSpec("HW", 0.24, 1.0, job_gflop=230.0, jobs=1, arrival_rate=0.2)], np.random.default_rng(4))
+    rule = wfq_rule(sim, [1.0])
+    t1 = sim.next_arrival[0]
+    assert 0 < t1 < 2.3  # precondition of this seed
+    results = [sim.window(rule) for _ in range(5)]
+    assert all(r.arrivals == [] for r in results)
+    assert [r.departures for r in results] == [[], [], [], [], [0]] and sim.finished_at[0] == pytest.approx(4.6)
+    assert sim.jobs_done[0] == 2 and sim.work_done[0] == pytest.approx(460.0)
+    t2 = sim.next_arrival[0]
+    assert 6 < t2 < 7  # precondition of this seed
+    sim.window(rule)
+    result = sim.window(rule)
+    assert result.arrivals == ([] if admit_at_window else [(pytest.approx(t2), 0, True)])
+    for _ in range(3):
+        assert sim.window(rule).departures == []  # precondition of this seed: jobs keep arriving
+    start = 7.0 if admit_at_window else t2  # the job runs from its arrival, or from the next boundary
+    assert sim.time == 10.0 and sim.jobs_done[0] == 3
+    assert sim.work_done[0] == pytest.approx(460.0 + 100.0 * (10.0 - start))
+
+
+class RecordingSimulator(EMRFSimulator):
+    """Records the size of every completed job (work conservation)."""
+
+    def reset(self, users, rng):
+        self.completed_sizes = [[] for _ in range(self.max_users)]
+        super().reset(users, rng)
+
+    def _complete(self, i, result):
+        self.completed_sizes[i].append(self.current_size[i])
+        super()._complete(i, result)
+
+
+def random_mix(seed: int) -> list[UserSpec]:
+    """Late closed-loop users, Poisson users (lognormal sizes), a backlogged user, xi phases."""
+    rng = np.random.default_rng(seed)
+    users = [UserSpec("BT", 0.0, 2.0, 300.0)]
+    for k in range(7):
+        xi = float(rng.choice([0.07, 0.21, 0.24, 0.5, 1.0]))
+        if k % 2:
+            users.append(UserSpec(f"p{k}", xi, float(rng.integers(1, 5)), float(rng.uniform(5, 80)), jobs=0,
+                                  arrival=float(rng.uniform(0, 5)), arrival_rate=float(rng.uniform(0.2, 2.0)),
+                                  job_sigma=0.5, xi_alt=min(xi + 0.15, 1.0) if 0 < xi < 1 else None,
+                                  co_run=0 < xi < 1))
+        else:
+            users.append(UserSpec(f"c{k}", xi, float(rng.integers(1, 5)), float(rng.uniform(5, 80)),
+                                  jobs=int(rng.integers(1, 6)), arrival=float(rng.uniform(0, 20)), job_sigma=0.3))
+    return users
+
+
+def run_mix(seed: int, admit_at_window: bool = False, windows: int = 40):
+    sim = RecordingSimulator(CAPS, max_users=8, window_s=1.0, horizon=windows, xi_noise=0.02,
+                             phase_period=(2.0, 4.0), admit_at_window=admit_at_window)
+    sim.reset(random_mix(seed), np.random.default_rng(seed))
+    omega = [1.0, 0.0, 0.5, 1.0, 0.0, 0.7, 0.3, 1.0]  # zeros: some arrivals wait
+    trace = []
+    for _ in range(windows):
+        result = sim.window(weights_rule(sim, omega))
+        trace.append((result.segments, result.arrivals, result.readmitted, result.departures,
+                      list(sim.work_done), list(sim.xi_hat), list(sim.jobs_total), sim.last_utilisation))
+    return sim, trace
+
+
+def test_same_seed_same_trajectory():
+    _, a = run_mix(7)
+    _, b = run_mix(7)
+    _, c = run_mix(8)
+    assert a == b and a != c
+    assert any(arrivals for _, arrivals, *_ in a)  # the run has in-window arrivals
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_work_conservation_with_arrivals(seed):
+    sim, trace = run_mix(seed)
+    joined = sum(j for window in trace for _, _, j in window[1])
+    waited = sum(not j for window in trace for _, _, j in window[1])
+    assert joined > 0 and waited > 0  # both admission outcomes are exercised
+    for i in range(sim.max_users):
+        in_progress = sim.current_size[i] - sim.remaining[i] if sim.present[i] and sim.queue[i] > 0 else 0.0
+        assert sim.work_done[i] == pytest.approx(sum(sim.completed_sizes[i]) + in_progress, rel=1e-9, abs=1e-6)
+        assert len(sim.completed_sizes[i]) == sim.jobs_done[i]
+        if not sim.backlogged[i]:
+            assert sim.jobs_total[i] == sim.jobs_done[i] + sim.queue[i]
+    assert sim.total_gflop == pytest.approx(sum(sim.work_done))
+    assert sim.total_gflop == pytest.approx(sim.cpu_gflop + sim.gpu_gflop)
+    assert sim.cpu_gflop <= CAPS[0] * sim.time * (1 + 1e-9) and sim.gpu_gflop <= CAPS[1] * sim.time * (1 + 1e-9)
+    for window in trace:  # capacity holds in every window (true xi)
+        assert all(dt >= 0.0 for dt, _, _ in window[0])
+        assert max(window[7]) <= 1 + 1e-9
+
+
+def test_arrival_times_do_not_depend_on_the_admission_mode():
+    """Common random numbers: both modes see the same jobs at the same times (jobs counted at boundaries)."""
+    _, a = run_mix(4)
+    _, b = run_mix(4, admit_at_window=True)
+    assert [window[6] for window in a] == [window[6] for window in b]
+    assert [window[4] for window in a] != [window[4] for window in b]  # ... but serve them at different times
+    assert all(window[1] == [] and window[2] == [] for window in b)  # no in-window admission with admit_at_window
 
 
 def test_too_many_users_rejected():

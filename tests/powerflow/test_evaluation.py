@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from joulegym.evaluation.hooks import hooks_for
 
@@ -39,3 +40,23 @@ def test_summary_sweep_keeps_each_policys_life_cycle(tmp_path):
     assert row.avg_jct_h == expected.avg_jct_h and expected.energy_breakdown_j["prerun"] == 0.0
     pf = simulate(base.sim.jobs, "powerflow", cluster=base.cluster, eta=0.6)
     assert table[(table.policy == "powerflow") & (table.value == 0.6)].iloc[0].avg_jct_h == pf.avg_jct_h
+
+
+@pytest.mark.slow
+def test_evaluate_reproduce_powerflow_quick(tmp_path):
+    """``evaluate.py --reproduce powerflow --quick``: Fig. 7/9 on Small100 and Fig. 10 (seed 0, every panel)."""
+    from joulegym.evaluation.cli import main
+    from joulegym.evaluation.powerflow import SENSITIVITY_PANELS
+
+    assert main(["--reproduce", "powerflow", "--quick", "--out", str(tmp_path)]) == 0
+    for name in ("fig7_small100.csv", "fig7_small100.png", "improvement_small100.csv", "matched_energy_small100.csv",
+                 "fig10_sensitivity.csv", "fig10_improvement.csv", "fig10.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    fig7 = pd.read_csv(tmp_path / "fig7_small100.csv")
+    assert {"powerflow", "powerflow-oracle", "afs", "gandiva-zeus"} <= set(fig7.policy) and not fig7.truncated.any()
+    fig10 = pd.read_csv(tmp_path / "fig10_sensitivity.csv")
+    cases = {(p, float(v)) for p, values in SENSITIVITY_PANELS.items() for v in values}
+    assert set(zip(fig10.panel, fig10.value.astype(float))) == cases
+    assert len(fig10) == 6 * len(cases) and (fig10.truncated_runs >= 0).all()
+    pf = fig10[fig10.policy == "powerflow"]
+    assert (pf.improvement.dropna() == 1.0).all() and pf.improvement.notna().sum() >= len(cases) - 2

@@ -19,8 +19,11 @@ Action modes        ``action_mode`` config key; each also has its own id (kind):
                     - ``knob_discrete`` (``EMRFKnobDiscrete``): ``Discrete(knob_levels)`` (default 11:
                       η in {0, 0.1, ..., 1}); ``action_masks()`` is all True.
 
-                    On an event inside the window (completion, departure, xi phase switch) the same
-                    ω is re-scaled over the remaining users (knob modes re-solve EMRF at the same η).
+                    On an event inside the window (completion, departure, arrival, xi phase switch)
+                    the same ω is re-scaled over the users with work (knob modes re-solve EMRF at the
+                    same η); an arriving user joins at once if that gives it F > 0, else it waits
+                    (ω = 0 in ``weights`` mode, e.g. it was idle at the decision; simulator docstring,
+                    "Admission"). ``admit_at_window=True``: arrivals wait for the next window.
                     With ``task_gflop`` set, every allocation goes through Alg. 1's discrete
                     scheduler (kernel slices by lowest F_i/F*_i) instead of its fluid limit.
 Observation         ``Box(0, 1, (10 max_users + 7,), float32)``; GFLOPS over C_tot = C_cpu + C_gpu.
@@ -47,7 +50,10 @@ Info                ``metrics`` (cumulative paper metrics), ``reward_vector``, `
                     ``wfq``, ``static-partition`` (S scaled until a device saturates),
                     ``max-utilisation`` (EMRF at η = 0); and ``fair-share`` S; tuples per slot),
                     ``scheduler_inputs`` (exact inputs for reference policies; tuples per slot),
-                    ``eta`` (η used), ``action_mask`` (discrete).
+                    ``eta`` (η used), ``arrivals_joined`` / ``arrivals_waited`` (users that got work
+                    inside the window and joined at once / waited; ``arrivals_readmitted``: waiting
+                    users that joined later in the window, e.g. at a departure), ``action_mask``
+                    (discrete).
 ==================  ==========================================================================
 
 Invalid actions (wrong shape, NaN, out of bounds) raise ``ValueError`` (DESIGN.md "Invalid input";
@@ -194,38 +200,41 @@ class EMRFEnv(JoulegymEnv):
         """Defaults: the ``apu-random`` training mix (2-8 random Rodinia users, η_target in {0.1, 0.5, 0.8}),
         8 slots, H = 200 windows of 1 s. ``apps`` (M1's, Table II) is used when ``random`` is ``None``.
 
-        ============  =====================================================================
-        key           meaning
-        ============  =====================================================================
-        device        APU preset (``amd-a8-3870k``, ``emrf-toy``)
-        capacities    ``None`` or ``[C_cpu, C_gpu]`` GFLOPS overriding the device's
-        apps          list of users: ``{"app": Rodinia name | "xi_cpu": x, "weight", "jobs"
-                      (None = backlogged), "job_gflop" (None = 10 s x F_solo), "arrival",
-                      "arrival_rate" (Poisson jobs/s), "job_sigma", "name"}``
-        random        ``None`` or the ``apu-random`` generator (keys: n_users, apps, weights,
-                      xi_jitter, job_sigma, arrival_rate, initial_jobs)
-        eta           η_target in [0, 1] (fairness floor and the reference EMRF's knob)
-        eta_choices   ``None`` or a list: η_target drawn per episode
-        tie_break     EMRF's LP tie-break (``lexmaxmin`` | ``vertex``) for knob modes/info
-        lp_solver     ``closed-form`` (default: the exact closed-form solution of the LP, a few
-                      microseconds) | ``highs`` (scipy HiGHS, ~2 ms per new instance); both give
-                      the same allocation (``allocation`` module docstring). ``vertex`` is HiGHS.
-        action_mode   ``weights`` | ``residual_weights`` | ``knob`` | ``knob_discrete``
-        reward        ``floor`` | ``scalarized`` | ``vector``
-        lam           λ of the floor reward (spec §7: 50)
-        beta          β of the scalarized reward
-        window_s      ΔT, seconds per decision (Alg. 1; spec default 1 s)
-        horizon       windows per episode H
-        max_users     user slots
-        xi_noise      std of the measurement noise on co-run apps' xi_hat
-        phase_delta   ``None`` or δξ: co-run apps' xi alternates with xi + δξ every 20-40 s
-        knob_levels   η levels of ``knob_discrete`` (11: steps of 0.1)
-        task_gflop    ``None`` (Alg. 1's fluid limit, spec §3.2 default) or the GFLOPS of one kernel
-                      slice of Alg. 1's discrete scheduler (lines 4-9), fed with the fluid F as F*
-        strict_stop   with ``task_gflop``: stop at the first slice that does not fit (line 9 as
-                      printed) instead of skipping that user and continuing (spec default)
-        solo_seconds  default job size = solo_seconds x F_solo GFLOP (spec §8 row 10)
-        ============  =====================================================================
+        ===============  =====================================================================
+        key              meaning
+        ===============  =====================================================================
+        device           APU preset (``amd-a8-3870k``, ``emrf-toy``)
+        capacities       ``None`` or ``[C_cpu, C_gpu]`` GFLOPS overriding the device's
+        apps             list of users: ``{"app": Rodinia name | "xi_cpu": x, "weight", "jobs"
+                         (None = backlogged), "job_gflop" (None = 10 s x F_solo), "arrival",
+                         "arrival_rate" (Poisson jobs/s), "job_sigma", "name"}``
+        random           ``None`` or the ``apu-random`` generator (keys: n_users, apps, weights,
+                         xi_jitter, job_sigma, arrival_rate, initial_jobs)
+        eta              η_target in [0, 1] (fairness floor and the reference EMRF's knob)
+        eta_choices      ``None`` or a list: η_target drawn per episode
+        tie_break        EMRF's LP tie-break (``lexmaxmin`` | ``vertex``) for knob modes/info
+        lp_solver        ``closed-form`` (default: the exact closed-form solution of the LP, a few
+                         microseconds) | ``highs`` (scipy HiGHS, ~2 ms per new instance); both give
+                         the same allocation (``allocation`` module docstring). ``vertex`` is HiGHS.
+        action_mode      ``weights`` | ``residual_weights`` | ``knob`` | ``knob_discrete``
+        reward           ``floor`` | ``scalarized`` | ``vector``
+        lam              λ of the floor reward (spec §7: 50)
+        beta             β of the scalarized reward
+        window_s         ΔT, seconds per decision (Alg. 1; spec default 1 s)
+        horizon          windows per episode H
+        max_users        user slots
+        xi_noise         std of the measurement noise on co-run apps' xi_hat
+        phase_delta      ``None`` or δξ: co-run apps' xi alternates with xi + δξ every 20-40 s
+        knob_levels      η levels of ``knob_discrete`` (11: steps of 0.1)
+        task_gflop       ``None`` (Alg. 1's fluid limit, spec §3.2 default) or the GFLOPS of one kernel
+                         slice of Alg. 1's discrete scheduler (lines 4-9), fed with the fluid F as F*
+        strict_stop      with ``task_gflop``: stop at the first slice that does not fit (line 9 as
+                         printed) instead of skipping that user and continuing (spec default)
+        solo_seconds     default job size = solo_seconds x F_solo GFLOP (spec §8 row 10)
+        admit_at_window  False (spec §3.2, §7: an arrival inside the window is an event and is
+                         allocated at once when the window's rule gives it F > 0) | True (arrivals
+                         are admitted at the next window boundary, the earlier simplification)
+        ===============  =====================================================================
         """
         return {
             "scenario": None,
@@ -250,6 +259,7 @@ class EMRFEnv(JoulegymEnv):
             "task_gflop": None,
             "strict_stop": False,
             "solo_seconds": DEFAULT_SOLO_SECONDS,
+            "admit_at_window": False,
         }
 
     def __init__(self, scenario: str | None = None, render_mode: str | None = None, **overrides: Any) -> None:
@@ -268,7 +278,7 @@ class EMRFEnv(JoulegymEnv):
         if len(self._fixed_users) > self.max_users:
             raise ValueError(f"apps lists {len(self._fixed_users)} users but max_users={self.max_users}")
         self.sim = EMRFSimulator(self.capacities, self.max_users, cfg["window_s"], self.horizon,
-                                 xi_noise=cfg["xi_noise"])
+                                 xi_noise=cfg["xi_noise"], admit_at_window=cfg["admit_at_window"])
         n = self.max_users
         self.observation_space = gym.spaces.Box(0.0, 1.0, (n * SLOT_FEATURES + GLOBAL_FEATURES,), dtype=np.float32)
         if self.action_mode in ("weights", "residual_weights"):
@@ -302,8 +312,9 @@ class EMRFEnv(JoulegymEnv):
         cfg["xi_noise"] = check_positive("xi_noise", cfg["xi_noise"], allow_zero=True)
         if cfg["task_gflop"] is not None:
             cfg["task_gflop"] = check_positive("task_gflop", cfg["task_gflop"])
-        if not isinstance(cfg["strict_stop"], bool):
-            raise ValueError(f"strict_stop must be True or False, got {cfg['strict_stop']!r}")
+        for key in ("strict_stop", "admit_at_window"):
+            if not isinstance(cfg[key], bool):
+                raise ValueError(f"{key} must be True or False, got {cfg[key]!r}")
         if cfg["phase_delta"] is not None:
             cfg["phase_delta"] = check_unit_interval("phase_delta", cfg["phase_delta"])
         for key, least in (("horizon", 1), ("max_users", 1), ("knob_levels", 2)):
@@ -571,10 +582,16 @@ class EMRFEnv(JoulegymEnv):
         start_active = self._active_slots()
         planned = rule(start_active)
         memo = {start_active: planned}
+        sim, view = self.sim, self._xi_view
 
         def cached_rule(active: tuple[int, ...]) -> list[float]:
             alloc = memo.get(active)
             if alloc is None:
+                # a user arriving inside the window was not in the decision's xi_hat snapshot: it is
+                # planned (and measured) with its app's xi, as it would be at the next decision
+                for i in active:
+                    if view[i] != sim.xi_hat[i]:
+                        view[i] = sim.xi_hat[i]
                 alloc = memo[active] = rule(active)
             return alloc
 
@@ -598,6 +615,9 @@ class EMRFEnv(JoulegymEnv):
         terminated = self.sim.done
         truncated = self.sim.truncated and not terminated
         info = self._info(planned, reward_vector, eta_used, delta, (si, ef, bound))
+        info["arrivals_joined"] = sum(1 for _, _, joined in result.arrivals if joined)
+        info["arrivals_waited"] = len(result.arrivals) - info["arrivals_joined"]
+        info["arrivals_readmitted"] = len(result.readmitted)
         return self._observation(), float(reward), terminated, truncated, info
 
     def _window_measures(self, result) -> tuple[float, float, float]:
@@ -725,6 +745,7 @@ class EMRFEnv(JoulegymEnv):
                          "delta_bound": 0.0, "reward_vector": np.zeros(3)})
         info["eta"] = float(eta_used)
         info["eta_target"] = self.eta_target
+        info["arrivals_joined"] = info["arrivals_waited"] = info["arrivals_readmitted"] = 0
         info["scheduler_inputs"] = self.scheduler_inputs()
         info["reference_allocations"] = self.reference_allocations()
         info["metrics"] = self.metrics()

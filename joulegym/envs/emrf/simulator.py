@@ -12,12 +12,25 @@ every rate is scaled by the same factor ``min_d C_d / usage_d`` (a fluid device 
 capacity). Without drift or noise ``xi_hat == xi`` and the planned allocation runs exactly.
 
 **One decision window** (:meth:`EMRFSimulator.window`, Algorithm 1's ΔT, default 1 s) is split into
-segments at every event: a job completion (the next job of the user starts at once, closed loop), a
-departure (the user's queue is empty) and a phase switch of ``xi`` (``apu-phases``). At the start of
-each segment the window's allocation rule is re-applied to the current active set (spec §3.2: "re-scale
-t* over the remaining users with the same ω", or re-solve EMRF for a knob). Job *arrivals* (Poisson
-sources, late users) are admitted at window boundaries, so each decision sees the set it allocates
-(a simplification of Alg. 1's "on any arrival": arrivals wait at most ΔT).
+segments at every event (spec §3.2 "every ΔT AND on any job arrival/departure", §7 "Simulation core"):
+a job completion (the next job of the user starts at once, closed loop), a departure (the user's queue
+is empty), an *arrival* (a user arriving at its ``arrival`` time, or an open-loop Poisson job arriving
+at a present user's empty queue) and a phase switch of ``xi`` (``apu-phases``). At the start of each
+segment the window's allocation rule is re-applied to the current active set (spec §3.2: "re-scale t*
+over the remaining users with the same ω", or re-solve EMRF for a knob).
+
+**Admission of an arrival inside the window.** The arrivals of one instant are taken together: the
+window's rule is applied to the set of every user with work (the active set, the arriving slots and
+the slots already waiting); an arriving slot joins at once if it gets a positive allocation there,
+otherwise (a ``weights`` action that gave its slot ω = 0, e.g. because it was idle at the decision) it
+*waits*: it holds its job but is not in the active set (no rate, not in the window's measures). A
+waiting slot is tested again, the same way, at every later arrival or departure in the window (a
+departure can leave the APU to it: the weighted fair scheduler is work-conserving) and is active like
+any user with work at the next decision. A Poisson job arriving at a non-empty queue changes no
+allocation: it is queued (counted at the latest when the current job completes, so a user whose job
+arrived before its previous one finished does not depart). ``admit_at_window=True`` restores the
+earlier simplification: every arrival is admitted at the next window boundary (arrivals wait at most
+ΔT). The arrival times themselves do not depend on the mode or the policy (common random numbers).
 
 **Measurement** (Alg. 1 line 1): at the end of a window ``xi_hat_i`` = CPU operations / all operations
 user i ran in the window (the ops-weighted true split), plus optional Gaussian noise (``xi_noise``) on
@@ -53,7 +66,8 @@ class UserSpec:
     :param weight: w_i > 0.
     :param job_gflop: mean job size W (GFLOP).
     :param jobs: jobs submitted at ``arrival`` (closed loop); ``None`` = backlogged (never runs out).
-    :param arrival: time (s) the user arrives (admitted at the first window boundary >= it).
+    :param arrival: time (s) the user arrives (an event inside the window; with ``admit_at_window``, admitted
+        at the first window boundary >= it).
     :param arrival_rate: Poisson job arrivals per second after ``arrival`` (open loop), 0 = none.
     :param job_sigma: lognormal sigma of job sizes (mean kept at ``job_gflop``); 0 = fixed size.
     :param xi_alt: ``apu-phases``: the second value ``xi`` alternates with (None = no drift).
@@ -74,18 +88,27 @@ class UserSpec:
 
 @dataclass
 class WindowResult:
-    """What happened in one window: segments ``(dt, active slots, delivered GFLOPS per slot)``."""
+    """What happened in one window: segments ``(dt, active slots, delivered GFLOPS per slot)``.
+
+    ``arrivals``: ``(time, slot, joined)`` of every slot that got work it lacked inside the window
+    (``joined``: it joined the active set at once; False: it waits). ``readmitted``: ``(time, slot)`` of
+    waiting slots that joined later in the window (module docstring, "Admission").
+    """
 
     segments: list[tuple[float, tuple[int, ...], list[float]]] = field(default_factory=list)
     completed_jobs: int = 0
     departures: list[int] = field(default_factory=list)
+    arrivals: list[tuple[float, int, bool]] = field(default_factory=list)
+    readmitted: list[tuple[float, int]] = field(default_factory=list)
 
 
 class EMRFSimulator:
     """Fluid APU-sharing simulator; see the module docstring."""
 
     def __init__(self, capacities: tuple[float, float], max_users: int, window_s: float = 1.0,
-                 horizon: int = 200, xi_noise: float = 0.0, phase_period: tuple[float, float] = (20.0, 40.0)) -> None:
+                 horizon: int = 200, xi_noise: float = 0.0, phase_period: tuple[float, float] = (20.0, 40.0),
+                 admit_at_window: bool = False) -> None:
+        self.admit_at_window = bool(admit_at_window)
         self.capacities = (float(capacities[0]), float(capacities[1]))
         self.max_users = int(max_users)
         self.window_s = float(window_s)
@@ -113,6 +136,7 @@ class EMRFSimulator:
         self.windows = 0
         self.users: list[UserSpec | None] = [None] * n
         self.present = [False] * n  # arrived (occupies the slot)
+        self.waiting = [False] * n  # has work that arrived in this window but was not admitted (module docstring)
         self.xi = [0.0] * n
         self.xi_hat = [0.0] * n
         self.weight = [1.0] * n
@@ -137,12 +161,15 @@ class EMRFSimulator:
         self.gpu_gflop = 0.0
         for slot, user in enumerate(users):
             self.users[slot] = user
-        self._admission_pending = True
-        self._admit()
+        # slots that can get work later: users not yet arrived and open-loop (Poisson) users
+        self._event_slots = tuple(slot for slot, user in enumerate(users) if user.arrival > 0 or user.arrival_rate > 0)
+        self._open_loop = [user is not None and user.arrival_rate > 0 for user in self.users]
+        for slot in range(len(users)):
+            self._arrive(slot, 1e-12)
 
     @property
     def active(self) -> list[bool]:
-        return [p and q > 0 for p, q in zip(self.present, self.queue)]
+        return [p and q > 0 and not w for p, q, w in zip(self.present, self.queue, self.waiting)]
 
     @property
     def done(self) -> bool:
@@ -167,34 +194,61 @@ class EMRFSimulator:
         return user.job_gflop
 
     def _admit(self) -> None:
-        """Admit users and Poisson jobs whose time has come (window boundaries only)."""
+        """At a window boundary: process every arrival up to now (the next decision sees them all)."""
         now = self.time + 1e-12
-        self._admission_pending = any(u is not None and (u.arrival > now or u.arrival_rate > 0) for u in self.users)
-        for slot, user in enumerate(self.users):
-            if user is None:
-                continue
-            if not self.present[slot] and user.arrival <= now:
-                self.present[slot] = True
-                self.arrived_at[slot] = user.arrival
-                self.xi[slot] = self.xi_hat[slot] = user.xi_cpu
-                self.weight[slot] = user.weight
-                self.backlogged[slot] = user.jobs is None and user.arrival_rate <= 0
-                self.queue[slot] = 1 if self.backlogged[slot] else int(user.jobs or 0)
-                self.jobs_total[slot] = self.queue[slot]
-                if user.arrival_rate > 0:
-                    self.next_arrival[slot] = user.arrival + float(
-                        self._arrival_rng[slot].exponential(1.0 / user.arrival_rate))
-                if user.xi_alt is not None:
-                    self.next_switch[slot] = user.arrival + float(self._phase_rng[slot].uniform(*self.phase_period))
-                if self.queue[slot] > 0:
+        for slot in self._due(now):
+            self._arrive(slot, now)
+
+    def _due(self, now: float) -> list[int]:
+        """Event slots with an arrival (the user's own or a Poisson job) at or before ``now``."""
+        present, users, next_arrival = self.present, self.users, self.next_arrival
+        return [slot for slot in self._event_slots
+                if next_arrival[slot] <= now or (not present[slot] and users[slot].arrival <= now)]
+
+    def _arrive(self, slot: int, now: float) -> bool:
+        """Process ``slot``'s arrivals up to ``now`` (its own, its Poisson jobs); True if it got work it lacked."""
+        user = self.users[slot]
+        had_work = self.present[slot] and self.queue[slot] > 0
+        if not self.present[slot]:
+            if user.arrival > now:
+                return False
+            self.present[slot] = True
+            self.arrived_at[slot] = user.arrival
+            self.xi[slot] = self.xi_hat[slot] = user.xi_cpu
+            self.weight[slot] = user.weight
+            self.backlogged[slot] = user.jobs is None and user.arrival_rate <= 0
+            self.queue[slot] = 1 if self.backlogged[slot] else int(user.jobs or 0)
+            self.jobs_total[slot] = self.queue[slot]
+            if user.arrival_rate > 0:
+                self.next_arrival[slot] = user.arrival + float(
+                    self._arrival_rng[slot].exponential(1.0 / user.arrival_rate))
+            if user.xi_alt is not None:
+                self.next_switch[slot] = user.arrival + float(self._phase_rng[slot].uniform(*self.phase_period))
+            if self.queue[slot] > 0:
+                self._start_job(slot)
+        if user.arrival_rate > 0:
+            while self.next_arrival[slot] <= now:
+                if self.queue[slot] == 0:
                     self._start_job(slot)
-            if self.present[slot] and user.arrival_rate > 0:
-                while self.next_arrival[slot] <= now:
-                    if self.queue[slot] == 0:
-                        self._start_job(slot)
-                    self.queue[slot] += 1
-                    self.jobs_total[slot] += 1
-                    self.next_arrival[slot] += float(self._arrival_rng[slot].exponential(1.0 / user.arrival_rate))
+                self.queue[slot] += 1
+                self.jobs_total[slot] += 1
+                self.next_arrival[slot] += float(self._arrival_rng[slot].exponential(1.0 / user.arrival_rate))
+        return not had_work and self.queue[slot] > 0
+
+    def _next_arrival_event(self) -> float:
+        """Time of the next arrival that can change the active set (a user arriving, a job at an empty queue)."""
+        t = math.inf
+        present, queue = self.present, self.queue
+        for slot in self._event_slots:
+            if not present[slot]:
+                ts = self.users[slot].arrival
+            elif queue[slot] == 0:
+                ts = self.next_arrival[slot]
+            else:
+                continue  # jobs arriving at a busy queue change nothing now (queued; absorbed by its completion)
+            if ts < t:
+                t = ts
+        return t
 
     def _start_job(self, slot: int) -> None:
         size = self._job_size(slot)
@@ -208,15 +262,20 @@ class EMRFSimulator:
         end = self.time + self.window_s
         c_cpu, c_gpu = self.capacities
         n = self.max_users
-        xi, remaining, present, queue = self.xi, self.remaining, self.present, self.queue
+        xi, remaining, present, queue, waiting = self.xi, self.remaining, self.present, self.queue, self.waiting
         next_switch, work_done = self.next_switch, self.work_done
         work_window = self.work_window = [0.0] * n
         cpu_window = self.cpu_ops_window = [0.0] * n
         gpu_window = 0.0
         planned: dict[tuple[int, ...], list[float]] = {}
+        in_window = bool(self._event_slots) and not self.admit_at_window  # arrivals are events in the window
+        open_loop = self._open_loop
+        # the next arrival that can change the active set; recomputed only when an arrival or a departure
+        # happened (no per-segment scan while nothing is pending)
+        arrival_at = self._next_arrival_event() if in_window else math.inf
         while self.time < end - 1e-12:
             now = self.time
-            active = tuple(i for i in range(n) if present[i] and queue[i] > 0)
+            active = tuple(i for i in range(n) if present[i] and queue[i] > 0 and not waiting[i])
             alloc = planned.get(active)
             if alloc is None:
                 alloc = planned[active] = rule(active)
@@ -231,6 +290,8 @@ class EMRFSimulator:
                 scale = min(scale, c_gpu / use_gpu)
             rates = [0.0] * n
             dt = end - now
+            if arrival_at - now < dt:
+                dt = arrival_at - now
             for i in active:
                 rate = alloc[i] * scale
                 rates[i] = rate
@@ -248,16 +309,28 @@ class EMRFSimulator:
                 gpu_window += done * (1.0 - xi[i])
             self.time = now = now + dt
             result.segments.append((dt, active, rates))
+            departures = len(result.departures)
             for i in active:
                 if remaining[i] <= EPS_WORK * self.current_size[i]:
+                    if in_window and open_loop[i]:
+                        self._arrive(i, now + 1e-12)  # jobs that arrived while this one ran are queued behind it
                     self._complete(i, result)
                 if next_switch[i] <= now + 1e-12:
                     user = self.users[i]
                     self.phase[i] ^= 1
                     xi[i] = user.xi_alt if self.phase[i] else user.xi_cpu
                     next_switch[i] = now + float(self._phase_rng[i].uniform(*self.phase_period))
+            if in_window:
+                departed = len(result.departures) > departures  # a departed open-loop slot waits for jobs again
+                if now < end - 1e-12 and (arrival_at <= now + 1e-12 or (departed and any(waiting))):
+                    self._admit_in_window(now, rule, planned, result)
+                    arrival_at = self._next_arrival_event()
+                elif departed:
+                    arrival_at = self._next_arrival_event()
         self.time = end
         self.windows += 1
+        for i in range(n):
+            waiting[i] = False  # the next decision sees every user with work
         cpu_total = sum(cpu_window)
         self.total_gflop += sum(work_window)
         self.cpu_gflop += cpu_total
@@ -265,9 +338,36 @@ class EMRFSimulator:
         self.last_utilisation = (cpu_total / (c_cpu * self.window_s), gpu_window / (c_gpu * self.window_s))
         self._measure()
         self.last_rates = [w / self.window_s for w in work_window]
-        if self._admission_pending:
+        if self._event_slots:
             self._admit()
         return result
+
+    def _admit_in_window(self, now: float, rule: Callable[[tuple[int, ...]], list[float]],
+                         planned: dict[tuple[int, ...], list[float]], result: WindowResult) -> None:
+        """Arrivals at ``now`` inside the window, and waiting slots tested again (module docstring, "Admission").
+
+        The arrivals of one instant are decided together, against the set of every user with work, so the
+        outcome does not depend on the slot order of simultaneous arrivals.
+        """
+        at = now + 1e-12
+        arrived = [slot for slot in self._due(at) if self._arrive(slot, at)]
+        waiting = self.waiting
+        retry = [slot for slot in range(self.max_users) if waiting[slot]]
+        if not arrived and not retry:
+            return
+        present, queue = self.present, self.queue
+        candidate = tuple(i for i in range(self.max_users) if present[i] and queue[i] > 0)
+        alloc = planned.get(candidate)
+        if alloc is None:
+            alloc = planned[candidate] = rule(candidate)
+        for slot in arrived:
+            joined = alloc[slot] > 0.0
+            waiting[slot] = not joined
+            result.arrivals.append((now, slot, joined))
+        for slot in retry:
+            if alloc[slot] > 0.0:
+                waiting[slot] = False
+                result.readmitted.append((now, slot))
 
     def _complete(self, i: int, result: WindowResult) -> None:
         """User ``i``'s current job is done: start the next one (closed loop) or let the user depart."""
