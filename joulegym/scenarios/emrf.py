@@ -16,6 +16,11 @@ Rodinia names (:mod:`joulegym.workloads.rodinia`) or explicit ``xi_cpu`` users (
   from {0.1, 0.5, 0.8} per episode.
 - ``apu-phases``: M1 apps/weights, backlogged, the co-run apps' xi alternates with xi + 0.15 every
   20-40 s (Alg. 1 line 1's re-estimation); eta = 0.5.
+- ``apu-dynamic``: users arriving and departing over the episode (spec §3.2/§7: arrivals and departures
+  are events inside the window). Spec §7 names no such scenario, so the name and the arrival/job numbers
+  are joulegym's (``DYNAMIC_USERS``): M1's apps and weights 2:1:3:4:1 (Table II, spec §8 row 19), finite
+  jobs of ``10 s x F_solo`` GFLOP (spec §8 row 10), staggered arrivals, eta = 0.1 (the paper's
+  experiments, as ``apu-m1``), H = 200 (spec default; the EMRF policy finishes in about 61 windows).
 
 The base ids (``joulegym/EMRF-v0`` ...) use the ``apu-random`` training mix: literal M1 is a degenerate
 benchmark (BT absorbs all spare GPU at every eta, so the lexmaxmin allocation is the same for all eta;
@@ -36,6 +41,13 @@ STATIC_HORIZON = 20  # windows of a static (backlogged, fixed-set) paper scenari
 TOY_HORIZON = 2  # spec: H = 1; check_env rejects truncation after one step
 PHASE_DELTA = 0.15  # apu-phases: xi_alt = xi + 0.15 (joulegym choice: the paper gives no drift values;
 #                     above the spec's 0.05 re-solve threshold)
+
+# apu-dynamic (ours; spec §7 names no late-user scenario): app -> (jobs, arrival s). M1's users (Table II) in
+# M1's order. Arrivals are off the 1 s window grid (.5, .25, .75) so each one falls inside a window and
+# exercises in-window admission (simulator docstring, "Admission"); KM (2 jobs) departs at about 22 s
+# under EMRF(0.1), before BT arrives at 30.75 s, so the active set grows (2 -> 3 -> 4), shrinks and grows
+# again. Job counts (1-2) keep the episode short (all done in about 61 s under EMRF(0.1)).
+DYNAMIC_USERS = {"GE": (2, 0.0), "KM": (2, 0.0), "HW": (1, 7.5), "MY": (1, 15.25), "BT": (2, 30.75)}
 
 # apu-random (spec §7 "training"); values the spec leaves open are joulegym choices:
 RANDOM_MIX = {
@@ -92,6 +104,11 @@ def _build() -> list[Scenario]:
     scenarios.append(_fixed(Scenario(
         "apu-phases", "M1 apps, backlogged; co-run apps' xi alternates with xi + 0.15 every 20-40 s, eta = 0.5",
         {"apps": _mix_apps("M1"), "eta": 0.5, "horizon": 200, "phase_delta": PHASE_DELTA})))
+    dynamic = [{**user, "jobs": DYNAMIC_USERS[user["app"]][0], "arrival": DYNAMIC_USERS[user["app"]][1]}
+               for user in _mix_apps("M1")]
+    scenarios.append(_fixed(Scenario(
+        "apu-dynamic", "M1 users (w 2:1:3:4:1) arriving at 0/0/7.5/15.25/30.75 s with 2/2/1/1/2 jobs, eta = 0.1",
+        {"apps": dynamic, "eta": 0.1, "horizon": 200})))
     return scenarios
 
 

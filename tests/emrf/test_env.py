@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 
 import gymnasium as gym
@@ -36,7 +37,7 @@ def test_every_scenario_registered_for_every_kind():
         for name in SCENARIOS:
             assert f"joulegym/{kind}-{name}-v0" in IDS
     for name in ("toy-ex1", "toy-ex2", "apu-m1", "apu-m2", "apu-m3", "apu-m4", "apu-m5", "apu-m1-eps",
-                 "apu-nusers-2", "apu-nusers-5", "apu-random", "apu-phases"):
+                 "apu-nusers-2", "apu-nusers-5", "apu-random", "apu-phases", "apu-dynamic"):
         assert name in SCENARIOS
 
 
@@ -102,6 +103,28 @@ def test_common_random_numbers_across_policies():
             trace.append(tuple(env.unwrapped.sim.jobs_total))
         arrivals[name] = trace
     assert arrivals["emrf"] == arrivals["wfq"] and arrivals["emrf"][-1] != arrivals["emrf"][0]
+
+
+def test_phase_timeline_does_not_depend_on_the_policy():
+    """xi phases switch on time whether or not the user has work (simulator docstring, "xi phases"), so
+    every policy sees the same phase timeline, also for open-loop users idle between jobs."""
+    apps = [{"app": "GE", "jobs": 1, "arrival_rate": 0.05}, {"app": "KM", "jobs": 1, "arrival_rate": 0.05},
+            {"app": "BT"}]
+    timelines = {}
+    for name in ("emrf", "wfq"):
+        env = gym.make("joulegym/EMRF-v0", apps=apps, random=None, eta_choices=None, phase_delta=0.15,
+                       horizon=150)
+        policy = baselines.make(name)
+        obs, info = env.reset(seed=0)
+        policy.reset(env)
+        sim = env.unwrapped.sim
+        trace = []
+        for _ in range(150):
+            obs, *_, info = env.step(policy.act(obs, info))
+            trace.append((tuple(sim.phase), tuple(sim.xi)))
+        timelines[name] = trace
+    assert timelines["emrf"] == timelines["wfq"]
+    assert len({phase for phase, _ in timelines["emrf"]}) >= 3  # both users switched
 
 
 def test_render_ansi_lists_the_users():
@@ -387,6 +410,68 @@ def test_batch_scenario_terminates():
     m = info["metrics"]
     assert m["jobs_completed"] == 5 and m["makespan_s"] > 0
     assert np.all(np.isfinite(m["completion_times_s"][:5]))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_dynamic_scenario_arrivals_inside_windows_and_emrf_saturates(kind):
+    """``apu-dynamic``: the late users arrive inside windows (events, not boundary admissions), the active
+    set changes inside windows, and the EMRF policy's allocation is feasible and saturates a device in every
+    window with work: at the decision (planned F, decision xi_hat) and in every segment of the window
+    (delivered rates, true xi: the re-scaled/re-solved allocation after an arrival or departure)."""
+    env = gym.make(f"joulegym/{kind}-apu-dynamic-v0")
+    base = env.unwrapped
+    sim = base.sim
+    segments: list[list] = []
+    window = sim.window
+
+    def recording_window(rule):
+        result = window(rule)
+        segments.append(result.segments)
+        return result
+
+    sim.window = recording_window
+    policy = baselines.make("emrf")
+    obs, info = env.reset(seed=0)
+    policy.reset(env)
+    caps = np.array(base.capacities)
+    joined = waited = windows_with_work = 0
+    inner_changes = 0
+    for _ in range(base.horizon):
+        inputs = info["scheduler_inputs"]
+        active = np.flatnonzero(inputs["active"])
+        xi = np.asarray(inputs["xi_cpu"])
+        action = policy.act(obs, info)
+        segments.clear()
+        sim_window_start = sim.time
+        obs, _, terminated, truncated, info = env.step(action)
+        joined += info["arrivals_joined"]
+        waited += info["arrivals_waited"]
+        if active.size:
+            windows_with_work += 1
+            f = info["allocation"]
+            use = np.array([f[active] @ xi[active], f[active] @ (1 - xi[active])]) / caps
+            assert use.max() <= 1 + 1e-9 and use.max() == pytest.approx(1.0, abs=1e-9), (sim_window_start, use)
+        (segs,) = segments
+        inner_changes += sum(1 for a, b in itertools.pairwise(segs) if a[1] != b[1])
+        for dt, seg_active, rates in segs:
+            if not seg_active or dt <= 0:
+                continue
+            r = np.array([rates[i] for i in seg_active])
+            x = np.array([sim.xi[i] for i in seg_active])
+            use = np.array([r @ x, r @ (1 - x)]) / caps
+            assert use.max() <= 1 + 1e-9 and use.max() == pytest.approx(1.0, abs=1e-9), (sim_window_start, use)
+        if terminated or truncated:
+            break
+    assert terminated and not truncated
+    late = [slot for slot, user in enumerate(sim.users) if user is not None and user.arrival > 0]
+    assert len(late) == 3 and joined + waited == len(late)  # each late user arrived inside a window
+    # weights: the EMRF action gives a slot without work omega = 0, so the arrival waits for the next
+    # decision; the other modes re-solve (or re-split the residual) and admit it at once
+    assert (joined, waited) == ((0, 3) if kind == "EMRF" else (3, 0))
+    assert inner_changes >= 5  # departures (and arrivals that join) change the active set inside windows
+    assert windows_with_work == sim.windows
+    m = info["metrics"]
+    assert m["jobs_completed"] == 8 and np.all(m["completion_times_s"][:5] > 0)
 
 
 # --- invalid input ------------------------------------------------------------------------------------

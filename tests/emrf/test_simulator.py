@@ -91,6 +91,37 @@ def test_phase_switch_and_measurement():
     assert sim.xi_hat[0] == pytest.approx(0.4)
 
 
+def test_phase_switches_of_users_without_work_happen_on_time():
+    """The phase-switch gap: a switch happens at its time whether or not the user has work.
+
+    With a fixed period p the switches are at arrival + k p. An open-loop GE with tiny jobs is idle almost
+    all the time: its phase must still follow that timeline (before the fix it stayed put until GE had work
+    again, and the timeline restarted from there), its switches while idle must not split the window (BT
+    alone: one segment), and a job after idle switches runs, and is measured, at the current phase's xi.
+    """
+    p = 2.5
+    sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=100, phase_period=(p, p))
+    users = [UserSpec("BT", 0.0, 1.0, 1e9),  # backlogged, no phases
+             UserSpec("GE", 0.2, 1.0, job_gflop=1.0, jobs=1, arrival_rate=0.2, xi_alt=0.5, co_run=True)]
+    sim.reset(users, np.random.default_rng(3))
+    rule = wfq_rule(sim, [1.0, 1.0])
+    idle_switches = measured = 0
+    for _ in range(60):
+        start = sim.time
+        result = sim.window(rule)
+        switches = int(sim.time / p + 1e-9)
+        assert sim.phase[1] == switches % 2, sim.time
+        assert sim.xi[1] == (0.5 if switches % 2 else 0.2)
+        switch_inside = int(start / p + 1e-9) != switches
+        if all(active == (0,) for _, active, _ in result.segments):  # GE idle all window
+            assert len(result.segments) == 1  # its switch (if any) ended no segment
+            idle_switches += switch_inside
+        elif sim.work_window[1] > 0 and not switch_inside:
+            assert sim.xi_hat[1] == pytest.approx(sim.xi[1], abs=1e-12)
+            measured += 1
+    assert idle_switches >= 5 and measured >= 3  # the run exercises both cases
+
+
 def test_noise_only_on_co_run_apps_and_seeded():
     def run(seed):
         sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=100, xi_noise=0.05)
@@ -358,6 +389,12 @@ def test_arrival_times_do_not_depend_on_the_admission_mode():
     assert [window[6] for window in a] == [window[6] for window in b]
     assert [window[4] for window in a] != [window[4] for window in b]  # ... but serve them at different times
     assert all(window[1] == [] and window[2] == [] for window in b)  # no in-window admission with admit_at_window
+
+
+@pytest.mark.parametrize("period", [(0.0, 1.0), (3.0, 2.0), (-1.0, 1.0)])
+def test_bad_phase_period_rejected(period):
+    with pytest.raises(ValueError, match="phase_period"):
+        EMRFSimulator(CAPS, max_users=1, phase_period=period)
 
 
 def test_too_many_users_rejected():

@@ -15,9 +15,15 @@ capacity). Without drift or noise ``xi_hat == xi`` and the planned allocation ru
 segments at every event (spec §3.2 "every ΔT AND on any job arrival/departure", §7 "Simulation core"):
 a job completion (the next job of the user starts at once, closed loop), a departure (the user's queue
 is empty), an *arrival* (a user arriving at its ``arrival`` time, or an open-loop Poisson job arriving
-at a present user's empty queue) and a phase switch of ``xi`` (``apu-phases``). At the start of each
-segment the window's allocation rule is re-applied to the current active set (spec §3.2: "re-scale t*
-over the remaining users with the same ω", or re-solve EMRF for a knob).
+at a present user's empty queue) and a phase switch of ``xi`` of an active user (``apu-phases``). At the
+start of each segment the window's allocation rule is re-applied to the current active set (spec §3.2:
+"re-scale t* over the remaining users with the same ω", or re-solve EMRF for a knob).
+
+**xi phases.** A user with ``xi_alt`` alternates between ``xi_cpu`` and ``xi_alt`` at switch times drawn
+from its own stream from its arrival on (gaps uniform in ``phase_period``). Every switch is applied at its
+time whether or not the user has work then, so the phase timeline does not depend on the policy; the
+switch of a user without work (departed, between Poisson jobs, waiting) ends no segment (nothing that
+runs changes) and is applied at the end of the segment it falls in, before that user can run again.
 
 **Admission of an arrival inside the window.** The arrivals of one instant are taken together: the
 window's rule is applied to the set of every user with work (the active set, the arriving slots and
@@ -115,6 +121,8 @@ class EMRFSimulator:
         self.horizon = int(horizon)
         self.xi_noise = float(xi_noise)
         self.phase_period = (float(phase_period[0]), float(phase_period[1]))
+        if not 0.0 < self.phase_period[0] <= self.phase_period[1]:
+            raise ValueError(f"phase_period must be (lo, hi) with 0 < lo <= hi seconds, got {phase_period!r}")
         self.rng = np.random.default_rng(0)
         self.reset([], self.rng)
 
@@ -164,6 +172,7 @@ class EMRFSimulator:
         # slots that can get work later: users not yet arrived and open-loop (Poisson) users
         self._event_slots = tuple(slot for slot, user in enumerate(users) if user.arrival > 0 or user.arrival_rate > 0)
         self._open_loop = [user is not None and user.arrival_rate > 0 for user in self.users]
+        self._phased = any(user.xi_alt is not None for user in users)
         for slot in range(len(users)):
             self._arrive(slot, 1e-12)
 
@@ -270,6 +279,7 @@ class EMRFSimulator:
         planned: dict[tuple[int, ...], list[float]] = {}
         in_window = bool(self._event_slots) and not self.admit_at_window  # arrivals are events in the window
         open_loop = self._open_loop
+        phased = self._phased
         # the next arrival that can change the active set; recomputed only when an arrival or a departure
         # happened (no per-segment scan while nothing is pending)
         arrival_at = self._next_arrival_event() if in_window else math.inf
@@ -315,11 +325,8 @@ class EMRFSimulator:
                     if in_window and open_loop[i]:
                         self._arrive(i, now + 1e-12)  # jobs that arrived while this one ran are queued behind it
                     self._complete(i, result)
-                if next_switch[i] <= now + 1e-12:
-                    user = self.users[i]
-                    self.phase[i] ^= 1
-                    xi[i] = user.xi_alt if self.phase[i] else user.xi_cpu
-                    next_switch[i] = now + float(self._phase_rng[i].uniform(*self.phase_period))
+            if phased:
+                self._switch_phases(now)  # every slot's switches, active or not (module docstring)
             if in_window:
                 departed = len(result.departures) > departures  # a departed open-loop slot waits for jobs again
                 if now < end - 1e-12 and (arrival_at <= now + 1e-12 or (departed and any(waiting))):
@@ -341,6 +348,24 @@ class EMRFSimulator:
         if self._event_slots:
             self._admit()
         return result
+
+    def _switch_phases(self, now: float) -> None:
+        """Apply every xi phase switch due by ``now``, of every slot, active or not.
+
+        A switch happens at its scheduled time and the next one is drawn from that time, so a slot's phase
+        timeline is a function of its own random stream only: it does not depend on when the slot had work
+        (common random numbers across policies). Only an active slot's switch ends a segment (its rate's
+        split changes); an idle or waiting slot's switch is applied at the end of the segment it falls in,
+        which is early enough: its ``xi`` is not used before it is active again.
+        """
+        next_switch, users, xi, phase = self.next_switch, self.users, self.xi, self.phase
+        lo, hi = self.phase_period
+        for i in range(self.max_users):
+            while next_switch[i] <= now + 1e-12:
+                user = users[i]
+                phase[i] ^= 1
+                xi[i] = user.xi_alt if phase[i] else user.xi_cpu
+                next_switch[i] += float(self._phase_rng[i].uniform(lo, hi))
 
     def _admit_in_window(self, now: float, rule: Callable[[tuple[int, ...]], list[float]],
                          planned: dict[tuple[int, ...], list[float]], result: WindowResult) -> None:
