@@ -113,17 +113,10 @@ def matched_energy(table: pd.DataFrame, tol: float = 0.05, reference: str = "pow
     """
     ref = _curve(table, reference)
     e_ref, j_ref = ref.total_energy_kwh.to_numpy(), ref.avg_jct_h.to_numpy()
-    lo, hi = int(np.argmin(e_ref)), int(np.argmax(e_ref))
     rows = []
     for _, row in table[table.policy != reference].iterrows():
         e = float(row.total_energy_kwh)
-        ref_jct, how = curve_jct_at(e_ref, j_ref, e), "interpolated"
-        if np.isnan(ref_jct):
-            end = lo if e < e_ref[lo] else hi
-            if abs(e_ref[end] / e - 1.0) <= tol:
-                ref_jct, how = float(j_ref[end]), "end"
-            else:
-                how = "outside"
+        ref_jct, how = _jct_matched(e_ref, j_ref, e, tol)
         rows.append({"policy": row.policy, "value": row.value, "total_energy_kwh": e, "avg_jct_h": row.avg_jct_h,
                      "ref_jct_h": ref_jct, "how": how, "ratio": row.avg_jct_h / ref_jct})
     return pd.DataFrame(rows)
@@ -241,17 +234,23 @@ def summary_plot(results: pd.DataFrame, out_dir) -> list[Path]:
 def jct_at_energy(table: pd.DataFrame, policy: str, energy_kwh: float, tol: float = 0.05) -> tuple[float, str]:
     """``(avg JCT (h), how)`` of ``policy``'s sweep at total energy ``energy_kwh``: interpolated along the curve
     (``"interpolated"``), else the curve's nearer end when within ``tol`` of the energy (``"end"``), else
-    ``(nan, "outside")``. A one-point policy (Zeus) is its own point when within ``tol``."""
+    ``(nan, "outside")`` (as :func:`matched_energy` matches a point with the reference curve). A one-point
+    policy (Zeus) is its own point when within ``tol``."""
     c = _curve(table, policy)
-    e, j = c.total_energy_kwh.to_numpy(), c.avg_jct_h.to_numpy()
-    if e.size == 0:
+    if c.empty:
         raise ValueError(f"policy {policy!r} is not in the table (has: {sorted(table.policy.unique())})")
-    jct = curve_jct_at(e, j, energy_kwh) if e.size > 1 else np.nan
-    if np.isfinite(jct):
-        return jct, "interpolated"
-    end = int(np.argmin(np.abs(e - energy_kwh)))
-    if abs(e[end] / energy_kwh - 1.0) <= tol:
-        return float(j[end]), "end"
+    return _jct_matched(c.total_energy_kwh.to_numpy(), c.avg_jct_h.to_numpy(), energy_kwh, tol)
+
+
+def _jct_matched(energy, jct, energy_kwh: float, tol: float) -> tuple[float, str]:
+    """A sweep's JCT at ``energy_kwh``: interpolated (:func:`curve_jct_at`), else its nearer end within ``tol``
+    (relative energy), else NaN; with how (``"interpolated"``, ``"end"``, ``"outside"``)."""
+    value = curve_jct_at(energy, jct, energy_kwh)
+    if np.isfinite(value):
+        return value, "interpolated"
+    end = int(np.argmin(np.abs(np.asarray(energy) - energy_kwh)))
+    if abs(energy[end] / energy_kwh - 1.0) <= tol:
+        return float(jct[end]), "end"
     return np.nan, "outside"
 
 

@@ -104,21 +104,6 @@ def test_buddy_rejects_bad_sizes():
         buddy_place({0: 32, 1: 1}, {}, G)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(1, 12), min_size=1, max_size=15))
-def test_first_fit_never_moves_and_never_overlaps(sizes_list):
-    sizes, total = {}, 0
-    for j, n in enumerate(sizes_list):
-        if total + n <= G:
-            sizes[j] = n
-            total += n
-    first = first_fit_place(sizes, {}, G, GPN)
-    _check_disjoint(first, sizes)
-    keep = {j: n for j, n in sizes.items() if j % 2 == 0}
-    second = first_fit_place(keep, first, G, GPN)
-    assert all(second[j] == first[j] for j in keep)
-
-
 def test_affinity_prefers_nodes_hosting_the_same_size_then_first_fit():
     """Spec §5.5 Gandiva: a node already hosting a job of the same size first, else the first node with room."""
     prev = {0: (8, 9), 1: (0, 1, 2)}  # a 2-GPU job on node 1, a 3-GPU job on node 0
@@ -141,24 +126,28 @@ def test_affinity_whole_nodes_for_large_jobs_and_spreads_without_moving_anyone()
     assert placed[5] == tuple(range(8, 24))  # a multi-node job takes the first whole free nodes
 
 
+@pytest.mark.parametrize("place", [first_fit_place, affinity_place], ids=["first-fit", "affinity"])
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(1, 12), min_size=1, max_size=15))
-def test_affinity_never_moves_and_never_overlaps(sizes_list):
+@given(sizes_list=st.lists(st.integers(1, 12), min_size=1, max_size=15))
+def test_non_migrating_placements_never_move_and_never_overlap(place, sizes_list):
     sizes, total = {}, 0
     for j, n in enumerate(sizes_list):
         if total + n <= G:
             sizes[j] = n
             total += n
-    first = affinity_place(sizes, {}, G, GPN)
+    first = place(sizes, {}, G, GPN)
     _check_disjoint(first, sizes)
     keep = {j: n for j, n in sizes.items() if j % 2 == 0}
+    second = place(keep, first, G, GPN)
+    _check_disjoint(second, keep)
+    assert all(second[j] == first[j] for j in keep)
     keep[len(sizes_list)] = 1  # plus a newcomer
     if sum(keep.values()) <= G:
-        second = affinity_place(keep, first, G, GPN)
-        _check_disjoint(second, keep)
-        assert all(second[j] == first[j] for j in keep if j in first)
+        third = place(keep, first, G, GPN)
+        _check_disjoint(third, keep)
+        assert all(third[j] == first[j] for j in keep if j in first)
     with pytest.raises(ValueError, match="exceeds"):
-        affinity_place({0: G, 1: 1}, {}, G, GPN)
+        place({0: G, 1: 1}, {}, G, GPN)
 
 
 def test_cluster_spec_validation():

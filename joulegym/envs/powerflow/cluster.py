@@ -196,9 +196,12 @@ def _best_fit(free: np.ndarray, hit: np.ndarray, n: int, num_gpus: int) -> np.nd
     return hit[enc == enc.min()]
 
 
-def first_fit_place(sizes: dict[int, int], previous: dict[int, tuple[int, ...]], num_gpus: int,
-                    gpn: int) -> dict[int, tuple[int, ...]]:
-    """Non-migrating consolidated-else-spread placement (see module docstring)."""
+def _keep_running(sizes: dict[int, int], previous: dict[int, tuple[int, ...]],
+                  num_gpus: int) -> tuple[np.ndarray, dict[int, tuple[int, ...]]]:
+    """Start of a non-migrating placement: ``(free mask, placed)`` with every job that keeps its size on its GPUs.
+
+    :raises ValueError: if the sizes exceed ``num_gpus``.
+    """
     total = sum(sizes.values())
     if total > num_gpus:
         raise ValueError(f"allocation of {total} GPUs exceeds the cluster's {num_gpus}")
@@ -207,8 +210,23 @@ def first_fit_place(sizes: dict[int, int], previous: dict[int, tuple[int, ...]],
     for j, n in sizes.items():
         p = previous.get(j)
         if p and len(p) == n:
-            out[j] = p
+            out[j] = tuple(p)
             free[list(p)] = False
+    return free, out
+
+
+def _whole_free_nodes(per_node: np.ndarray, n: int, gpn: int) -> list[int]:
+    """GPUs of the first ``n // gpn`` wholly free nodes (a job larger than a node)."""
+    gpus: list[int] = []
+    for k in np.flatnonzero(per_node == gpn)[: n // gpn].tolist():
+        gpus.extend(range(k * gpn, (k + 1) * gpn))
+    return gpus
+
+
+def first_fit_place(sizes: dict[int, int], previous: dict[int, tuple[int, ...]], num_gpus: int,
+                    gpn: int) -> dict[int, tuple[int, ...]]:
+    """Non-migrating consolidated-else-spread placement (see module docstring)."""
+    free, out = _keep_running(sizes, previous, num_gpus)
     nodes = num_gpus // gpn
     for j in sorted((j for j in sizes if j not in out), key=lambda j: (-sizes[j], j)):
         n = sizes[j]
@@ -223,9 +241,7 @@ def first_fit_place(sizes: dict[int, int], previous: dict[int, tuple[int, ...]],
                 idx = np.flatnonzero(free[best * gpn:(best + 1) * gpn])[:n] + best * gpn
                 gpus = idx.tolist()
         else:
-            whole = np.flatnonzero(per_node == gpn)
-            for k in whole[: n // gpn]:
-                gpus.extend(range(k * gpn, (k + 1) * gpn))
+            gpus = _whole_free_nodes(per_node, n, gpn)
         if len(gpus) < n:  # spread: nodes with most free GPUs first
             taken = set(gpus)
             for k in sorted(range(nodes), key=lambda k: (-per_node[k], k)):
@@ -251,25 +267,12 @@ def affinity_place(sizes: dict[int, int], previous: dict[int, tuple[int, ...]], 
 
     :raises ValueError: if the sizes exceed ``num_gpus``.
     """
-    total = sum(sizes.values())
-    if total > num_gpus:
-        raise ValueError(f"allocation of {total} GPUs exceeds the cluster's {num_gpus}")
+    free, out = _keep_running(sizes, previous, num_gpus)
     nodes = num_gpus // gpn
-    free = np.ones(num_gpus, dtype=bool)
     hosts: list[set[int]] = [set() for _ in range(nodes)]  # sizes of the jobs on each node
-    out: dict[int, tuple[int, ...]] = {}
-
-    def take(j: int, gpus: list[int]) -> None:
-        gpus = sorted(gpus)
-        out[j] = tuple(gpus)
-        free[gpus] = False
+    for gpus in out.values():
         for k in {g // gpn for g in gpus}:
             hosts[k].add(len(gpus))
-
-    for j, n in sizes.items():
-        p = previous.get(j)
-        if p and len(p) == n:
-            take(j, list(p))
     for j, n in sizes.items():
         if j in out:
             continue
@@ -277,18 +280,20 @@ def affinity_place(sizes: dict[int, int], previous: dict[int, tuple[int, ...]], 
         gpus: list[int] = []
         if n <= gpn:
             fits = np.flatnonzero(per_node >= n).tolist()
-            same = [k for k in fits if n in hosts[k]]
-            pick = same or fits
+            pick = [k for k in fits if n in hosts[k]] or fits
             if pick:
                 k = pick[0]
                 gpus = (np.flatnonzero(free[k * gpn:(k + 1) * gpn])[:n] + k * gpn).tolist()
         else:
-            for k in np.flatnonzero(per_node == gpn)[: n // gpn].tolist():
-                gpus.extend(range(k * gpn, (k + 1) * gpn))
+            gpus = _whole_free_nodes(per_node, n, gpn)
         if len(gpus) < n:  # spread: the lowest-numbered free GPUs
             taken = set(gpus)
             gpus += [g for g in np.flatnonzero(free).tolist() if g not in taken][: n - len(gpus)]
-        take(j, gpus)
+        gpus.sort()
+        out[j] = tuple(gpus)
+        free[gpus] = False
+        for k in {g // gpn for g in gpus}:
+            hosts[k].add(n)
     return out
 
 

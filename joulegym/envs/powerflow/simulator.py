@@ -85,8 +85,8 @@ FUTURE, PRERUN, READY, DONE = 0, 1, 2, 3
 EV_ARRIVAL, EV_COMPLETION, EV_PROFILING = 0, 1, 2  # last decision-event type (observation one-hot)
 OVERHEAD_MODES = ("elasticflow", "flat", "none")
 PREDICTORS = ("fitted", "oracle")
-PLACEMENTS = ("packed", "packed-sticky", "first-fit", "affinity")
-UNPACKED = ("first-fit", "affinity")  # placements of jobs of any size, not aligned blocks
+NON_MIGRATING = {"first-fit": first_fit_place, "affinity": affinity_place}  # jobs of any size, not aligned blocks
+PLACEMENTS = ("packed", "packed-sticky", *NON_MIGRATING)
 POWER_CONSTRAINTS = ("none", "repair")
 
 
@@ -480,7 +480,7 @@ class PowerFlowSim:
         if placement and self.cfg.node_shutdown:
             used = set()
             gpn = self.gpn
-            packed = self.cfg.placement not in UNPACKED
+            packed = self.cfg.placement not in NON_MIGRATING
             for j in run:
                 g = self.gpus[int(j)]
                 if packed:  # contiguous blocks: first..last node
@@ -524,10 +524,9 @@ class PowerFlowSim:
             target = self._repair_power(target, pinned)
         sizes = {j: k for j, (k, _) in target.items()}
         previous = {j: self.gpus[j] for j in sizes if self.gpus[j]}
-        if self.cfg.placement == "first-fit":
-            placed = first_fit_place(sizes, previous, self.G, self.gpn)
-        elif self.cfg.placement == "affinity":
-            placed = affinity_place(sizes, previous, self.G, self.gpn)
+        place = NON_MIGRATING.get(self.cfg.placement)
+        if place is not None:
+            placed = place(sizes, previous, self.G, self.gpn)
         else:
             placed = buddy_place(sizes, previous, self.G, frozenset(pinned), compact=self.cfg.placement == "packed",
                                  gpn=self.gpn)
