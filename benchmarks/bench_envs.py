@@ -26,7 +26,7 @@ import numpy as np
 
 import joulegym
 from joulegym import baselines
-from joulegym.scenarios import registry
+from joulegym.core import family as registry
 
 NOOP_ID = "joulegym-bench/NoOp-v0"
 

@@ -44,16 +44,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def parse_env_kwargs(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"--env-kwargs must be a JSON object, got {text!r} ({err.msg})") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"--env-kwargs must be a JSON object, got {text!r}")
-    return value
-
-
 def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = None, seed: int = 0,
           out: str | Path | None = None, n_envs: int | None = None, env_kwargs: dict[str, Any] | None = None,
           hyperparams_file: str | Path | None = None, threads: int = 1, progress_bar: bool = True,
@@ -67,7 +57,7 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     from joulegym.agents import check_algo_supports, load_hyperparams, make_model
     from joulegym.agents.algos import split_run_keys
     from joulegym.agents.callbacks import EpisodeMetricsCallback
-    from joulegym.evaluation.io import write_atomic
+    from joulegym.core.io import write_atomic
 
     if env_id not in gym.registry:
         raise ValueError(f"env={env_id!r} is not registered; see `python -m joulegym list`")
@@ -130,6 +120,8 @@ def _versions(joulegym_version: str) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        from joulegym.core.config import parse_env_kwargs
+
         path = train(args.env, args.algo, args.timesteps, args.seed, args.out, args.n_envs,
                      parse_env_kwargs(args.env_kwargs), args.hyperparams, args.threads,
                      progress_bar=not args.no_progress_bar, tensorboard=not args.no_tensorboard,

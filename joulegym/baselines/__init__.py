@@ -1,39 +1,32 @@
-"""Reference policies (DESIGN.md layer 5): each paper's algorithm and the baselines it compared to.
+"""Reference policies: each paper's algorithm and the baselines it compared to, one module per family.
 
-``make(name, **kw)`` builds a policy; ``available(family)`` lists the names for a family;
-``applicable(env)`` lists those that can drive a given env. Family modules register on import.
+``make(name, **kw)`` builds a policy (``"family/name"``, ``make(name, family=...)``, or a short name that
+only one family has); ``available(family)`` lists a family's names; ``applicable(env)`` those that can
+drive an env. A family's module is imported on first use, through its descriptor
+(:mod:`joulegym.core.family`); importing this package imports none of them.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-
-from joulegym.baselines.base import (
+from joulegym.baselines.generic import RandomPolicy
+from joulegym.core.policy import (
     Policy,
     PolicyNotApplicable,
-    RandomPolicy,
     applicable,
     available,
+    env_config_for,
     make,
     register_policy,
     spec,
 )
 
-FAMILY_MODULES = ("etf", "emrf", "powerflow")
-
-for _family in FAMILY_MODULES:
-    if importlib.util.find_spec(f"joulegym.baselines.{_family}") is None:  # TODO(integration): drop guard
-        continue
-    importlib.import_module(f"joulegym.baselines.{_family}")
-
 __all__ = [
-    "FAMILY_MODULES",
     "Policy",
     "PolicyNotApplicable",
     "RandomPolicy",
     "applicable",
     "available",
+    "env_config_for",
     "make",
     "register_policy",
     "spec",

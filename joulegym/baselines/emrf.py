@@ -39,7 +39,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from joulegym.baselines.base import PolicyNotApplicable, register_policy
+from joulegym.core.policy import PolicyNotApplicable, register_policy
 from joulegym.envs.emrf.allocation import (
     EMRFSolution,
     EMRFSolverError,

@@ -36,7 +36,7 @@ import gymnasium as gym
 import numpy as np
 from scipy.optimize import linprog
 
-from joulegym.baselines.base import PolicyNotApplicable, register_policy
+from joulegym.core.policy import PolicyNotApplicable, register_policy
 from joulegym.envs.etf.allocation import (
     algorithm1_fill,
     energy_fair_allocation,

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from joulegym.baselines.base import PolicyNotApplicable, register_policy
+from joulegym.core.policy import PolicyNotApplicable, register_policy
 
 TIRESIAS_THRESHOLDS_GPU_S = (1800.0, 3600.0, 7200.0)  # ElasticFlow dlas_sim_jobs (spec §5.5 [A])
 ZEUS_ETA = 0.5  # Zeus default (spec §5.5 [A])

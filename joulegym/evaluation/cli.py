@@ -43,9 +43,9 @@ def run(args: argparse.Namespace) -> list[Path]:
 
     import joulegym  # noqa: F401  (registers the ids)
     from joulegym.evaluation.hooks import hooks_for
-    from joulegym.evaluation.io import write_atomic, write_csv
+    from joulegym.core.io import write_atomic, write_csv
     from joulegym.evaluation.runner import eval_seeds, evaluate, markdown_table, parse_policies, summarise
-    from joulegym.training import parse_env_kwargs
+    from joulegym.core.config import parse_env_kwargs
 
     if args.reproduce:
         family = args.reproduce.lower()
@@ -97,7 +97,7 @@ def _first_metrics(episodes) -> list[str]:
 
 
 def _plots(env_id, family, traces, episodes, out: Path, hooks) -> list[Path]:
-    from joulegym.evaluation.io import save_figure
+    from joulegym.core.io import save_figure
     from joulegym.evaluation.plots import reward_plot
 
     fig = hooks.episode_plot(traces, env_id) if hooks.episode_plot else reward_plot(traces, env_id)

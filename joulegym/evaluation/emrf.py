@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from joulegym import baselines
-from joulegym.envs.base import new_figure
+from joulegym.core.plotting import new_figure
 from joulegym.envs.emrf.allocation import (
     delta_bound,
     drf_allocate,
@@ -41,8 +41,7 @@ from joulegym.envs.emrf.allocation import (
     utilisation,
     wfq_allocate,
 )
-from joulegym.evaluation.hooks import register_family
-from joulegym.evaluation.io import save_figure, write_atomic, write_csv
+from joulegym.core.io import save_figure, write_atomic, write_csv
 from joulegym.workloads.rodinia import RODINIA, TABLE_III_ORDER, mix_arrays
 
 HEADLINE = ("throughput_gflops", "mean_efficiency", "soft_fairness", "floor_violation", "si_violations",
@@ -277,5 +276,3 @@ def _markdown(table: pd.DataFrame) -> str:
         return table.to_string(index=False)
 
 
-register_family("emrf", summary_plot=summary_plot, reproduce=reproduce, episode_plot=episode_plot,
-                headline_metrics=HEADLINE)

@@ -24,10 +24,9 @@ import numpy as np
 import pandas as pd
 
 from joulegym import baselines
-from joulegym.envs.base import new_figure
+from joulegym.core.plotting import new_figure
 from joulegym.envs.etf.common import slot_legend_labels
-from joulegym.evaluation.hooks import register_family
-from joulegym.evaluation.io import save_figure, write_atomic, write_csv
+from joulegym.core.io import save_figure, write_atomic, write_csv
 from joulegym.evaluation.runner import run_episode
 
 HEADLINE = ("system_fairness", "time_fairness", "energy_fairness", "total_energy_j")
@@ -182,4 +181,3 @@ def _has_tabulate() -> bool:
     return True
 
 
-register_family("etf", episode_plot=episode_plot, reproduce=reproduce, headline_metrics=HEADLINE)

@@ -1,18 +1,16 @@
-"""Per-family hooks of the evaluation layer (DESIGN.md layer 7).
+"""Per-family hooks of the evaluation layer, read from the module its family descriptor names.
 
-The evaluation loop (:mod:`joulegym.evaluation.runner`) is the same for every family and every
-policy: it reads the episode return and the scalar entries of ``info["metrics"]`` at the end of an
-episode. What differs per family is registered here:
+The evaluation loop is the same for every family and policy (:func:`joulegym.core.rollout.rollout`):
+it reads the episode return and the scalar entries of the final ``info["metrics"]``. What differs per
+family are module-level names of ``FamilyDescriptor.evaluation`` (each optional):
 
-- ``episode_plot(traces, env_id) -> matplotlib Figure``: the per-episode plot ``evaluate.py`` writes;
-  ``traces`` maps a policy label to the :class:`joulegym.evaluation.runner.EpisodeTrace` of its first
-  evaluation episode (per-step rewards and infos). Without it a generic reward-over-time plot is drawn.
-- ``summary_plot(results, out_dir) -> list[Path]``: extra figures over all policies (e.g. EMRF's
-  efficiency/fairness front, PowerFlow's JCT-vs-energy curves); ``results`` is the per-episode
-  :class:`pandas.DataFrame` that ``evaluate.py`` writes as CSV.
-- ``reproduce(out_dir, quick) -> list[Path]``: ``evaluate.py --reproduce FAMILY``; recompute the
-  paper's headline figures/tables into ``out_dir`` and return the files written.
-- ``headline_metrics``: the ``info["metrics"]`` keys shown first in the Markdown table.
+- ``episode_plot(traces, env_id) -> Figure``: the per-episode plot ``evaluate.py`` writes; ``traces``
+  maps a policy label to its first evaluation :class:`~joulegym.core.rollout.Episode` (recorded).
+  Without it a generic reward-over-time plot is drawn.
+- ``summary_plot(results, out_dir) -> list[Path]``: extra figures over all policies (``results``: the
+  per-episode :class:`pandas.DataFrame` that ``evaluate.py`` writes as CSV).
+- ``reproduce(out_dir, quick) -> list[Path]``: ``evaluate.py --reproduce FAMILY``.
+- ``HEADLINE``: the ``info["metrics"]`` keys shown first in the leaderboard.
 """
 
 from __future__ import annotations
@@ -21,14 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-FAMILY_HOOK_MODULES = {
-    "etf": "joulegym.evaluation.etf",
-    "emrf": "joulegym.evaluation.emrf",
-    "powerflow": "joulegym.evaluation.powerflow",
-}
+from joulegym.core.family import evaluation_hooks
 
 
-@dataclass
+@dataclass(frozen=True)
 class FamilyHooks:
     family: str
     episode_plot: Callable[..., Any] | None = None
@@ -37,23 +31,10 @@ class FamilyHooks:
     headline_metrics: Sequence[str] = field(default_factory=tuple)
 
 
-_HOOKS: dict[str, FamilyHooks] = {}
-
-
-def register_family(family: str, **hooks: Any) -> None:
-    """Register (or update) the evaluation hooks of ``family``."""
-    current = _HOOKS.setdefault(family, FamilyHooks(family))
-    for key, value in hooks.items():
-        if not hasattr(current, key):
-            raise ValueError(f"unknown hook {key!r}; allowed: episode_plot, summary_plot, reproduce, "
-                             "headline_metrics")
-        setattr(current, key, value)
-
-
 def hooks_for(family: str) -> FamilyHooks:
-    """The hooks of ``family`` (importing its hook module on first use); empty hooks if none."""
-    if family not in _HOOKS and family in FAMILY_HOOK_MODULES:
-        import importlib
-
-        importlib.import_module(FAMILY_HOOK_MODULES[family])
-    return _HOOKS.get(family, FamilyHooks(family))
+    """The hooks of ``family`` (importing its evaluation module); empty hooks if it has none."""
+    module = evaluation_hooks(family)
+    if module is None:
+        return FamilyHooks(family)
+    return FamilyHooks(family, getattr(module, "episode_plot", None), getattr(module, "summary_plot", None),
+                       getattr(module, "reproduce", None), tuple(getattr(module, "HEADLINE", ())))

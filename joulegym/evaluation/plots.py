@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from joulegym.envs.base import new_figure
+from joulegym.core.plotting import new_figure
 
 
 def reward_plot(traces, env_id: str):

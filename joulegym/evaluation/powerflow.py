@@ -29,9 +29,8 @@ import numpy as np
 import pandas as pd
 
 from joulegym import baselines
-from joulegym.envs.base import new_figure
-from joulegym.evaluation.hooks import register_family
-from joulegym.evaluation.io import save_figure, write_csv
+from joulegym.core.plotting import new_figure
+from joulegym.core.io import save_figure, write_csv
 
 HEADLINE = ("avg_jct_h", "total_energy_kwh", "makespan_s", "energy_idle_j", "max_job_power_w")
 ETAS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)  # spec §7 [A]
@@ -412,4 +411,3 @@ def reproduce_fig7(out_dir, quick: bool = True) -> list[Path]:
     return written
 
 
-register_family("powerflow", summary_plot=summary_plot, reproduce=reproduce, headline_metrics=HEADLINE)

@@ -25,10 +25,10 @@ import pandas as pd
 import yaml
 
 from joulegym import baselines
-from joulegym.baselines.base import PolicyNotApplicable
+from joulegym.core.policy import PolicyNotApplicable, env_config_for
+from joulegym.core.rollout import MAX_EPISODE_STEPS, Episode, rollout
 
 EVAL_SEED_BASE = 1_000_000
-MAX_EPISODE_STEPS = 10_000_000  # a guard against envs that never end
 BOOTSTRAP_RESAMPLES = 2_000
 BASE_COLUMNS = ("env_id", "policy", "kind", "seed", "episode", "return", "length")
 
@@ -51,14 +51,7 @@ class PolicyEntry:
         return baselines.make(self.name, **self.kwargs)
 
 
-@dataclass
-class EpisodeTrace:
-    """Per-step record of one episode (for plots): rewards and the infos returned by ``step``."""
-
-    policy: str
-    seed: int
-    rewards: list[float] = field(default_factory=list)
-    infos: list[dict[str, Any]] = field(default_factory=list)
+EpisodeTrace = Episode  # the recorded episode of a policy (rewards and infos per step)
 
 
 def eval_seeds(n: int) -> list[int]:
@@ -112,29 +105,18 @@ def _parse_kwargs(text: str, token: str) -> dict[str, Any]:
 
 def run_episode(env: gym.Env, policy: baselines.Policy, seed: int, *, record: bool = False,
                 env_id: str = "", label: str | None = None, kind: str = "reference",
-                episode: int = 0) -> tuple[dict[str, Any], EpisodeTrace | None]:
-    """One episode of ``policy`` on ``env`` from ``seed``: its result row (and trace if ``record``)."""
-    obs, info = env.reset(seed=seed)
-    policy.reset(env, seed=seed)
-    trace = EpisodeTrace(label or policy.name, seed) if record else None
-    total, length = 0.0, 0
-    while True:
-        obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
-        total += float(reward)
-        length += 1
-        if trace is not None:
-            trace.rewards.append(float(reward))
-            trace.infos.append(info)
-        if terminated or truncated:
-            break
-        if length >= MAX_EPISODE_STEPS:
-            raise RuntimeError(f"episode of {env_id} did not end within {MAX_EPISODE_STEPS} steps")
+                episode: int = 0) -> tuple[dict[str, Any], Episode | None]:
+    """One episode of ``policy`` on ``env`` from ``seed`` (:func:`~joulegym.core.rollout.rollout`): its result
+    row (and the recorded episode if ``record``)."""
+    result = rollout(env, policy, seed, record=record, max_steps=MAX_EPISODE_STEPS)
     row: dict[str, Any] = {"env_id": env_id, "policy": label or policy.name, "kind": kind, "seed": seed,
-                           "episode": episode, "return": total, "length": length}
-    for key, value in (info.get("metrics") or {}).items():
+                           "episode": episode, "return": float(np.sum(result.total_return)), "length": result.length}
+    for key, value in result.metrics.items():
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             row[key] = float(value)
-    return row, trace
+    if record:
+        result.policy = label or policy.name
+    return row, (result if record else None)
 
 
 def evaluate(env_id: str, entries: Sequence[PolicyEntry], seeds: Sequence[int],
@@ -147,8 +129,8 @@ def evaluate(env_id: str, entries: Sequence[PolicyEntry], seeds: Sequence[int],
     """
     rows, traces, skipped = [], {}, []
     for entry in entries:
-        env = gym.make(env_id, **(env_kwargs or {}))
         policy = entry.build()
+        env = gym.make(env_id, **env_config_for(policy, env_kwargs))  # the policy's own settings, then the user's
         try:
             for index, seed in enumerate(seeds):
                 row, trace = run_episode(env, policy, seed, record=record and index == 0, env_id=env_id,

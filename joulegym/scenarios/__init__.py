@@ -1,16 +1,17 @@
-"""Named scenarios (data) per family, and the code that registers them as env ids.
+"""Named scenarios (data) and the family descriptors: the one place that lists the built-in families.
 
-Each family module (``etf``, ...) holds its scenarios as :class:`~joulegym.envs.base.Scenario` data
-and a ``register()`` that registers its env kinds. :func:`register_all` is called once by
-``import joulegym``.
+Each module of :data:`FAMILY_MODULES` holds its family's scenarios as
+:class:`~joulegym.core.config.Scenario` data and its :class:`~joulegym.core.family.FamilyDescriptor`
+as ``FAMILY``. :func:`register_all` (called by ``import joulegym``) registers them: the env ids and
+everything else is reached through the descriptors. Adding a family adds one module here and one name
+to :data:`FAMILY_MODULES`.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
-from joulegym.scenarios.registry import CATALOG, env_id, registered_ids
+from joulegym.core.family import CATALOG, env_id, register_family, registered_ids
 
 FAMILY_MODULES = ("etf", "emrf", "powerflow")
 
@@ -18,14 +19,13 @@ _registered = False
 
 
 def register_all() -> None:
+    """Register every built-in family (idempotent)."""
     global _registered
     if _registered:
         return
-    for family in FAMILY_MODULES:
-        if importlib.util.find_spec(f"joulegym.scenarios.{family}") is None:  # TODO(integration): drop guard
-            continue
-        importlib.import_module(f"joulegym.scenarios.{family}").register()
     _registered = True
+    for name in FAMILY_MODULES:
+        register_family(importlib.import_module(f"joulegym.scenarios.{name}").FAMILY)
 
 
 __all__ = ["CATALOG", "FAMILY_MODULES", "env_id", "register_all", "registered_ids"]

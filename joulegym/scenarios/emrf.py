@@ -33,8 +33,8 @@ costs time (joulegym choice; the spec's backlogged default H = 200 is kept for t
 
 from __future__ import annotations
 
-from joulegym.scenarios.registry import register_kind
-from joulegym.scenarios.schema import Scenario
+from joulegym.core.config import Scenario
+from joulegym.core.family import EnvKind, FamilyDescriptor
 from joulegym.workloads.rodinia import MIXES, TABLE_III_ORDER
 
 STATIC_HORIZON = 20  # windows of a static (backlogged, fixed-set) paper scenario; see module docstring
@@ -114,6 +114,7 @@ def _build() -> list[Scenario]:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
+MODES = {"EMRF": "weights", "EMRFResidual": "residual_weights", "EMRFKnob": "knob", "EMRFKnobDiscrete": "knob_discrete"}
 KINDS = {
     "EMRF": ("joulegym.envs.emrf.env:EMRFEnv",
              "EMRF weights: per-user weights, WFQ-scaled until a device saturates (APU sharing)"),
@@ -126,7 +127,13 @@ KINDS = {
 }
 
 
-def register() -> None:
-    for kind, (entry_point, description) in KINDS.items():
-        register_kind(family="emrf", kind=kind, entry_point=entry_point, description=description,
-                      scenarios=SCENARIOS.values())
+FAMILY = FamilyDescriptor(
+    name="emrf",
+    title='EMRF: elastic multi-resource fairness on a coupled CPU-GPU APU (Tang et al.)',
+    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description) for kind, (entry_point, description) in KINDS.items()),
+    scenarios=SCENARIOS,
+    policies="joulegym.baselines.emrf",
+    reference_policy="emrf",
+    evaluation="joulegym.evaluation.emrf",
+    docs="docs/families/emrf.md",
+)

@@ -17,8 +17,8 @@ from __future__ import annotations
 from joulegym.devices.presets.a10g import A10G_MAX_MHZ
 from joulegym.devices.presets.jetson_tx2 import TX2_GPU_LEVELS_MHZ
 from joulegym.devices.presets.toy import TOY_MHZ
-from joulegym.scenarios.registry import register_kind
-from joulegym.scenarios.schema import Scenario
+from joulegym.core.config import Scenario
+from joulegym.core.family import EnvKind, FamilyDescriptor
 
 ALL = ("ETF", "ETFPhi", "ETFDVFS")
 NO_DVFS = ("ETF", "ETFPhi")  # single-frequency devices, or tenants that may leave
@@ -114,6 +114,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
 # The base ids' descriptions end with their defaults (the Fig. 5 apps of ``default_config``); scenario ids
 # reuse the part before the first ":" and add the scenario's own line.
+MODES = {"ETF": None, "ETFPhi": None, "ETFDVFS": None}  # TODO(core): action modes once ETF is on the core
 KINDS = {
     "ETF": ("joulegym.envs.etf.time_share:TimeShareEnv",
             "ETF time-share: the agent splits each scheduling interval above Algorithm 1's guarantee "
@@ -126,7 +127,13 @@ KINDS = {
 }
 
 
-def register() -> None:
-    for kind, (entry_point, description) in KINDS.items():
-        register_kind(family="etf", kind=kind, entry_point=entry_point, description=description,
-                      scenarios=SCENARIOS.values())
+FAMILY = FamilyDescriptor(
+    name="etf",
+    title="ETF: energy-time fair time-sharing of one GPU with per-app DVFS (Liang et al., SEC '23)",
+    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description) for kind, (entry_point, description) in KINDS.items()),
+    scenarios=SCENARIOS,
+    policies="joulegym.baselines.etf",
+    reference_policy="etf",
+    evaluation="joulegym.evaluation.etf",
+    docs="docs/families/etf.md",
+)

@@ -29,8 +29,8 @@ Values the spec leaves open are joulegym choices [A], stated here:
 
 from __future__ import annotations
 
-from joulegym.scenarios.registry import register_kind
-from joulegym.scenarios.schema import Scenario
+from joulegym.core.config import Scenario
+from joulegym.core.family import EnvKind, FamilyDescriptor
 
 GAVEL_MEAN_N = 1.9  # E[scale factor] of the Gavel generator (0.7*1 + 0.1*2 + 0.15*4 + 0.05*8)
 GAVEL_MEAN_DURATION_S = 60363.0  # E[60 * 10^U] mixture of the Gavel generator (0.8 U(1.5, 3), 0.2 U(3, 4))
@@ -102,13 +102,20 @@ def _build() -> list[Scenario]:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
+MODES = {"PowerFlow": "alloc"}
 KINDS = {
     "PowerFlow": ("joulegym.envs.powerflow.env:PowerFlowEnv",
                   "PowerFlow: GPUs and frequency per DL training job, min average JCT under power budget eta*G*P_max"),
 }
 
 
-def register() -> None:
-    for kind, (entry_point, description) in KINDS.items():
-        register_kind(family="powerflow", kind=kind, entry_point=entry_point, description=description,
-                      scenarios=SCENARIOS.values())
+FAMILY = FamilyDescriptor(
+    name="powerflow",
+    title='PowerFlow: energy-efficient GPU-cluster scheduling of DL training jobs (Gu et al.)',
+    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description) for kind, (entry_point, description) in KINDS.items()),
+    scenarios=SCENARIOS,
+    policies="joulegym.baselines.powerflow",
+    reference_policy="powerflow",
+    evaluation="joulegym.evaluation.powerflow",
+    docs="docs/families/powerflow.md",
+)

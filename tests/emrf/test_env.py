@@ -24,7 +24,7 @@ from joulegym.baselines.emrf import (
 from joulegym.envs.emrf import allocation
 from joulegym.envs.emrf.env import EMRFEnv
 from joulegym.scenarios.emrf import SCENARIOS
-from joulegym.scenarios.registry import registered_ids
+from joulegym.scenarios import registered_ids
 
 IDS = registered_ids("emrf")
 KINDS = ("EMRF", "EMRFResidual", "EMRFKnob", "EMRFKnobDiscrete")

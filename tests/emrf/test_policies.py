@@ -11,7 +11,7 @@ import pytest
 from joulegym import baselines
 from joulegym.baselines.emrf import drf_allocate, emrf_allocate, wfq_allocate
 from joulegym.scenarios.emrf import SCENARIOS
-from joulegym.scenarios.registry import registered_ids
+from joulegym.scenarios import registered_ids
 
 KINDS = ("EMRF", "EMRFResidual", "EMRFKnob", "EMRFKnobDiscrete")
 NAMES = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "max-utilisation", "random")

@@ -8,7 +8,7 @@ import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
-from joulegym.baselines.base import PolicyNotApplicable
+from joulegym.core.policy import PolicyNotApplicable
 from joulegym.baselines.etf import oracle_max_fs, oracle_max_fs_units, units_to_action
 from joulegym.envs.etf.metrics import system_fairness
 

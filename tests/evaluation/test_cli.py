@@ -26,7 +26,7 @@ def test_evaluate_writes_leaderboard_csv_and_plot(tmp_path, capsys):
     (["--policies", "nope"], "unknown"),
     (["--env-kwargs", "[1]"], "JSON object"),
     (["--env-kwargs", '{"phi": 2}'], "phi"),
-    (["--reproduce", "nofamily"], "no reproduction"),
+    (["--reproduce", "nofamily"], "is unknown; families"),
 ])
 def test_bad_arguments_exit_2_with_a_message(tmp_path, capsys, args, message):
     assert main([*args, "--out", str(tmp_path / "x"), "--seeds", "1"]) == 2

@@ -71,7 +71,7 @@ import numpy as np
 
 from joulegym.devices import get_device
 from joulegym.envs.base import (
-    JoulegymEnv,
+    LegacyEnv as JoulegymEnv,
     check_choice,
     check_positive,
     check_unit_interval,

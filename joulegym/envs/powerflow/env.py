@@ -45,7 +45,7 @@ import gymnasium as gym
 import numpy as np
 
 from joulegym.envs.base import (
-    JoulegymEnv,
+    LegacyEnv as JoulegymEnv,
     check_choice,
     check_positive,
     new_figure,

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import pandas as pd
+from typing import Any
 
 
 def _tmp(path: Path) -> Path:
@@ -28,11 +27,12 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
     return path
 
 
-def write_csv(frame: pd.DataFrame, path: str | Path) -> Path:
+def write_csv(frame: Any, path: str | Path) -> Path:
+    """Write a :class:`pandas.DataFrame` as CSV (no index) atomically."""
     return write_atomic(path, frame.to_csv(index=False))
 
 
-def save_figure(fig, path: str | Path, dpi: int = 120) -> Path:
+def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
     """Save a matplotlib figure atomically and close it."""
     import matplotlib.pyplot as plt
 

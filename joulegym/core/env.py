@@ -1,0 +1,199 @@
+"""The env template: every joulegym env is a :class:`JoulegymEnv` and no family writes ``step()``.
+
+In the style of highway-env's ``AbstractEnv``, the template owns the episode loop of one step::
+
+    decision = action_type.decode(action)          # validate, repair (info["repaired"])
+    parts    = env._transition(decision)           # simulator apply + advance; named reward parts
+    reward   = sum_k w_k parts_k                   # or the parts vector (vector_reward=True)
+    terminated, truncated = env._terminated(), env._truncated()
+    obs, info = env._observe(), {..., "reward_parts": ..., "repaired": ..., "action_mask": ...}
+
+A family supplies, as methods of its env class:
+
+==========================  ==================================================================
+``default_config()``        every config key with its default (``super().default_config()`` has
+                            the core keys below)
+``action_types``            ``{action_mode: ActionType subclass}`` (:mod:`joulegym.core.actions`)
+``_configure()``            validate the resolved ``self.config``; build the simulator and the
+                            ``observation_space``
+``_reward_spec()``          the :class:`~joulegym.core.rewards.RewardSpec` (parts and presets)
+``_begin_episode(options)`` reset the simulator from ``self.np_random`` (options: checked dict)
+``_transition(decision)``   apply the decision, advance to the next decision point, return the
+                            reward parts (a sequence in the spec's order)
+``_observe()``              the observation (inside ``observation_space``)
+``_terminated()`` /         episode end: the task is done / a time limit
+``_truncated()``
+``_extra_info()``           the family's per-step info keys (keep it lean)
+``metrics()``               the paper's metrics of the episode so far
+``_render_ansi()`` /        the two render modes
+``_render_figure()``
+==========================  ==================================================================
+
+Core config keys (in every family): ``scenario``, ``action_mode``, ``reward`` (weight preset; ``None``:
+the action mode's default), ``reward_weights`` (``{part: weight}`` overrides), ``vector_reward``
+(return the parts vector, MO-Gymnasium style) and ``info_metrics`` (``"episode_end"``: ``info["metrics"]``
+on the last step only, the default; ``"every_step"``).
+
+Stepping after the episode ended raises :class:`gymnasium.error.ResetNeeded`; so does stepping before
+the first ``reset()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from joulegym.core.actions import NO_DECISION, ActionType
+from joulegym.core.config import Scenario, check_bool, check_choice, check_options, resolve_config
+from joulegym.core.plotting import figure_to_rgb
+from joulegym.core.rewards import RewardPart, RewardSpec, weighted_sum
+
+INFO_METRICS = ("episode_end", "every_step")
+
+
+class JoulegymEnv(gym.Env):
+    """Base of every joulegym env; see the module docstring for what a family implements."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    family: ClassVar[str] = ""
+    action_types: ClassVar[Mapping[str, type[ActionType]]] = {}
+    reward_parts: ClassVar[tuple[RewardPart, ...]] = ()
+    reward_presets: ClassVar[Mapping[str, Mapping[str, float]]] = {}
+    option_keys: ClassVar[tuple[str, ...]] = ()  # allowed keys of reset(options=...)
+
+    def __init__(self, scenario: str | None = None, render_mode: str | None = None, **overrides: Any) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} is not one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        defaults = self.default_config()
+        mode = overrides.get("action_mode", defaults["action_mode"])
+        check_choice("action_mode", mode, tuple(self.action_types))
+        self.kind = self._kind_of(mode)
+        self.config = resolve_config(defaults, self.scenario_table(), scenario, overrides, kind=self.kind)
+        cfg = self.config
+        check_bool("vector_reward", cfg["vector_reward"])
+        check_choice("info_metrics", cfg["info_metrics"], INFO_METRICS)
+        self.action_mode = mode
+        self._configure()
+        self.action_type = self.action_types[mode](self)
+        self.action_space = self.action_type.space
+        self.reward_spec = self._reward_spec()
+        preset = cfg["reward"] if cfg["reward"] is not None else self._default_reward()
+        self.reward_weights = self.reward_spec.weights(preset, cfg["reward_weights"])
+        cfg["reward"] = preset
+        self.reward_space = self.reward_spec.space
+        self._zero_parts = (0.0,) * len(self.reward_spec.names)
+        self._episode_over = True
+        self._started = False
+
+    # --- what a family provides ----------------------------------------------------------------------------
+    @classmethod
+    def default_config(cls) -> dict[str, Any]:
+        """Every config key with its default. Families extend ``super().default_config()``."""
+        return {"scenario": None, "action_mode": next(iter(cls.action_types), None), "reward": None,
+                "reward_weights": None, "vector_reward": False, "info_metrics": "episode_end"}
+
+    @classmethod
+    def scenario_table(cls) -> Mapping[str, Scenario]:
+        """The family's named scenarios (registered by its family descriptor)."""
+        from joulegym.core.family import scenarios_of
+
+        return scenarios_of(cls.family)
+
+    @classmethod
+    def _kind_of(cls, action_mode: str) -> str:
+        from joulegym.core.family import kind_for
+
+        return kind_for(cls.family, action_mode) or f"{cls.__name__}[{action_mode}]"
+
+    def _configure(self) -> None:  # pragma: no cover - every family overrides
+        raise NotImplementedError
+
+    def _reward_spec(self) -> RewardSpec:
+        return RewardSpec(self.reward_parts, self.reward_presets)
+
+    def _default_reward(self) -> str:
+        preset = getattr(self.action_type, "default_reward", None)
+        return preset if preset is not None else self.reward_spec.default_preset
+
+    def _begin_episode(self, options: dict[str, Any]) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _transition(self, decision: Any) -> Sequence[float]:  # pragma: no cover
+        raise NotImplementedError
+
+    def _observe(self) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def _terminated(self) -> bool:  # pragma: no cover
+        raise NotImplementedError
+
+    def _truncated(self) -> bool:  # pragma: no cover
+        raise NotImplementedError
+
+    def _extra_info(self) -> dict[str, Any]:
+        return {}
+
+    def metrics(self) -> dict[str, Any]:
+        """The paper's metrics over the episode so far."""
+        return {}
+
+    # --- the template ----------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._begin_episode(check_options(options, self.option_keys))
+        self.action_type.reset()
+        self._episode_over = False
+        self._started = True
+        self.last_reward_parts = self._zero_parts
+        return self._observe(), self._info(final=False)
+
+    def step(self, action: Any):
+        if self._episode_over:
+            raise gym.error.ResetNeeded(
+                "step() called after the episode ended (terminated or truncated); call reset() first"
+                if self._started else "step() called before reset(); call reset() first")
+        action_type = self.action_type
+        decision = action_type.decode(action)
+        parts = self._zero_parts if decision is NO_DECISION else tuple(self._transition(decision))
+        self.last_reward_parts = parts
+        terminated = bool(self._terminated())
+        truncated = bool(self._truncated()) and not terminated
+        self._episode_over = terminated or truncated
+        if self.config["vector_reward"]:
+            reward: Any = np.array(parts, dtype=np.float64)
+        else:
+            reward = float(weighted_sum(self.reward_weights, parts))
+        return self._observe(), reward, terminated, truncated, self._info(final=self._episode_over)
+
+    def _info(self, final: bool) -> dict[str, Any]:
+        info = self._extra_info()
+        info["reward_parts"] = dict(zip(self.reward_spec.names, self.last_reward_parts))
+        info["repaired"] = bool(self.action_type.repaired)
+        if self.action_type.has_mask:
+            info["action_mask"] = self.action_type.mask()
+        if final or self.config["info_metrics"] == "every_step":
+            info["metrics"] = self.metrics()
+        return info
+
+    def action_masks(self) -> np.ndarray:
+        """The valid actions now (flattened; sb3-contrib MaskablePPO), from the action type."""
+        return self.action_type.mask()
+
+    # --- rendering -------------------------------------------------------------------------------------------
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'rgb_array'")
+            return None
+        if self.render_mode == "ansi":
+            return self._render_ansi()
+        return figure_to_rgb(self._render_figure())
+
+    def _render_ansi(self) -> str:  # pragma: no cover - every family overrides
+        raise NotImplementedError
+
+    def _render_figure(self):  # pragma: no cover - every family overrides
+        raise NotImplementedError

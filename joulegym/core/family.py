@@ -1,0 +1,194 @@
+"""Family descriptors, registered in one place, and the env ids they register.
+
+A family is described by data: its env kinds (an id stem, the env class as an ``"module:Class"``
+string, the ``action_mode`` it fixes), its named scenarios, the module of its reference policies and
+the module of its evaluation hooks. :func:`register_family` registers the Gymnasium ids
+``joulegym/<Kind>-v<N>`` (the kind's defaults) and ``joulegym/<Kind>-<scenario>-v<N>`` (a scenario
+preset) without importing the env class (Gymnasium imports it on ``gym.make``), and keeps the
+descriptor for the policy registry, the evaluation layer and ``python -m joulegym list``.
+
+The built-in families are listed once, in :data:`joulegym.scenarios.FAMILY_MODULES`; a third-party
+family calls :func:`register_family` with its own descriptor.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from joulegym.core.config import Scenario
+
+NAMESPACE = "joulegym"
+
+
+@dataclass(frozen=True)
+class EnvKind:
+    """One registered env kind: an env class with a fixed ``action_mode``.
+
+    :param name: id stem (``"ETFPhi"`` -> ``joulegym/ETFPhi-v0``).
+    :param entry_point: ``"module:Class"`` of the env (imported on ``gym.make`` only).
+    :param action_mode: the ``action_mode`` the kind fixes.
+    :param description: one line for ``python -m joulegym list``.
+    :param version: the ``-vN`` suffix (bumped when the kind's behaviour changes).
+    """
+
+    name: str
+    entry_point: str
+    action_mode: str | None
+    description: str
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class FamilyDescriptor:
+    """Everything the package needs to know about a family, as data.
+
+    :param name: family name (``"etf"``); policies are scoped by it.
+    :param title: one line (paper and system).
+    :param kinds: the env kinds.
+    :param scenarios: named scenarios (``Scenario.kinds`` restricts them to some kinds).
+    :param policies: module of the reference policies (imported on first use; it registers them).
+    :param reference_policy: the family's own algorithm (the contract test checks it beats ``random``).
+    :param evaluation: module of the evaluation hooks (plots, paper reproduction), or ``None``.
+    :param docs: the family's page in ``docs/``.
+    """
+
+    name: str
+    title: str
+    kinds: tuple[EnvKind, ...]
+    scenarios: Mapping[str, Scenario] = field(default_factory=dict)
+    policies: str | None = None
+    reference_policy: str | None = None
+    evaluation: str | None = None
+    docs: str = ""
+
+    def kind(self, name: str) -> EnvKind:
+        for kind in self.kinds:
+            if kind.name == name:
+                return kind
+        raise ValueError(f"kind {name!r} is not one of family {self.name!r}'s {[k.name for k in self.kinds]}")
+
+
+_FAMILIES: dict[str, FamilyDescriptor] = {}
+_LOADED_POLICIES: set[str] = set()
+# id -> (family, one-line description), in registration order (``python -m joulegym list``)
+CATALOG: dict[str, tuple[str, str]] = {}
+
+
+def env_id(kind: str, scenario: str | None = None, version: int = 0) -> str:
+    middle = kind if scenario is None else f"{kind}-{scenario}"
+    return f"{NAMESPACE}/{middle}-v{version}"
+
+
+def register_family(descriptor: FamilyDescriptor) -> list[str]:
+    """Register ``descriptor`` and its env ids; returns the ids (idempotent for the same descriptor)."""
+    import gymnasium as gym
+
+    current = _FAMILIES.get(descriptor.name)
+    if current is not None and current is not descriptor:
+        raise ValueError(f"family {descriptor.name!r} is already registered")
+    for name, scenario in descriptor.scenarios.items():
+        if name != scenario.name:
+            raise ValueError(f"scenario key {name!r} differs from its name {scenario.name!r}")
+        if "action_mode" in scenario.config:
+            raise ValueError(f"scenario {name!r} sets action_mode; a kind fixes it")
+    _FAMILIES[descriptor.name] = descriptor
+    ids = []
+    for kind in descriptor.kinds:
+        entries = [(env_id(kind.name, version=kind.version), {}, kind.description)]
+        for scenario in descriptor.scenarios.values():
+            if scenario.applies_to(kind.name):
+                entries.append((env_id(kind.name, scenario.name, kind.version), {"scenario": scenario.name},
+                                f"{kind.description.split(':')[0]}: {scenario.description}"))
+        for id_, kwargs, description in entries:
+            if id_ not in gym.registry:
+                mode = {} if kind.action_mode is None else {"action_mode": kind.action_mode}
+                gym.register(id=id_, entry_point=kind.entry_point, kwargs={**mode, **kwargs})
+            CATALOG[id_] = (descriptor.name, description)
+            ids.append(id_)
+    return ids
+
+
+def families() -> list[FamilyDescriptor]:
+    _ensure_builtin()
+    return list(_FAMILIES.values())
+
+
+def get_family(name: str) -> FamilyDescriptor:
+    _ensure_builtin()
+    if name not in _FAMILIES:
+        raise ValueError(f"family {name!r} is unknown; families: {sorted(_FAMILIES)}")
+    return _FAMILIES[name]
+
+
+def scenarios_of(family: str) -> Mapping[str, Scenario]:
+    _ensure_builtin()
+    descriptor = _FAMILIES.get(family)
+    return MappingProxyType(dict(descriptor.scenarios)) if descriptor is not None else MappingProxyType({})
+
+
+def kind_for(family: str, action_mode: str) -> str | None:
+    """The id stem of ``family``'s kind with ``action_mode`` (``None`` if no kind fixes it)."""
+    _ensure_builtin()
+    descriptor = _FAMILIES.get(family)
+    if descriptor is None:
+        return None
+    for kind in descriptor.kinds:
+        if kind.action_mode == action_mode:
+            return kind.name
+    return None
+
+
+def registered_ids(family: str | None = None) -> list[str]:
+    """Every joulegym id (optionally of one family), in registration order."""
+    _ensure_builtin()
+    return [i for i, (fam, _) in CATALOG.items() if family is None or fam == family]
+
+
+def family_of_id(env_id_: str) -> str:
+    _ensure_builtin()
+    if env_id_ not in CATALOG:
+        raise ValueError(f"env={env_id_!r} is not a registered joulegym id; see `python -m joulegym list`")
+    return CATALOG[env_id_][0]
+
+
+def load_policies(family: str) -> None:
+    """Import ``family``'s policy module once (it registers its policies)."""
+    if family in _LOADED_POLICIES:
+        return
+    descriptor = get_family(family)
+    _LOADED_POLICIES.add(family)
+    importlib.import_module("joulegym.baselines")  # the generic policies
+    if descriptor.policies:
+        importlib.import_module(descriptor.policies)
+
+
+def evaluation_hooks(family: str) -> Any:
+    """``family``'s evaluation hook module (``None`` if it has none)."""
+    descriptor = get_family(family)
+    return importlib.import_module(descriptor.evaluation) if descriptor.evaluation else None
+
+
+def _ensure_builtin() -> None:
+    if not _FAMILIES:
+        importlib.import_module("joulegym")  # registers the built-in families
+
+
+def unregister_family(name: str) -> None:
+    """Remove a family and its ids (tests build toy families)."""
+    import gymnasium as gym
+
+    _FAMILIES.pop(name, None)
+    _LOADED_POLICIES.discard(name)
+    for id_ in [i for i, (fam, _) in CATALOG.items() if fam == name]:
+        del CATALOG[id_]
+        gym.registry.pop(id_, None)
+    from joulegym.core import policy
+
+    for key in [k for k in policy._REGISTRY if k[0] == name]:
+        del policy._REGISTRY[key]
+
+

@@ -1,0 +1,127 @@
+"""The policy interface and the family-scoped registry of reference policies.
+
+A policy is anything with ``name``, ``privileged``, ``reset(env, seed=None)`` and
+``act(obs, info) -> action``: reference policies (each paper's algorithm and its baselines) and trained
+agents go through the same loop (:func:`joulegym.core.rollout.rollout`). A privileged policy reads the
+simulator's structured state (``env.unwrapped.sim.view()``) instead of the observation. A policy may
+declare ``env_config``: settings of the env that are part of what the policy *is* (a baseline's own
+placement rule, say); :func:`env_config_for` applies them under the user's keyword arguments.
+
+Names are scoped by family: ``make("fifo", family="powerflow")`` or ``make("powerflow/fifo")``; the
+short form ``make("fifo")`` works while only one family has a policy of that name. Generic policies
+(``random``) belong to every family. A family's policy module is imported on first use (its descriptor
+names it), so ``import joulegym`` loads none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+GENERIC = "*"
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the episode loop needs from a reference policy or a trained agent."""
+
+    name: str
+    privileged: bool
+
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        """Bind to ``env`` (possibly wrapped) at the start of an episode, after ``env.reset``."""
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        """The action for observation ``obs`` (and the step's ``info``)."""
+
+
+class PolicyNotApplicable(ValueError):
+    """Raised by ``Policy.reset`` when the policy cannot drive this env kind / action mode."""
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    name: str
+    family: str
+    kinds: frozenset[str] | None  # None: every kind of the family (or of every family, if generic)
+    factory: Callable[..., Any]
+    description: str
+
+    @property
+    def qualified_name(self) -> str:
+        return self.name if self.family == GENERIC else f"{self.family}/{self.name}"
+
+
+_REGISTRY: dict[tuple[str, str], PolicySpec] = {}
+
+
+def register_policy(name: str, factory: Callable[..., Any], *, family: str, description: str,
+                    kinds: Iterable[str] | None = None) -> None:
+    """Register ``factory`` (called as ``factory(**kwargs)``) as ``family/name``."""
+    if "/" in name:
+        raise ValueError(f"policy name {name!r} must not contain '/'")
+    key = (family, name)
+    if key in _REGISTRY:
+        raise ValueError(f"policy {family}/{name} is already registered")
+    _REGISTRY[key] = PolicySpec(name, family, frozenset(kinds) if kinds else None, factory, description)
+
+
+def _load(family: str | None) -> None:
+    from joulegym.core.family import families, load_policies
+
+    for name in [family] if family is not None else [f.name for f in families()]:
+        load_policies(name)
+
+
+def spec(name: str, family: str | None = None) -> PolicySpec:
+    """The registry entry of ``name`` (``"family/name"``, or ``name`` with ``family=``, or an unambiguous name)."""
+    if "/" in name:
+        family, _, name = name.partition("/")
+    _load(family)
+    if family is not None:
+        found = _REGISTRY.get((family, name)) or _REGISTRY.get((GENERIC, name))
+        if found is None:
+            raise ValueError(f"policy={name!r} is unknown for family {family!r}; available: {available(family)}")
+        return found
+    matches = [s for (fam, n), s in _REGISTRY.items() if n == name]
+    if not matches:
+        raise ValueError(f"policy={name!r} is unknown; available: {sorted(s.qualified_name for s in _REGISTRY.values())}")
+    if len(matches) > 1:
+        generic = [s for s in matches if s.family == GENERIC]
+        if generic:
+            return generic[0]
+        raise ValueError(f"policy={name!r} is ambiguous: {sorted(s.qualified_name for s in matches)}; "
+                         "qualify it as FAMILY/NAME or pass family=")
+    return matches[0]
+
+
+def make(name: str, family: str | None = None, **kwargs: Any) -> Any:
+    """Build the reference policy ``name`` with ``kwargs`` (e.g. ``make("etf", phi=0.7)``)."""
+    return spec(name, family).factory(**kwargs)
+
+
+def available(family: str | None = None, kind: str | None = None) -> list[str]:
+    """Names of the policies for ``family`` (generic ones included), optionally only those for ``kind``."""
+    _load(family)
+    names = []
+    for spec_ in _REGISTRY.values():
+        if family is not None and spec_.family not in (family, GENERIC):
+            continue
+        if kind is not None and spec_.kinds is not None and kind not in spec_.kinds:
+            continue
+        names.append(spec_.name if family is not None else spec_.qualified_name)
+    return names
+
+
+def applicable(env: Any) -> list[str]:
+    """Reference policies that can drive ``env`` (by its family and kind)."""
+    base = env.unwrapped
+    return available(getattr(base, "family", None), getattr(base, "kind", None))
+
+
+def env_config_for(policy: Any, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The env kwargs for ``policy``: its ``env_config`` (if any) under the user's ``overrides``."""
+    config = dict(getattr(policy, "env_config", None) or {})
+    config.update(overrides or {})
+    return config

@@ -1,0 +1,97 @@
+"""The event-slot shell of the event-driven families (PowerFlow; DREAM and Qin next).
+
+An event-driven env sees a changing set of schedulable items (jobs, requests, threads) but has fixed
+observation and action spaces, so items are shown in ``K`` **slots**: an item that becomes
+schedulable takes the lowest free slot and keeps it until it leaves; items that find no free slot
+wait in order, invisible to the agent (counted as ``overflow``). A policy may ask for a decision point
+at a given simulated time (a **wake-up**, e.g. a queue-demotion time); the request travels with the
+next committed decision.
+
+:class:`SlotTable` holds that bookkeeping; the family keeps the per-slot features and masks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+
+class SlotTable:
+    """``K`` slots over a changing set of item ids (ints >= 0).
+
+    :param num_slots: ``K``.
+    """
+
+    def __init__(self, num_slots: int) -> None:
+        if int(num_slots) < 1:
+            raise ValueError(f"num_slots must be >= 1, got {num_slots!r}")
+        self.num_slots = int(num_slots)
+        self.reset()
+
+    def reset(self) -> None:
+        self.items: list[int] = [-1] * self.num_slots  # item id per slot, -1 when free
+        self.slot_of: dict[int, int] = {}
+        self.overflow = 0
+        self.overflow_steps = 0
+        self._wakeup: float | None = None
+
+    def sync(self, present: Iterable[int]) -> bool:
+        """Free the slots of items no longer present, then seat new ones in ``present``'s order.
+
+        :param present: the schedulable item ids now, in priority order (e.g. arrival order).
+        :returns: whether the seating changed.
+        """
+        present = [int(j) for j in present]
+        keep = set(present)
+        changed = False
+        items, slot_of = self.items, self.slot_of
+        for k, j in enumerate(items):
+            if j >= 0 and j not in keep:
+                items[k] = -1
+                del slot_of[j]
+                changed = True
+        free = [k for k, j in enumerate(items) if j < 0]
+        free.reverse()  # pop() takes the lowest free slot
+        for j in present:
+            if j in slot_of:
+                continue
+            if not free:
+                break
+            k = free.pop()
+            items[k] = j
+            slot_of[j] = k
+            changed = True
+        self.overflow = len(keep) - len(slot_of)
+        return changed
+
+    def count_step(self) -> None:
+        """Count a decision step (for ``overflow_steps``: steps with items left outside the slots)."""
+        if self.overflow > 0:
+            self.overflow_steps += 1
+
+    def occupied(self) -> list[tuple[int, int]]:
+        """``(slot, item)`` of the occupied slots, in slot order."""
+        return [(k, j) for k, j in enumerate(self.items) if j >= 0]
+
+    # --- wake-ups ----------------------------------------------------------------------------------------
+    def request_wakeup(self, t_s: Any) -> None:
+        """Ask for a decision point at simulated time ``t_s`` (s; ``None``: no request) after the next
+        committed decision. A later event may come first; the request is used once and dropped.
+
+        :raises ValueError: if ``t_s`` is not a finite number (or None).
+        """
+        if t_s is None:
+            self._wakeup = None
+            return
+        if isinstance(t_s, bool) or not isinstance(t_s, int | float) and not hasattr(t_s, "__float__"):
+            raise ValueError(f"wake-up time t_s must be a finite number of seconds or None, got {t_s!r}")
+        value = float(t_s)
+        if not math.isfinite(value):
+            raise ValueError(f"wake-up time t_s must be a finite number of seconds or None, got {t_s!r}")
+        self._wakeup = value
+
+    def take_wakeup(self) -> float | None:
+        """The pending wake-up request (and clear it)."""
+        value, self._wakeup = self._wakeup, None
+        return value
