@@ -1,4 +1,5 @@
-"""``python -m joulegym list [FAMILY]``: every registered env id with a one-line description."""
+"""``python -m joulegym list [FAMILY]``: every registered env id with a one-line description, read from the
+family descriptors (:mod:`joulegym.core.family`); ``python -m joulegym families`` lists the families."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import sys
 
 import joulegym  # noqa: F401  (registers the ids)
-from joulegym.scenarios import CATALOG
+from joulegym.core.family import CATALOG, families
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,11 +16,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     listing = sub.add_parser("list", help="list the registered environment ids")
     listing.add_argument("family", nargs="?", help="only this family (etf, emrf, powerflow, ...)")
+    sub.add_parser("families", help="list the families with their kinds, policies and docs page")
     args = parser.parse_args(argv)
+    if args.command == "families":
+        for descriptor in families():
+            kinds = ", ".join(k.name for k in descriptor.kinds)
+            print(f"{descriptor.name:<10} {descriptor.title}\n{'':<10} kinds: {kinds}; reference policy: "
+                  f"{descriptor.reference_policy}; docs: {descriptor.docs}")
+        return 0
     if args.command == "list":
         rows = [(i, d) for i, (fam, d) in CATALOG.items() if args.family in (None, fam)]
         if not rows:
-            print(f"no environment of family {args.family!r}; families: {sorted({f for f, _ in CATALOG.values()})}",
+            print(f"no environment of family {args.family!r}; families: {sorted(f.name for f in families())}",
                   file=sys.stderr)
             return 2
         width = max(len(i) for i, _ in rows)

@@ -1,4 +1,4 @@
-"""``train.py`` / ``joulegym-train``: train an SB3 agent on any joulegym env id (DESIGN.md "Public API").
+"""``train.py`` / ``joulegym-train``: train an SB3 agent on any joulegym env id (docs/architecture.md).
 
 Writes into ``--out``:
 

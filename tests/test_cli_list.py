@@ -1,4 +1,4 @@
-"""``python -m joulegym list [FAMILY]`` (DESIGN.md "Ids")."""
+"""``python -m joulegym list [FAMILY]`` and ``families`` (docs/architecture.md, "Conventions")."""
 
 from __future__ import annotations
 
@@ -39,3 +39,12 @@ def test_list_into_a_closed_pipe():
     out = subprocess.run(f'"{sys.executable}" -m joulegym list | head -1', shell=True, capture_output=True,
                          text=True, check=True)
     assert out.stdout.startswith("joulegym/") and "Traceback" not in out.stderr
+
+
+def test_families_lists_every_descriptor(capsys):
+    from joulegym.core.family import families
+
+    assert main(["families"]) == 0
+    out = capsys.readouterr().out
+    for descriptor in families():
+        assert out.count(descriptor.title) == 1 and descriptor.docs in out

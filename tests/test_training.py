@@ -31,12 +31,27 @@ def test_short_ppo_run_trains_and_is_evaluated(tmp_path):
 
 
 @pytest.mark.slow
-def test_maskable_ppo_on_the_phi_knob(tmp_path):
+def test_maskable_ppo_learns_the_best_phi(tmp_path):
+    """Learning, not just running: 10,240 steps of MaskablePPO (seed 0) on the phi knob of the Fig. 5 apps find a
+    phi whose return is far above random's, within 10 % of the best fixed phi level (found by enumeration).
+    Measured when written: agent 25.71 (phi = 0.6, the best level), random 16.4, best 25.71."""
+    import gymnasium as gym
+    import numpy as np
+
+    from joulegym import baselines
+    from joulegym.agents import SB3Policy
+    from joulegym.core.rollout import ActionSequencePolicy, rollout
+
+    env_id = "joulegym/ETFPhi-tx2-fig5-v0"
     run = tmp_path / "mppo"
-    assert train_main(["--env", "joulegym/ETFPhi-v0", "--algo", "maskable_ppo", "--timesteps", "512",
+    assert train_main(["--env", env_id, "--algo", "maskable_ppo", "--timesteps", "10240", "--seed", "0",
                        "--out", str(run), "--no-progress-bar", "--no-tensorboard"]) == 0
-    assert evaluate_main(["--env", "joulegym/ETFPhi-v0", "--policies", f"maskable_ppo:{run}", "--seeds", "1",
-                          "--out", str(tmp_path / "ev"), "--no-plots"]) == 0
+    env = gym.make(env_id)
+    seeds = (1_000_000, 1_000_001, 1_000_002)
+    agent = np.mean([rollout(env, SB3Policy.load(run), s).total_return for s in seeds])
+    random_return = np.mean([rollout(env, baselines.make("random"), s).total_return for s in seeds])
+    best = max(rollout(env, ActionSequencePolicy([level]), seeds[0]).total_return for level in range(11))
+    assert agent >= best * 0.9 and agent - random_return >= 0.75 * (best - random_return)
 
 
 def test_train_rejects_bad_arguments(tmp_path, capsys):

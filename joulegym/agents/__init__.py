@@ -1,4 +1,4 @@
-"""SB3 agents (DESIGN.md layer 6): algorithms by name, hyperparameter files, the policy adapter.
+"""SB3 agents (docs/architecture.md): algorithms by name, hyperparameter files, the policy adapter.
 
 Importing this package does not import torch; the algorithm classes load on first use.
 """

@@ -1,4 +1,4 @@
-"""A trained SB3 model as a joulegym :class:`~joulegym.baselines.Policy` (DESIGN.md layer 6).
+"""A trained SB3 model as a joulegym :class:`~joulegym.baselines.Policy` (docs/architecture.md).
 
 The evaluation loop drives reference policies and trained agents the same way; this adapter is
 what makes that possible. Actions are deterministic by default (the leaderboard convention) and,

@@ -14,7 +14,7 @@ family calls :func:`register_family` with its own descriptor.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -54,6 +54,8 @@ class FamilyDescriptor:
     :param reference_policy: the family's own algorithm (the contract test checks it beats ``random``).
     :param evaluation: module of the evaluation hooks (plots, paper reproduction), or ``None``.
     :param docs: the family's page in ``docs/``.
+    :param contract_id: a small env id whose full episodes the contract test runs (reference policy against
+        ``random``); ``None``: the first kind's base id.
     """
 
     name: str
@@ -64,6 +66,7 @@ class FamilyDescriptor:
     reference_policy: str | None = None
     evaluation: str | None = None
     docs: str = ""
+    contract_id: str | None = None
 
     def kind(self, name: str) -> EnvKind:
         for kind in self.kinds:
@@ -178,7 +181,8 @@ def _ensure_builtin() -> None:
 
 
 def unregister_family(name: str) -> None:
-    """Remove a family and its ids (tests build toy families)."""
+    """Remove a family and its ids (tests build toy families; :func:`joulegym.core.policy.forget_family` drops
+    its policies)."""
     import gymnasium as gym
 
     _FAMILIES.pop(name, None)
@@ -186,9 +190,5 @@ def unregister_family(name: str) -> None:
     for id_ in [i for i, (fam, _) in CATALOG.items() if fam == name]:
         del CATALOG[id_]
         gym.registry.pop(id_, None)
-    from joulegym.core import policy
-
-    for key in [k for k in policy._REGISTRY if k[0] == name]:
-        del policy._REGISTRY[key]
 
 

@@ -86,7 +86,8 @@ def spec(name: str, family: str | None = None) -> PolicySpec:
         return found
     matches = [s for (fam, n), s in _REGISTRY.items() if n == name]
     if not matches:
-        raise ValueError(f"policy={name!r} is unknown; available: {sorted(s.qualified_name for s in _REGISTRY.values())}")
+        known = sorted(s.qualified_name for s in _REGISTRY.values())
+        raise ValueError(f"policy={name!r} is unknown; available: {known}")
     if len(matches) > 1:
         generic = [s for s in matches if s.family == GENERIC]
         if generic:
@@ -125,3 +126,9 @@ def env_config_for(policy: Any, overrides: Mapping[str, Any] | None = None) -> d
     config = dict(getattr(policy, "env_config", None) or {})
     config.update(overrides or {})
     return config
+
+
+def forget_family(family: str) -> None:
+    """Drop ``family``'s registered policies (tests that register and remove a toy family)."""
+    for key in [k for k in _REGISTRY if k[0] == family]:
+        del _REGISTRY[key]

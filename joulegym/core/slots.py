@@ -84,7 +84,7 @@ class SlotTable:
         if t_s is None:
             self._wakeup = None
             return
-        if isinstance(t_s, bool) or not isinstance(t_s, int | float) and not hasattr(t_s, "__float__"):
+        if isinstance(t_s, bool) or (not isinstance(t_s, int | float) and not hasattr(t_s, "__float__")):
             raise ValueError(f"wake-up time t_s must be a finite number of seconds or None, got {t_s!r}")
         value = float(t_s)
         if not math.isfinite(value):

@@ -1,4 +1,4 @@
-"""Shared device and power models (DESIGN.md layer 1): DVFS grids, V-f curves, CMOS power, profiles.
+"""Shared device and power models (docs/architecture.md): DVFS grids, V-f curves, CMOS power, profiles.
 
 Units everywhere: frequency MHz, voltage V, power W, energy J, time s; compute capacities carry
 their own unit (``Device.capacity_unit``, e.g. GFLOPS).

@@ -112,7 +112,7 @@ class CMOSPowerModel:
     def relative_dynamic(self, frequency_mhz: float | np.ndarray):
         """``V(f)^2 f / (V(f_ref)^2 f_ref)``: dynamic power relative to the reference point.
 
-        For a knee curve this is PowerFlow's shape ``s(f)`` (spec §6.2): ``x`` below the knee and
+        For a knee curve this is PowerFlow's shape ``s(f)`` (docs/families/powerflow.md): ``x`` below the knee and
         ``(1-k)^2 x + 2k(1-k) x^2 + k^2 x^3`` above it, with ``x = f/f_0``.
         """
         ref = self._reference_mhz

@@ -1,4 +1,4 @@
-"""Simulators and Gymnasium shells, one subpackage per family (DESIGN.md layers 3-4).
+"""Simulators and Gymnasium shells, one subpackage per family (docs/architecture.md).
 
 Families are imported lazily by their entry points; importing this package imports no family.
 """

@@ -1,4 +1,4 @@
-"""Evaluation (DESIGN.md layer 7): one loop for reference policies and agents, leaderboards, plots.
+"""Evaluation (docs/architecture.md): one loop for reference policies and agents, leaderboards, plots.
 
 ``evaluate.py`` is :func:`joulegym.evaluation.cli.main`; the loop is :mod:`joulegym.evaluation.runner`;
 per-family plots and paper reproductions register through :mod:`joulegym.evaluation.hooks`.

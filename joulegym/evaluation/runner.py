@@ -1,4 +1,4 @@
-"""The evaluation loop shared by reference policies and trained agents (DESIGN.md layer 7).
+"""The evaluation loop shared by reference policies and trained agents (docs/architecture.md).
 
 One loop drives every :class:`~joulegym.baselines.Policy`: ``reset(env, seed)``, then ``act(obs, info)``
 until the episode ends. Each episode gives one row: the undiscounted return, the length and every

@@ -1,4 +1,4 @@
-"""What runs on the devices (DESIGN.md layer 2): tenants, model catalogs, job traces."""
+"""What runs on the devices (docs/architecture.md): tenants, model catalogs, job traces."""
 
 from joulegym.workloads.inference import InferenceApp, random_mix
 

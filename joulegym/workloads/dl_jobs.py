@@ -1,4 +1,4 @@
-"""PowerFlow workloads (Gu et al. §6.1, §6.4; spec §2.3, §6.3): job traces and their DL jobs.
+"""PowerFlow workloads (Gu et al. §6.1, §6.4; docs/families/powerflow.md, §6.3): job traces and their DL jobs.
 
 - :func:`alibaba_like_trace`: the seeded synthetic stand-in for the paper's Alibaba PAI subset
   (1901 jobs in 24 h, §6.1). Spec §6.3 [A] defaults: Poisson arrivals (mean 86400/1901 = 45.45 s),
@@ -10,13 +10,13 @@
   hours to days, the premise under which §4 calls the 4-minute pre-run "rather small").
 - :func:`gavel_trace`: the Gavel/Philly generator of the sensitivity traces (§6.4 "following [47]"):
   scale factor 1/2/4/8 w.p. .70/.10/.15/.05, duration ``60 * 10^U(1.5, 3)`` s w.p. 0.8 else
-  ``60 * 10^U(3, 4)`` s, Poisson arrivals; ``duration_scale`` shortens jobs for RL (spec §6.3 [A]).
+  ``60 * 10^U(3, 4)`` s, Poisson arrivals; ``duration_scale`` shortens jobs for RL (docs/families/powerflow.md [A]).
 - :func:`to_powerflow_jobs`: a :class:`~joulegym.workloads.traces.JobTrace` (synthetic or loaded by
   :func:`~joulegym.workloads.traces.load_trace`) into the arrays the simulator runs. Model names map onto
   Table 1 with :func:`~joulegym.workloads.dl_models.canonical_model` (``resnet50 -> resnet18`` and
   ``bert -> gpt2``: nearest Table 1 model by task, joulegym choice); unknown or missing models and batch
-  sizes are drawn uniformly from the Table 1 pools (spec §6.3); iterations come from the trace when
-  it has them, else ``duration * tpt(model, BS, n_req, f_max)`` (spec §10 #25, following [31, 47]).
+  sizes are drawn uniformly from the Table 1 pools (docs/families/powerflow.md); iterations come from the trace when
+  it has them, else ``duration * tpt(model, BS, n_req, f_max)`` (docs/families/powerflow.md, following [31, 47]).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from joulegym.workloads.traces import JobTrace
 
 ALIBABA_JOBS = 1901  # §6.1
 ALIBABA_SPAN_S = 86400.0  # §6.1: 24 h
-ALIBABA_GPU_DIST = {1: 0.75, 2: 0.10, 4: 0.08, 8: 0.05, 16: 0.015, 32: 0.005}  # spec §6.3 [A]
-ALIBABA_DUR_MEDIAN_S = 16 * 60.0  # spec §6.3 [A]
-ALIBABA_DUR_SIGMA = 1.3  # spec §6.3 [A]
-ALIBABA_DUR_RANGE_S = (120.0, 86400.0)  # spec §6.3 [A]
-GAVEL_SCALE_DIST = {1: 0.70, 2: 0.10, 4: 0.15, 8: 0.05}  # Gavel scheduler/utils.py (spec §6.3)
+ALIBABA_GPU_DIST = {1: 0.75, 2: 0.10, 4: 0.08, 8: 0.05, 16: 0.015, 32: 0.005}  # docs/families/powerflow.md [A]
+ALIBABA_DUR_MEDIAN_S = 16 * 60.0  # docs/families/powerflow.md [A]
+ALIBABA_DUR_SIGMA = 1.3  # docs/families/powerflow.md [A]
+ALIBABA_DUR_RANGE_S = (120.0, 86400.0)  # docs/families/powerflow.md [A]
+GAVEL_SCALE_DIST = {1: 0.70, 2: 0.10, 4: 0.15, 8: 0.05}  # Gavel scheduler/utils.py (docs/families/powerflow.md)
 
 
 def _trace(submit, n, dur, source, models=None, bss=None) -> JobTrace:
@@ -54,7 +54,8 @@ def _trace(submit, n, dur, source, models=None, bss=None) -> JobTrace:
 
 def alibaba_like_trace(num_jobs: int = ALIBABA_JOBS, *, seed: int = 0, num_gpus: int = 128, rho: float = 0.8,
                        span_s: float = ALIBABA_SPAN_S) -> JobTrace:
-    """Synthetic Alibaba-like trace (spec §6.3): ``num_jobs`` Poisson arrivals over about ``span_s``, durations
+    """Synthetic Alibaba-like trace (docs/families/powerflow.md): ``num_jobs`` Poisson arrivals over about
+    ``span_s``, durations
     rescaled so the offered load over ``span_s`` on ``num_gpus`` GPUs is ``rho``."""
     if num_jobs < 1:
         raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
@@ -79,7 +80,7 @@ def alibaba_like_trace(num_jobs: int = ALIBABA_JOBS, *, seed: int = 0, num_gpus:
 def gavel_trace(num_jobs: int = 100, *, seed: int = 0, mean_interarrival_s: float = 600.0,
                 duration_scale: float = 1.0, size_multiplier: int = 1, max_gpus: int | None = None,
                 initial_jobs: int = 0) -> JobTrace:
-    """The Gavel (Philly-derived) generator used for the §6.4 sensitivity traces (spec §6.3)."""
+    """The Gavel (Philly-derived) generator used for the §6.4 sensitivity traces (docs/families/powerflow.md)."""
     if num_jobs < 1:
         raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
     rng = np.random.default_rng(seed)
@@ -158,7 +159,8 @@ def to_powerflow_jobs(trace: JobTrace, *, device: str = "v100", seed: int = 0, g
 
 @lru_cache(maxsize=4096)
 def _t_iter_fmax(model: str, bs: int, n: int, device: str, gpn: int) -> float:
-    """Ground-truth step time at (n, f_max) under packing: the duration -> iterations conversion (spec §10 #25)."""
+    """Ground-truth step time at (n, f_max) under packing: the duration -> iterations conversion
+    (docs/families/powerflow.md)."""
     hw = dm.hardware(device)
     return float(dm.iteration(dm.perf_params(model, device), hw, bs, n, hw.fmax_ghz, gpn=gpn)[0])
 

@@ -1,28 +1,31 @@
 """Per-job throughput and energy models of data-parallel DL training (PowerFlow, Gu et al., §4, Eqs. 1-15).
 
-Notation (spec §3): ``n`` GPUs, ``r`` GPUs of the job per node, local batch ``bs = BS / n``, core
+Notation (docs/families/powerflow.md): ``n`` GPUs, ``r`` GPUs of the job per node, local batch ``bs = BS / n``, core
 frequency ``f`` in **GHz** inside the formulas (MHz at the public API of the device layer).
 
 - Eq. 2  ``T_IO = a_io + b_io * bs * r``
 - Eq. 3  ``T_grad = a_grad + (b_grad + kappa_T / f) * bs``  (``kappa_T``: the paper's first kappa_grad)
-- Eq. 4  (spec's reconstruction) ``T_sync = 0`` for ``n = 1``; else ``a/f + (kappa/f + b) (n - 2) + theta`` with
-  the *local* constants when the job sits on one node and the *node* constants otherwise (the
-  extraction's ``beta^local`` in the multi-node row is a typo, spec §10 #3).
-- Eq. 5  ``T_iter = ((T_IO^g1 + T_grad^g1)^(g2/g1) + T_sync^g2)^(1/g2)`` (outer exponent ``1/g2``, spec §10 #4).
+- Eq. 4  (our reconstruction, docs/families/powerflow.md) ``T_sync = 0`` for ``n = 1``; else
+  ``a/f + (kappa/f + b) (n - 2) + theta`` with the *local* constants when the job sits on one node and the
+  *node* constants otherwise (the extraction's ``beta^local`` in the multi-node row is a typo,
+  docs/families/powerflow.md).
+- Eq. 5  ``T_iter = ((T_IO^g1 + T_grad^g1)^(g2/g1) + T_sync^g2)^(1/g2)`` (outer exponent ``1/g2``,
+  docs/families/powerflow.md).
 - Eqs. 6-9 ``E_iter = n (P_grad T_grad + P_sync T_sync + P_static T_iter)``.
 - Eqs. 12-13 ``P_grad = kappa_P(f) (a_g ln(bs + theta_g) + b_g)`` with ``kappa_P(f) = u P_dyn0 s(f)``; the bs
-  factor is normalised to 1 at bs = 128 (spec §10 #5), ``s(f)`` is the shared knee CMOS shape
+  factor is normalised to 1 at bs = 128 (docs/families/powerflow.md), ``s(f)`` is the shared knee CMOS shape
   (:meth:`joulegym.devices.CMOSPowerModel.relative_dynamic`), so Eq. 13's low (linear) and high (cubic)
   regimes are its two branches.
 - Eq. 14 ``P_sync = P_sync0 s(f)``; Eq. 15 ``P_static = P_static_l`` below ``f_0`` and ``(P_static_l/f_0) f`` above.
 
-Ground truth. V100 (default) uses the spec §6.2 synthetic parameterisation [A] (the paper publishes no
+Ground truth. V100 (default) uses the docs/families/powerflow.md synthetic parameterisation [A] (the paper publishes no
 coefficients; ``tests/powerflow/test_dl_models.py`` checks its golden values on :func:`spec_params`), except
 where reference-data measures a Table 1 model on V100: DeepSpeech2's DVFS shape (1/f share ``phi`` and
 utilisation ``u``) is fitted to the Zeus power-limit traces (:data:`V100_MEASURED`). A100 step times are
 *fitted* to the measured ElasticFlow A100 throughput tables (``reference-data/elasticflow/throughputs_A100``,
 pkusys/ElasticFlow @ 04a0109, Apache-2.0) with :func:`fit_throughput_fixed_f`: the constants in
-:data:`A100_FITTED` (fit on all rows; hold-out MAPE in the test). Their frequency split is the spec's
+:data:`A100_FITTED` (fit on all rows; hold-out MAPE in the test). Their frequency split is the documented
+(docs/families/powerflow.md)
 (``phi``, 10 %/90 % for sync). The A100 power scale is calibrated to the paper's §3.1 anchor (VGG16 BS 64,
 1 GPU, 27 J per 0.114 s iteration = 237 W). The anchor is used for *power* only: ElasticFlow's measured table
 gives 0.198 s for that configuration (the paper's 0.114 s is another software stack), so the model's
@@ -33,7 +36,7 @@ the fitted models.
 Zeus V100 power-limit traces (:data:`ZEUS_V100_FIT`): the model form (time vs average power along the DVFS
 curve) fits ResNet-50 and DeepSpeech2 with the MAPE recorded there.
 
-Fitting (spec §3 "procedure A"): :func:`fit_perf_params` — staged ``scipy.optimize.least_squares`` on
+Fitting (docs/families/powerflow.md "procedure A"): :func:`fit_perf_params` — staged ``scipy.optimize.least_squares`` on
 log-residuals: (1) compute on ``n = 1`` samples (IO and gamma1 stay at the prior: unidentifiable with
 r = 1); (2) sync + gamma2 on ``n >= 2``; (3) power
 parameters on ``E_iter`` holding the fitted time components. ``f_0`` is fixed per hardware.
@@ -52,14 +55,14 @@ from joulegym.devices import get_device
 
 # --------------------------------------------------------------------------------------------- hardware
 
-BS_REF = 128.0  # bs-factor normalisation point (spec §10 #5)
-ALPHA_G, THETA_G = 0.12, 1.0  # spec §6.2 [A]; beta_g = 1 - alpha_g ln(128 + theta_g) = 0.4177
-P_SYNC0_W = 25.0  # spec §6.2 [A]
+BS_REF = 128.0  # bs-factor normalisation point (docs/families/powerflow.md)
+ALPHA_G, THETA_G = 0.12, 1.0  # docs/families/powerflow.md [A]; beta_g = 1 - alpha_g ln(128 + theta_g) = 0.4177
+P_SYNC0_W = 25.0  # docs/families/powerflow.md [A]
 
 
 @dataclass(frozen=True)
 class DLHardware:
-    """One GPU type as PowerFlow sees it: device preset + hardware-wide model constants (spec §6.2)."""
+    """One GPU type as PowerFlow sees it: device preset + hardware-wide model constants (docs/families/powerflow.md)."""
 
     device: str
     freqs_mhz: np.ndarray
@@ -70,10 +73,10 @@ class DLHardware:
     p_static_l_w: float
     p_idle_w: float
     tdp_w: float
-    gamma1: float = 3.0  # spec §6.2 [A]
-    gamma2: float = 1.5  # spec §6.2 [A]
-    b_local_gbs: float = 80.0  # NVLink ring (spec §6.2 [A])
-    b_net_gbs: float = 10.0  # 100 Gb/s (spec §6.2 [A])
+    gamma1: float = 3.0  # docs/families/powerflow.md [A]
+    gamma2: float = 1.5  # docs/families/powerflow.md [A]
+    b_local_gbs: float = 80.0  # NVLink ring (docs/families/powerflow.md [A])
+    b_net_gbs: float = 10.0  # 100 Gb/s (docs/families/powerflow.md [A])
 
     @property
     def freqs_ghz(self) -> np.ndarray:
@@ -107,7 +110,7 @@ def hardware(name: str = "v100") -> DLHardware:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One row of the paper's Table 1 plus the spec §6.2 [A] V100 parameters."""
+    """One row of the paper's Table 1 plus the docs/families/powerflow.md [A] V100 parameters."""
 
     name: str
     task: str
@@ -130,7 +133,8 @@ def _pow2(lo: int, hi: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-#: Table 1 [P §6.1]; batch sizes as global power-of-two pools (spec §2.3 [A]); parameters spec §6.2 [A].
+#: Table 1 [P §6.1]; batch sizes as global power-of-two pools (docs/families/powerflow.md [A]); parameters
+#: docs/families/powerflow.md [A].
 CATALOG: dict[str, ModelSpec] = {
     m.name: m
     for m in (
@@ -207,7 +211,8 @@ class PerfParams:
 
 def spec_params(model: str, hw: DLHardware, t_scale: float = 1.0, phi: float | None = None,
                 u: float | None = None) -> PerfParams:
-    """The spec §6.2 derivation for ``model`` on ``hw`` (``t_scale`` scales per-sample compute time; ``phi`` /
+    """The docs/families/powerflow.md derivation for ``model`` on ``hw`` (``t_scale`` scales per-sample compute time;
+    ``phi`` /
     ``u`` replace the catalog's 1/f share and utilisation)."""
     m = CATALOG[model]
     if phi is not None or u is not None:
@@ -246,7 +251,7 @@ A100_ANCHOR_W = 27.0 / 0.114
 #: @ 75a8b93): fitted (phi, u_eff, MAPE of time over the 7 power limits) of the model form
 #: ``P(f) = P_static(f) + u_eff P_dyn0 s(f)``, ``t(f) ∝ (1 - phi) + phi f_max / f``. Recomputed in the tests.
 #: DeepSpeech2 is a Table 1 model, so its V100 DVFS shape comes from these measurements (:data:`V100_MEASURED`);
-#: ResNet-50 is not (the catalog has ResNet18), so it is a cross-check only: it agrees with the spec's CV
+#: ResNet-50 is not (the catalog has ResNet18), so it is a cross-check only: it agrees with the documented CV
 #: defaults in kind (phi 0.89-0.92 vs ResNet18's 0.75; u_eff 0.96-0.99 vs 0.90).
 ZEUS_V100_FIT: dict[tuple[str, int], tuple[float, float, float]] = {
     ("resnet50", 128): (0.893, 0.988, 0.027),  # adadelta rows, 100-250 W
@@ -257,7 +262,7 @@ ZEUS_V100_FIT: dict[tuple[str, int], tuple[float, float, float]] = {
 
 
 def bs_factor(bs) -> np.ndarray:
-    """Eq. 12's batch-size factor ``alpha_g ln(bs + theta_g) + beta_g`` (1 at bs = 128, spec §6.2)."""
+    """Eq. 12's batch-size factor ``alpha_g ln(bs + theta_g) + beta_g`` (1 at bs = 128, docs/families/powerflow.md)."""
     return ALPHA_G * np.log(np.asarray(bs, dtype=float) + THETA_G) + (1.0 - ALPHA_G * np.log(BS_REF + THETA_G))
 
 
@@ -273,8 +278,9 @@ def _measured_shape(model: str) -> dict[str, float]:
 
 
 #: V100 ground-truth coefficients fitted to measurements where reference-data covers a Table 1 model (the
-#: issue's rule; spec §6.2 defaults fill the rest): DeepSpeech2 from the Zeus power-limit traces (phi 0.472
-#: instead of the spec's 0.65, u 0.943 instead of 0.75; time MAPE 0.3-0.7 % over the 7 power limits). The
+#: issue's rule; docs/families/powerflow.md defaults fill the rest): DeepSpeech2 from the Zeus power-limit traces
+#: (phi 0.472
+#: instead of the documented default 0.65, u 0.943 instead of 0.75; time MAPE 0.3-0.7 % over the 7 power limits). The
 #: spec's golden values are checked on :func:`spec_params`, the unmodified §6.2 parameterisation.
 V100_MEASURED: dict[str, dict[str, float]] = {"deepspeech2": _measured_shape("deepspeech2")}
 
@@ -345,7 +351,7 @@ def components(p: PerfParams, bs, n, r, multi, f_ghz):
 
 
 def _s(p: PerfParams, f):
-    """The knee shape s(f) with the params' own f_0 and the V100 k (spec §6.2)."""
+    """The knee shape s(f) with the params' own f_0 and the V100 k (docs/families/powerflow.md)."""
     x = np.asarray(f, dtype=float) / p.f0
     k = 0.47
     return np.where(x < 1.0, x, (1 - k) ** 2 * x + 2 * k * (1 - k) * x**2 + k**2 * x**3)
@@ -365,7 +371,7 @@ def energy_from_components(p: PerfParams, bs, n, f_ghz, t_iter, t_grad, t_sync):
 def iteration(p: PerfParams, hw: DLHardware, global_bs, n, f_ghz, r=None, multi=None, gpn: int = 8):
     """``(T_iter, E_iter)`` of a job of global batch ``global_bs`` on ``n`` GPUs at ``f_ghz``.
 
-    Placement defaults to network packing (spec §5.3): ``r = min(n, gpn)``, multi-node iff ``n > gpn``.
+    Placement defaults to network packing (docs/families/powerflow.md): ``r = min(n, gpn)``, multi-node iff ``n > gpn``.
     """
     n = np.asarray(n, dtype=float)
     if r is None:
@@ -394,7 +400,8 @@ def tables(p: PerfParams, hw: DLHardware, global_bs: int, n_values: Sequence[int
 
 
 def noise_factors(model: str, global_bs: int, n_values: Sequence[int], n_freq: int, sigma: float, salt: int = 0):
-    """Deterministic lognormal multipliers (``[n, f, 2]`` for T and E) seeded by hash(model, BS, n, f) (spec §6.2)."""
+    """Deterministic lognormal multipliers (``[n, f, 2]`` for T and E) seeded by hash(model, BS, n, f)
+    (docs/families/powerflow.md)."""
     out = np.ones((len(n_values), n_freq, 2))
     if sigma <= 0:
         return out
@@ -406,12 +413,14 @@ def noise_factors(model: str, global_bs: int, n_values: Sequence[int], n_freq: i
 
 
 def ee_frequency_index(t_row: np.ndarray, e_row: np.ndarray) -> int:
-    """The most energy-efficient frequency of one ``n``: the EDP minimiser ``argmin_f T E`` (spec §4 [I])."""
+    """The most energy-efficient frequency of one ``n``: the EDP minimiser ``argmin_f T E``
+    (docs/families/powerflow.md [I])."""
     return int(np.argmin(t_row * e_row))
 
 
 def pareto_front(p: PerfParams, hw: DLHardware, global_bs: int, n_values: Sequence[int]) -> list[tuple[int, float]]:
-    """Non-dominated ``(n, f_mhz)`` configurations in (throughput up, energy/iteration down) (spec §3, Fig. 5)."""
+    """Non-dominated ``(n, f_mhz)`` configurations in (throughput up, energy/iteration down)
+    (docs/families/powerflow.md, Fig. 5)."""
     t, e = tables(p, hw, global_bs, n_values)
     tpt = 1.0 / t.ravel()
     en = e.ravel()
@@ -465,7 +474,7 @@ def _fit_stage(prior: PerfParams, names: Sequence[str], residual_fn) -> PerfPara
 
 
 def fit_perf_params(samples: dict[str, np.ndarray], prior: PerfParams, *, fit_energy: bool = True) -> PerfParams:
-    """Staged least-squares fit of Eqs. 2-15 to profile samples (spec §3 procedure A).
+    """Staged least-squares fit of Eqs. 2-15 to profile samples (docs/families/powerflow.md procedure A).
 
     :param samples: arrays ``bs`` (local batch), ``n``, ``r``, ``multi``, ``f`` (GHz), ``T`` (s), ``E`` (J).
     :param prior: starting point and fallback for parameters the samples cannot identify (per-DNN

@@ -73,7 +73,7 @@ def test_power_model_errors(kwargs, field):
        dv=st.floats(0.0, 0.6), x=st.floats(0.1, 3.0))
 def test_relative_dynamic_knee_shape(knee, span, v_knee, dv, x):
     """Below the knee s(x) = x; above it (1-k)^2 x + 2k(1-k) x^2 + k^2 x^3 with x = f/f0 and
-    k = (V_max/V_knee - 1) * f0 / (f_max - f0) (PowerFlow spec §6.2), up to f_max."""
+    k = (V_max/V_knee - 1) * f0 / (f_max - f0) (docs/families/powerflow.md), up to f_max."""
     f_max = knee + span
     model = CMOSPowerModel(1e-9, VoltageCurve.knee(knee, f_max, v_knee, v_knee + dv))
     f = min(x * knee, f_max)

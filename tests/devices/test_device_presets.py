@@ -16,7 +16,7 @@ from joulegym.devices import Device, ProfileTable, available_devices, get_device
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference-data" / "etf-jetson-tx2"
 TX2_LEVELS = (114.75, 216.75, 318.75, 420.75, 522.75, 624.75, 726.75, 854.25, 930.75, 1032.75, 1122.0,
-              1236.75, 1300.5)  # spec §6: the 13 TX2 GPU levels
+              1236.75, 1300.5)  # the 13 TX2 GPU levels (docs/families/etf.md)
 
 
 def load_profile(model: str) -> dict:

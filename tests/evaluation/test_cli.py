@@ -36,7 +36,7 @@ def test_bad_arguments_exit_2_with_a_message(tmp_path, capsys, args, message):
 def test_reproduce_etf_quick(tmp_path):
     assert main(["--reproduce", "etf", "--quick", "--out", str(tmp_path)]) == 0
     fig10 = pd.read_csv(tmp_path / "fig10.csv")
-    assert fig10.loc[0, "A2/A1"] == pytest.approx(1.30, abs=0.02)  # spec §8 row 10, tier A
+    assert fig10.loc[0, "A2/A1"] == pytest.approx(1.30, abs=0.02)  # Fig. 10 ratio, tier A (docs/families/etf.md)
     fig5 = pd.read_csv(tmp_path / "fig5.csv").set_index("policy")
     assert fig5.loc["TF", "F_T"] == pytest.approx(1.0) and fig5.loc["EF", "F_E"] > 0.99
     assert (tmp_path / "fig7_fig8.png").exists()

@@ -1,10 +1,10 @@
 """Coupled CPU-GPU APUs of the EMRF paper (Tang et al., §II-A, §III, §VI-A Table I).
 
 An APU is two divisible resources measured in GFLOPS (``capacities = {"cpu": C_cpu, "gpu": C_gpu}``).
-The paper has no power model (EMRF spec §1: "There is no memory, bandwidth or power model").
+The paper has no power model (docs/families/emrf.md: "There is no memory, bandwidth or power model").
 
 - ``amd-a8-3870k``: the testbed, Table I: CPU 24 GFLOPS, GPU 480 GFLOPS (400 shaders x 600 MHz x 2
-  FMA = 480). Table I's 800 MHz CPU clock does not give 24 GFLOPS (spec §8 row 17); 24 matches
+  FMA = 480). Table I's 800 MHz CPU clock does not give 24 GFLOPS (docs/families/emrf.md); 24 matches
   4 cores x 3.0 GHz x 2, the A8-3870K's nominal clock in the reference-data spec sheet
   (``reference-data/cpu-specs/emrf_amd_apu.csv``: 4 cores, 3000 MHz, TDP 100 W, HD 6550D 400 shaders
   at 600 MHz). The 100 W TDP is from that sheet (outside the paper; informational, unused).

@@ -3,15 +3,15 @@
 The DVFS power model is the shared CMOS model of :mod:`joulegym.devices.power` with a *knee*
 voltage curve (PowerFlow §4.2, after Guerreiro et al. HPCA'18): voltage constant below ``f_0`` and
 rising linearly above it, so that ``CMOSPowerModel.relative_dynamic`` is PowerFlow's shape ``s(f)``
-(spec §6.2: ``x`` below ``f_0``, ``(1-k)^2 x + 2k(1-k) x^2 + k^2 x^3`` above, ``x = f/f_0``) and the
+(docs/families/powerflow.md: ``x`` below ``f_0``, ``(1-k)^2 x + 2k(1-k) x^2 + k^2 x^3`` above, ``x = f/f_0``) and the
 static mode ``"frequency_above_knee"`` is Eq. 15 with ``c_h = P_static_l / f_0``.
 
 V100 (the default; the paper profiles on V100-SXM2, §6.1):
 
-- grid 600, 660, ..., 1500, 1530 MHz (17 levels; spec §2.2 [A]); 1530 MHz is the V100-SXM2's public
+- grid 600, 660, ..., 1500, 1530 MHz (17 levels; docs/families/powerflow.md [A]); 1530 MHz is the V100-SXM2's public
   maximum graphics clock, 300 W its TDP (NVIDIA V100 datasheet).
 - ``f_0`` = 1000 MHz, ``k`` = 0.47, dynamic power 62 W at ``f_0`` (full utilisation), static 55 W at
-  ``f_0``, idle 40 W: spec §6.2 synthetic defaults [A] (the paper gives no numbers). Cross-checked
+  ``f_0``, idle 40 W: docs/families/powerflow.md synthetic defaults [A] (the paper gives no numbers). Cross-checked
   against the Zeus V100 power-limit traces (``zeus-power-traces/summary_power_v100.csv``: ResNet-50
   BS 128 draws 99.5 W at the 100 W cap and 222 W at 250 W; the model gives 55 + 62 u s(f) W, i.e.
   ~100 W at 700 MHz and ~230 W at 1530 MHz for u = 1) — see ``tests/powerflow/test_dl_models.py``.
@@ -30,17 +30,18 @@ from joulegym.devices.device import Device
 from joulegym.devices.frequency import FrequencyGrid
 from joulegym.devices.power import CMOSPowerModel, VoltageCurve
 
-F0_MHZ = 1000.0  # spec §6.2 [A]
-KNEE_K = 0.47  # spec §6.2 [A]: V(f_max)/V_0 ~ 1.25 on V100
+F0_MHZ = 1000.0  # docs/families/powerflow.md [A]
+KNEE_K = 0.47  # docs/families/powerflow.md [A]: V(f_max)/V_0 ~ 1.25 on V100
 V_KNEE = 0.80  # label voltage at f_0 (V); only ratios matter
-P_DYN0_W = 62.0  # dynamic power at f_0, full utilisation (spec §6.2 [A])
-P_STATIC_L_W = 55.0  # static power below f_0 (spec §6.2 [A]); c_h = 55 W/GHz above
+P_DYN0_W = 62.0  # dynamic power at f_0, full utilisation (docs/families/powerflow.md [A])
+P_STATIC_L_W = 55.0  # static power below f_0 (docs/families/powerflow.md [A]); c_h = 55 W/GHz above
 
 V100_MAX_MHZ = 1530.0
 A100_MAX_MHZ = 1410.0
-SOURCE_V100 = ("PowerFlow spec §2.2/§6.2 [A] synthetic defaults; f_max/TDP: NVIDIA V100-SXM2 datasheet; "
+SOURCE_V100 = ("docs/families/powerflow.md [A] synthetic defaults; f_max/TDP: NVIDIA V100-SXM2 datasheet; "
                "shape cross-checked on Zeus NSDI'23 V100 power-limit traces")
-SOURCE_A100 = "PowerFlow §3.1 VGG16 anchor (power scale); f_max/TDP: NVIDIA A100-SXM4 datasheet; rest spec [A]"
+SOURCE_A100 = ("PowerFlow §3.1 VGG16 anchor (power scale); f_max/TDP: NVIDIA A100-SXM4 datasheet; "
+               "rest docs/families/powerflow.md")
 
 
 def knee_power_model(f_max_mhz: float, dyn0_w: float = P_DYN0_W, static_w: float = P_STATIC_L_W,

@@ -1,0 +1,206 @@
+"""The contract every family keeps, parametrised over every registered family and the toy family.
+
+For each family (through its descriptor): Gymnasium's and SB3's env checkers on every kind, seeded replay
+in a single env and in a vector env, both render modes, bad input raising ``ValueError`` that names the
+field, reward parts that sum to the reward under the configured weights and lie inside ``reward_space``,
+MO-Gymnasium's ``LinearReward`` on the vector reward, stepping after the end raising, and the family's
+reference policy beating ``random`` on its own return.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym import baselines
+from joulegym.core.family import families, register_family, unregister_family
+from joulegym.core.policy import forget_family
+from joulegym.core.rewards import weighted_sum
+from joulegym.core.rollout import rollout
+from tests.core import toy_family
+
+STEPS = 25  # steps per short check (the checks are about structure, not episodes)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toy():
+    register_family(toy_family.FAMILY)
+    yield
+    unregister_family("toy")
+    forget_family("toy")
+
+
+def _families() -> list[str]:
+    return [f.name for f in families()] + ["toy"]
+
+
+def _descriptor(name: str):
+    if name == "toy":
+        return toy_family.FAMILY
+    return next(f for f in families() if f.name == name)
+
+
+def _kind_ids(name: str) -> list[str]:
+    return [f"joulegym/{kind.name}-v{kind.version}" for kind in _descriptor(name).kinds]
+
+
+def _contract_id(name: str) -> str:
+    descriptor = _descriptor(name)
+    return descriptor.contract_id or _kind_ids(name)[0]
+
+
+
+def _run(env: gym.Env, seed: int, steps: int = STEPS):
+    """Obs, rewards and infos of ``steps`` masked-random steps from ``seed`` (the action stream is seeded)."""
+    policy = baselines.make("random")
+    obs, info = env.reset(seed=seed)
+    policy.reset(env, seed=seed)
+    trail = [(obs, 0.0, info)]
+    for _ in range(steps):
+        obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
+        trail.append((obs, reward, info))
+        if terminated or truncated:
+            break
+    return trail
+
+
+@pytest.mark.parametrize("family", _families())
+def test_checkers_on_every_kind(family):
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    for env_id in _kind_ids(family):
+        env = gym.make(env_id)
+        check_env(env.unwrapped, skip_render_check=True)
+        sb3_check_env(env.unwrapped, warn=False)
+        env.close()
+
+
+@pytest.mark.parametrize("family", _families())
+def test_seeded_replay_single_and_vector(family):
+    env_id = _contract_id(family)
+    first, second = (_run(gym.make(env_id), seed=3) for _ in range(2))
+    assert len(first) == len(second)
+    for (o1, r1, _), (o2, r2, _) in zip(first, second, strict=True):
+        np.testing.assert_array_equal(o1, o2)
+        assert np.array_equal(r1, r2)
+    vec = gym.vector.SyncVectorEnv([lambda: gym.make(env_id)] * 2)
+    single = gym.make(env_id)
+    vec_obs, _ = vec.reset(seed=[5, 5])
+    obs, _ = single.reset(seed=5)
+    np.testing.assert_array_equal(vec_obs[0], obs)
+    np.testing.assert_array_equal(vec_obs[1], obs)
+    vec.action_space.seed(0)
+    for _ in range(5):
+        action = single.action_space.sample()
+        masks = single.unwrapped.action_masks() if hasattr(single.unwrapped, "action_masks") and \
+            not isinstance(single.action_space, gym.spaces.Box) else None
+        if masks is not None and isinstance(single.action_space, gym.spaces.Discrete):
+            action = int(np.flatnonzero(masks)[0])
+        obs, reward, terminated, truncated, _ = single.step(action)
+        vec_obs, vec_reward, _, _, _ = vec.step(np.stack([action, action]))
+        np.testing.assert_array_equal(vec_obs[0], obs)
+        assert vec_reward[0] == vec_reward[1] == pytest.approx(reward, rel=0, abs=0)
+        if terminated or truncated:
+            break
+    vec.close()
+
+
+@pytest.mark.parametrize("family", _families())
+def test_render_modes(family):
+    env_id = _contract_id(family)
+    for mode, check in (("ansi", lambda out: isinstance(out, str) and out),
+                        ("rgb_array", lambda out: out.ndim == 3 and out.shape[2] == 3 and out.dtype == np.uint8)):
+        env = gym.make(env_id, render_mode=mode)
+        _run(env, seed=0, steps=3)
+        assert check(env.render())
+        env.close()
+
+
+@pytest.mark.parametrize("family", _families())
+def test_bad_input_names_the_field(family):
+    env_id = _kind_ids(family)[0]
+    with pytest.raises(ValueError, match="no_such_key"):
+        gym.make(env_id, no_such_key=1)
+    with pytest.raises(ValueError, match="no-such-scenario"):
+        gym.make(env_id, scenario="no-such-scenario")
+    with pytest.raises(ValueError, match="action_mode"):
+        gym.make(env_id, action_mode="no-such-mode")
+    with pytest.raises(ValueError, match="reward_weights"):
+        gym.make(env_id, reward_weights={"no-such-part": 1.0})
+    with pytest.raises(ValueError, match="reward_weights"):
+        gym.make(env_id, reward_weights={_descriptor_part(env_id): -1.0})
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    for junk in (None, "1", {"a": 1}, object(), np.array([np.nan])):
+        with pytest.raises(ValueError, match="action"):
+            env.unwrapped.step(junk)
+    with pytest.raises(ValueError, match="reset options"):
+        env.reset(seed=0, options={"no_such_option": 1})
+
+
+def _descriptor_part(env_id: str) -> str:
+    env = gym.make(env_id)
+    return env.unwrapped.reward_spec.names[0]
+
+
+@pytest.mark.parametrize("family", _families())
+def test_reward_is_the_weighted_sum_of_the_parts(family):
+    env_id = _contract_id(family)
+    env = gym.make(env_id)
+    base = env.unwrapped
+    names = base.reward_spec.names
+    space = base.reward_space
+    ones = {name: 1.0 for name in names}
+    summed = gym.make(env_id, reward_weights=ones)
+    trail, trail_ones = _run(env, seed=1), _run(summed, seed=1)
+    for (_, reward, info), (_, reward_ones, info_ones) in zip(trail[1:], trail_ones[1:], strict=True):
+        parts = [info["reward_parts"][n] for n in names]
+        assert list(info["reward_parts"]) == list(names)
+        assert reward == weighted_sum(base.reward_weights, parts)
+        assert reward_ones == pytest.approx(sum(info_ones["reward_parts"].values()), rel=1e-12, abs=1e-12)
+        assert space.contains(np.array(parts, dtype=np.float32)), (parts, space)
+        assert isinstance(info["repaired"], bool)
+
+
+@pytest.mark.filterwarnings("ignore:.*reward returned by `step\\(\\)` must be a float")
+@pytest.mark.parametrize("family", _families())
+def test_vector_reward_works_with_mo_gymnasium(family):
+    from mo_gymnasium.wrappers import LinearReward
+
+    env_id = _contract_id(family)
+    scalar = _run(gym.make(env_id), seed=2)
+    vector_env = gym.make(env_id, vector_reward=True)
+    weights = np.array(vector_env.unwrapped.reward_weights)
+    wrapped = LinearReward(vector_env, weight=weights)
+    vector = _run(wrapped, seed=2)
+    for (_, reward, _), (_, mo_reward, info) in zip(scalar[1:], vector[1:], strict=True):
+        assert mo_reward == pytest.approx(reward, rel=1e-9, abs=1e-12)
+        assert vector_env.unwrapped.reward_space.shape == np.shape(info["vector_reward"])
+
+
+@pytest.mark.parametrize("family", _families())
+def test_episode_end_has_metrics_and_stepping_on_raises(family):
+    env_id = _contract_id(family)
+    env = gym.make(env_id)
+    episode = rollout(env, baselines.make("random"), seed=0)
+    assert episode.metrics, "the last info must carry the paper's metrics"
+    keys = set(episode.final_info)
+    assert {"reward_parts", "repaired"} <= keys
+    with pytest.raises(gym.error.ResetNeeded):
+        env.unwrapped.step(env.action_space.sample())
+
+
+@pytest.mark.parametrize("family", _families())
+def test_reference_policy_beats_random(family):
+    descriptor = _descriptor(family)
+    env_id = _contract_id(family)
+    seeds = (10, 11, 12)
+    reference = baselines.make(descriptor.reference_policy, family=family)
+    random_policy = baselines.make("random")
+    ref = np.mean([rollout(gym.make(env_id, **baselines.env_config_for(reference)), reference, s).total_return
+                   for s in seeds])
+    rnd = np.mean([rollout(gym.make(env_id), random_policy, s).total_return for s in seeds])
+    assert ref > rnd
