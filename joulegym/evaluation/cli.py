@@ -42,10 +42,10 @@ def run(args: argparse.Namespace) -> list[Path]:
     import gymnasium as gym
 
     import joulegym  # noqa: F401  (registers the ids)
-    from joulegym.evaluation.hooks import hooks_for
-    from joulegym.core.io import write_atomic, write_csv
-    from joulegym.evaluation.runner import eval_seeds, evaluate, markdown_table, parse_policies, summarise
     from joulegym.core.config import parse_env_kwargs
+    from joulegym.core.io import write_atomic, write_csv
+    from joulegym.evaluation.hooks import hooks_for
+    from joulegym.evaluation.runner import eval_seeds, evaluate, markdown_table, parse_policies, summarise
 
     if args.reproduce:
         family = args.reproduce.lower()
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> list[Path]:
     if not any(e.name == "random" for e in entries):
         from joulegym.evaluation.runner import PolicyEntry
 
-        entries.append(PolicyEntry("random", "reference", "random"))
+        entries.append(PolicyEntry("random", "reference", "random", family=family))
     hooks = hooks_for(family)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)

@@ -42,13 +42,14 @@ class PolicyEntry:
     name: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
+    family: str | None = None  # scopes the reference-policy name (``None``: an unambiguous short name)
 
     def build(self) -> baselines.Policy:
         if self.kind == "agent":
             from joulegym.agents import SB3Policy
 
             return SB3Policy.load(self.path, algo=self.name, name=self.label)
-        return baselines.make(self.name, **self.kwargs)
+        return baselines.make(self.name, family=self.family, **self.kwargs)
 
 
 EpisodeTrace = Episode  # the recorded episode of a policy (rewards and infos per step)
@@ -70,20 +71,24 @@ def parse_policies(text: str, env: gym.Env | None = None) -> list[PolicyEntry]:
     from joulegym.agents.algos import ALGOS
 
     entries: list[PolicyEntry] = []
+    family = getattr(env.unwrapped, "family", None) if env is not None else None
     for token in [t.strip() for t in text.split(",") if t.strip()]:
         head, _, rest = token.partition(":")
         if head == "all":
             if env is None:
                 raise ValueError("policies=all needs an env to list the applicable reference policies")
-            entries += [PolicyEntry(n, "reference", n) for n in baselines.applicable(env)]
+            entries += [PolicyEntry(n, "reference", n, family=family) for n in baselines.applicable(env)]
         elif head.lower().replace("-", "_") in ALGOS and rest:
             label = head if not any(e.label == head for e in entries) else f"{head}:{Path(rest).parent.name}"
             entries.append(PolicyEntry(label, "agent", head.lower().replace("-", "_"), path=rest))
         else:
-            baselines.spec(head)  # ValueError listing the known names
+            scope = family
+            if "/" in head:
+                scope, _, head = head.partition("/")
+            baselines.spec(head, scope)  # ValueError listing the known names
             kwargs = _parse_kwargs(rest, token) if rest else {}
             label = head if not kwargs else f"{head}({','.join(f'{k}={v}' for k, v in kwargs.items())})"
-            entries.append(PolicyEntry(label, "reference", head, kwargs))
+            entries.append(PolicyEntry(label, "reference", head, kwargs, family=scope))
     if not entries:
         raise ValueError("policies must name at least one policy")
     labels = [e.label for e in entries]

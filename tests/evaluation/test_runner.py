@@ -32,10 +32,13 @@ def test_parse_policies_forms():
     assert entries[1].kwargs == {"phi": 0.5} and entries[1].label == "etf-fixed-phi(phi=0.5)"
     assert entries[2].name == "ppo" and entries[2].path == "runs/x/model.zip"
     assert {e.name for e in parse_policies("all", env)} == set(baselines.applicable(env))
+    scoped = parse_policies("etf/tf,random", env)  # FAMILY/NAME, the family of the env by default
+    assert [(e.name, e.family) for e in scoped] == [("tf", "etf"), ("random", "etf")]
+    assert scoped[0].build().name == "tf"
 
 
 @pytest.mark.parametrize(("text", "match"), [("nope", "unknown"), ("etf,etf", "twice"), ("", "at least one"),
-                                             ("etf-fixed-phi:phi", "key=value")])
+                                             ("etf-fixed-phi:phi", "key=value"), ("emrf/tf", "unknown for family")])
 def test_parse_policies_errors(text, match):
     with pytest.raises(ValueError, match=match):
         parse_policies(text, gym.make(ENV))
