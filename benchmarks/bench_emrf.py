@@ -1,10 +1,11 @@
 """Steps/s of ``joulegym/EMRF-v0`` (8 user slots) with the EMRF policy acting, against a no-op env.
 
-Both envs are made with ``gym.make`` (same wrappers) and stepped the same way in the same run
-(:func:`benchmarks.bench_envs.steps_per_second`), on one core. Reported:
+Both envs are made with ``gym.make`` (same wrappers) and run in whole episodes by the core rollout loop
+(:func:`joulegym.core.rollout.rollout`, through :func:`benchmarks.bench_envs.steps_per_second`), in the
+same run, on one core. Reported:
 
 - no-op steps/s; EMRF steps/s with the ``emrf`` policy acting (decision + LP included), and with a
-  fixed action (no policy); the ratio no-op / EMRF (lower is better);
+  fixed action (:class:`benchmarks.bench_envs.FixedActionPolicy`); the ratio no-op / EMRF (lower is better);
 - the same with the LP caches cleared before every step (every EMRF solve recomputed: the
   worst case, e.g. xi noise making every window's instance new);
 - the LP's share of the step time: seconds spent inside the EMRF solver (``emrf_core``: fairness
@@ -42,11 +43,16 @@ import gymnasium as gym
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_envs import NOOP_ID, NoOpEnv, steps_per_second
+from bench_envs import NOOP_ID, FixedActionPolicy, NoOpEnv, steps_per_second
 
 import joulegym  # noqa: F401
 from joulegym import baselines
+from joulegym.core.rollout import rollout
 from joulegym.envs.emrf import allocation
+
+
+def emrf_policy(name: str = "emrf"):
+    return baselines.make(name, family="emrf")
 
 
 class _Uncached:
@@ -105,32 +111,47 @@ class _TimedLP:
 def lp_share(env_id: str, steps: int, uncached: bool, **overrides) -> tuple[float, float, int]:
     """(share of the step time spent in the EMRF solver, steps/s of this timed run, solver calls per step)."""
     env = gym.make(env_id, **overrides)
-    policy = baselines.make("emrf")
+    policy = emrf_policy()
     policy = _Uncached(policy) if uncached else policy
     with _TimedLP() as lp:
         start = time.perf_counter()
-        steps_per_second(env, steps, policy)
+        done, seed = 0, 0
+        while done < steps:  # whole episodes of the core rollout loop
+            done += rollout(env, policy, seed=seed).length
+            seed += 1
         total = time.perf_counter() - start
-    return lp.seconds / total, steps / total, lp.calls / steps
+    return lp.seconds / total, done / total, lp.calls / done
+
+
+class _Recording:
+    """A policy wrapper that keeps the EMRF instance ``(C, xi_hat, w, eta)`` of every decision with work."""
+
+    privileged = False
+
+    def __init__(self, policy) -> None:
+        self.policy, self.name, self.instances = policy, policy.name, []
+
+    def reset(self, env, seed=None) -> None:
+        self.policy.reset(env, seed)
+
+    def act(self, obs, info):
+        inp = info["scheduler_inputs"]
+        active = np.flatnonzero(inp["active"])
+        if active.size:
+            self.instances.append((*inp["capacities"], tuple(np.asarray(inp["xi_cpu"])[active].tolist()),
+                                   tuple(np.asarray(inp["weights"])[active].tolist()), float(inp["eta"])))
+        return self.policy.act(obs, info)
 
 
 def highs_cost(env_id: str, samples: int = 50, **overrides) -> tuple[float, float]:
     """Seconds per solve of scipy HiGHS (lexmaxmin, vertex) on the instances the env visits (for comparison)."""
     env = gym.make(env_id, **overrides)
-    policy = baselines.make("emrf")
-    obs, info = env.reset(seed=0)
-    policy.reset(env)
-    instances = []
-    for _ in range(samples):
-        inp = info["scheduler_inputs"]
-        active = np.flatnonzero(inp["active"])
-        if active.size:
-            instances.append((*inp["capacities"], tuple(np.asarray(inp["xi_cpu"])[active].tolist()),
-                              tuple(np.asarray(inp["weights"])[active].tolist()), float(inp["eta"])))
-        obs, _, term, trunc, info = env.step(policy.act(obs, info))
-        if term or trunc:
-            obs, info = env.reset()
-            policy.reset(env)
+    recorder = _Recording(emrf_policy())
+    seed = 0
+    while len(recorder.instances) < samples and seed < 100:
+        rollout(env, recorder, seed=seed)
+        seed += 1
+    instances = recorder.instances[:samples]
     costs = []
     for args in (("lexmaxmin", "highs"), ("vertex", "highs")):
         start = time.perf_counter()
@@ -151,23 +172,23 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     overrides = args.config
     if NOOP_ID not in gym.registry:
-        gym.register(NOOP_ID, entry_point=NoOpEnv)
+        gym.register(NOOP_ID, entry_point=NoOpEnv, max_episode_steps=1000)  # episodes end: rollout runs them
 
     def best(make_env, steps: int, make_policy) -> float:
         return max(steps_per_second(make_env(), steps, make_policy()) for _ in range(args.repeats))
 
-    noop = best(lambda: gym.make(NOOP_ID), max(args.steps * 10, 100_000), lambda: None)
+    noop = best(lambda: gym.make(NOOP_ID), max(args.steps * 10, 100_000), FixedActionPolicy)
     print(f"no-op env (gym.make, same wrappers): {noop:,.0f} steps/s (best of {args.repeats})")
     for env_id in args.ids:
         make_env = partial(gym.make, env_id, **overrides)
-        with_policy = best(make_env, args.steps, lambda: baselines.make("emrf"))
-        fixed = best(make_env, args.steps, lambda: None)
-        uncached = best(make_env, max(args.steps // 2, 500), lambda: _Uncached(baselines.make("emrf")))
+        with_policy = best(make_env, args.steps, emrf_policy)
+        fixed = best(make_env, args.steps, FixedActionPolicy)
+        uncached = best(make_env, max(args.steps // 2, 500), lambda: _Uncached(emrf_policy()))
         share_cached, _, calls_cached = lp_share(env_id, args.steps, uncached=False, **overrides)
         share_uncached, _, calls_uncached = lp_share(env_id, max(args.steps // 4, 500), uncached=True, **overrides)
         highs_lex, highs_vertex = highs_cost(env_id, **overrides)
         highs_env = steps_per_second(gym.make(env_id, **{**overrides, "lp_solver": "highs"}),
-                                     max(args.steps // 40, 100), _Uncached(baselines.make("emrf")))
+                                     max(args.steps // 40, 100), _Uncached(emrf_policy()))
         print(f"\n{env_id} (max_users = {make_env().unwrapped.max_users}"
               f"{', config ' + json.dumps(overrides) if overrides else ''})")
         print(f"  emrf policy acting, LP cached      {with_policy:>10,.0f} steps/s   ratio {noop / with_policy:6.1f}")

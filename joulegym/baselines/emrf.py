@@ -1,11 +1,12 @@
-"""EMRF reference policies and the paper's pure algorithms (EMRF paper §III, §V; spec §3, §7).
+"""EMRF reference policies and the paper's pure algorithms (EMRF paper §III, §V; docs/families/emrf.md §8).
 
 The algorithms live with the simulator (:mod:`joulegym.envs.emrf.allocation`) and are re-exported
 here, where users look for them::
 
     from joulegym.baselines.emrf import emrf_allocate, drf_allocate, wfq_allocate, delta_bound
 
-Policies (``joulegym.baselines.make(name, **kw)``):
+Policies (``joulegym.baselines.make(name, family="emrf", **kw)``; each has only ``reset(env, seed)`` and
+``act(obs, info)``):
 
 ====================  ============================================================================
 ``emrf``              EMRF(eta) (§V; ``eta=None``: the env's eta_target; ``tie_break=None``: the
@@ -14,22 +15,23 @@ Policies (``joulegym.baselines.make(name, **kw)``):
                       ω = F'/max F' (only at the env's eta_target), ``knob`` [eta], ``knob_discrete``
                       the level of eta (eta must be on the grid).
 ``drf``               DRF of Eq. (8) (first saturated device stops it), ``weights`` mode only.
-``drf-progressive``   extension (spec §3.3 DRF-PF): progressive-filling DRF that keeps filling users
+``drf-progressive``   extension (erratum E3): progressive-filling DRF that keeps filling users
                       not blocked by the saturated device; ``weights`` mode only.
 ``wfq``               §III proportional sharing (ω = w), ``weights`` mode only.
 ``static-partition``  ω ∝ S_i: the non-sharing partition's proportions, scaled by the ``weights``
                       mode until a device saturates (so F_i >= S_i: SI by construction). The literal
                       F = S leaves capacity idle and no action mode expresses it (every mode
                       saturates a device); ``weights`` mode only.
-``max-utilisation``   EMRF at eta = 0 (maximum total GFLOPS; spec §3.3 MaxUtil): ``weights``, ``knob``,
+``max-utilisation``   EMRF at eta = 0 (maximum total GFLOPS; not in the paper): ``weights``, ``knob``,
                       ``knob_discrete``.
 ``random``            uniform random action (generic).
 ====================  ============================================================================
 
-Policies read ``info["scheduler_inputs"]`` (exact xi_hat, weights, capacities, eta) and fall back to
-decoding the observation (float32 xi_hat, w/W, C_cpu/C_tot, eta_target: allocations are scale-free,
-so the action is the same up to float32 round-off). They are not privileged: every input is in the
-observation. Actions are float64 so that the reference allocation is reproduced to machine precision.
+Policies read ``info["scheduler_inputs"]`` (exact xi_hat, weights, capacities, eta; never
+``info["metrics"]``) and fall back to decoding the observation (float32 xi_hat, w/W, C_cpu/C_tot,
+eta_target: allocations are scale-free, so the action is the same up to float32 round-off). They are not
+privileged: every input is in the observation. Actions are float64 so that the reference allocation is
+reproduced to machine precision.
 """
 
 from __future__ import annotations
@@ -206,7 +208,7 @@ class _EMRFFamilyPolicy:
 
 
 class EMRFPolicy(_EMRFFamilyPolicy):
-    """EMRF(eta) with the LP tie-break ``tie_break`` (spec §3.1; module docstring for the modes)."""
+    """EMRF(eta) with the LP tie-break ``tie_break`` (Eq. (10), erratum E2; module docstring for the modes)."""
 
     modes = ("weights", "residual_weights", "knob", "knob_discrete")
 
@@ -248,7 +250,7 @@ class EMRFPolicy(_EMRFFamilyPolicy):
 
 
 class MaxUtilisationPolicy(EMRFPolicy):
-    """EMRF at eta = 0: maximum total GFLOPS (spec §3.3 MaxUtil)."""
+    """EMRF at eta = 0: maximum total GFLOPS (the LP of Eqs. (15)-(17) over the whole APU)."""
 
     modes = ("weights", "knob", "knob_discrete")
 

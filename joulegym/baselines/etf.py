@@ -1,4 +1,4 @@
-"""ETF reference policies and the paper's pure algorithms (ETF paper §4, §6; spec §9.6).
+"""ETF reference policies and the paper's pure algorithms (ETF paper §4, §6; ``docs/families/etf.md``).
 
 The algorithms live with the simulator (:mod:`joulegym.envs.etf.allocation`, which the envs use)
 and are re-exported here, the place users look for them::
@@ -12,19 +12,22 @@ Policies (``joulegym.baselines.make(name, **kw)``):
 ``tf``              time fairness, Algorithm 1 at phi = 1 (paper baseline 1).
 ``ef``              energy fairness, Algorithm 1 at phi = 0 (paper baseline 2, Georgiou et al.).
 ``etf-fixed-phi``   Algorithm 1 at a fixed ``phi`` (default 0.7), ignoring the scenario's phi.
-``fs-oracle``       the allocation maximising the epoch's F_S (spec §9.1 ``oracle_max_fs``): exact
-                    over whole units by enumeration, under the env's guarantee and demand caps.
+``fs-oracle``       the allocation maximising the epoch's F_S (:func:`oracle_max_fs`): exact over
+                    whole units by enumeration, under the env's action floor and demand caps.
                     On ``ETFPhi`` it picks the phi level with the best F_S.
 ``max-frequency``   ``ETFDVFS``: the tenant always runs at the top level (the paper's default).
 ``best-response``   ``ETFDVFS``: the tenant's throughput-maximising level by enumeration (privileged).
 ``random``          uniform random action (generic).
 ==================  ============================================================================
 
-On ``ETF-v0`` the policies read ``info["scheduler_inputs"]`` (Algorithm 1's exact inputs; the ETF
+Every policy is ``reset(env, seed)`` and ``act(obs, info)`` (:class:`joulegym.core.policy.Policy`). On
+``ETF-v0`` and ``ETFPhi-v0`` they read ``info["scheduler_inputs"]`` (Algorithm 1's exact inputs; the ETF
 policy's action then reproduces Algorithm 1 bit for bit) and fall back to decoding the observation,
 which carries the same inputs: the active set, demands and Algorithm 1's guarantee exactly, weights and
 powers as float32 ratios. From the observation alone ETF is still Algorithm 1 exactly (ties included)
 unless two weighted energies differ by less than :data:`DECODE_RTOL` (relative) without being equal.
+Decisions are cached by the content of those inputs (:class:`joulegym.core.cache.BoundedCache`): the same
+app set recurs across epochs, phi levels and resets.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import gymnasium as gym
 import numpy as np
 from scipy.optimize import linprog
 
+from joulegym.core.cache import BoundedCache
 from joulegym.core.policy import PolicyNotApplicable, register_policy
 from joulegym.envs.etf.allocation import (
     algorithm1_fill,
@@ -46,8 +50,9 @@ from joulegym.envs.etf.allocation import (
     largest_remainder,
     phi_fair,
     time_fair_allocation,
+    units_to_action,
 )
-from joulegym.envs.etf.common import SLOT_FEATURES
+from joulegym.envs.etf.env import SLOT_FEATURES
 from joulegym.envs.etf.metrics import (
     energy_fairness,
     jain_index,
@@ -87,7 +92,7 @@ ENUMERATION_LIMIT = 200_000  # compositions checked exhaustively by the F_S orac
 
 # --- pure functions ----------------------------------------------------------------------------------
 def oracle_max_fs(weights, power, T: float, lower=None, upper=None, tol: float = 1e-9) -> tuple[np.ndarray, float]:
-    """Continuous allocation maximising F_S = min(F_T, F_E) (spec §9.1), by bisection on x in [0, 1].
+    """Continuous allocation maximising F_S = min(F_T, F_E), by bisection on x in [0, 1].
 
     Each step is an LP feasibility check: ``t >= 0`` (or ``>= lower``), ``t <= upper``, ``sum t = T``,
     ``t_i/w_i >= x t_j/w_j`` and ``P_i t_i/w_i >= x P_j t_j/w_j`` for all i != j.
@@ -174,19 +179,6 @@ def _compositions(low: np.ndarray, high: np.ndarray, total: int) -> np.ndarray |
     return np.column_stack([head[ok], last[ok]])
 
 
-def units_to_action(units: np.ndarray, guarantee: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """``ETF-v0`` action reproducing ``units``: ``a_i = r_i / max r`` with ``r = units - floor``.
-
-    ``guarantee`` is the env's action floor (``info["scheduler_inputs"]["action_floor_units"]``: Algorithm
-    1's guarantee with ``guarantee_mode="project"``, zeros with ``"none"``). Exact whenever
-    ``units >= floor`` (Algorithm 1 at the env's phi always is). Units below the floor (e.g. EF under a
-    phi = 0.7 guarantee) cannot be expressed; they are clipped to it.
-    """
-    above = np.where(active, np.maximum(units - guarantee, 0), 0).astype(float)
-    top = above.max() if above.size else 0.0
-    return (above / top if top > 0 else np.zeros_like(above)).astype(np.float32)
-
-
 # Relative distance under which two weighted energies decoded from a float32 observation are a tie.
 # Each decoded w_i/W and P_i/P_max carries a relative error <= 2**-24, so a ratio t*P/w is off by
 # <= ~1.2e-7 and the gap between two equal ones is <= ~2.4e-7; 5e-7 leaves a 2x margin, and gaps of
@@ -195,11 +187,11 @@ DECODE_RTOL = 5e-7
 
 
 def inputs_from_observation(obs: np.ndarray, max_apps: int, T: int, project: bool) -> dict[str, Any]:
-    """Algorithm 1's inputs decoded from an ETF observation (see :mod:`joulegym.envs.etf.common`).
+    """Algorithm 1's inputs decoded from an ETF observation (layout: :mod:`joulegym.envs.etf.env`).
 
     Exact: the active set, the demands (whole units < T, or backlogged) and Algorithm 1's guarantee at
     the env's phi (feature 4, in units). Relative to float32: the weights ``w_i/W`` and powers
-    ``P_i/P_max`` (Algorithm 1 depends on nothing else, spec §5.1). ``project`` says whether the
+    ``P_i/P_max`` (Algorithm 1 is scale-invariant, so it depends on nothing else). ``project`` says whether the
     env's action floor is the guarantee (``guarantee_mode="project"``) or zero.
     """
     slots = np.asarray(obs, dtype=float)[: max_apps * SLOT_FEATURES].reshape(max_apps, SLOT_FEATURES)
@@ -214,7 +206,6 @@ def inputs_from_observation(obs: np.ndarray, max_apps: int, T: int, project: boo
         "action_floor_units": guarantee if project else np.zeros(max_apps, dtype=np.int64),
         "T_units": T,
         "phi": float(obs[max_apps * SLOT_FEATURES]),
-        "version": None,
     }
 
 
@@ -242,33 +233,43 @@ def guarantee_decoded(weights: np.ndarray, demands: np.ndarray, T: int, phi: flo
 
 
 # --- policies ------------------------------------------------------------------------------------
-class _ETFKindPolicy:
-    """Shared plumbing: bind to an ETF env, read Algorithm 1's inputs, cache per active set."""
+def _content_key(*parts: Any) -> tuple | None:
+    """A hashable cache key from ``parts`` (``None`` if a part is unhashable, e.g. a user's list)."""
+    try:
+        hash(parts)
+    except TypeError:
+        return None
+    return parts
+
+
+class _ETFPolicyBase:
+    """Shared plumbing: bind to an ETF env of the right action modes; read Algorithm 1's inputs."""
 
     privileged = False
-    kinds: tuple[str, ...] = ("ETF", "ETFPhi")
+    modes: tuple[str, ...] = ("split", "phi")
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._env: gym.Env | None = None
-        self._cache: dict[Any, Any] = {}
+        self._base: Any = None
+        self._cache: BoundedCache[Any] = BoundedCache()
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
         base = env.unwrapped
-        if getattr(base, "family", None) != "etf" or base.kind not in self.kinds:
-            raise PolicyNotApplicable(
-                f"policy {self.name!r} drives {self.kinds}, not {getattr(base, 'kind', type(base).__name__)}"
-            )
-        self._env = env
-        self._base = base
-        self._cache.clear()
+        mode = getattr(base, "action_mode", None)
+        if getattr(base, "family", None) != "etf" or mode not in self.modes:
+            raise PolicyNotApplicable(f"policy {self.name!r} drives the ETF action modes {self.modes}, not "
+                                      f"{getattr(base, 'kind', type(base).__name__)}")
+        if base is not self._base:  # the keys hold every input, so one env's decisions stay valid across resets
+            self._cache.clear()
+        self._base, self._mode = base, mode
 
-    def _inputs(self, obs: np.ndarray, info: dict[str, Any]) -> dict[str, Any]:
+    def _inputs(self, obs: np.ndarray, info: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Algorithm 1's inputs and whether they are exact (from info) or decoded from the observation."""
         inputs = info.get("scheduler_inputs") if info else None
-        if inputs is None:
-            inputs = inputs_from_observation(obs, self._base.max_apps, self._base.T,
-                                             project=getattr(self._base, "uses_guarantee", True))
-        return inputs
+        if inputs is not None:
+            return inputs, True
+        base = self._base
+        return inputs_from_observation(obs, base.max_apps, base.T, project=base.uses_guarantee), False
 
     @staticmethod
     def _arrays(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -281,18 +282,16 @@ class _ETFKindPolicy:
             out[key] = np.asarray(inputs[key], dtype=np.int64)
         return out
 
-    def _cached(self, key, compute):
-        if key[0] is None:  # decoded from obs: no version, no cache
-            return compute()
-        if key not in self._cache:
-            if len(self._cache) > 4096:
-                self._cache.clear()
-            self._cache[key] = compute()
-        return self._cache[key]
+    def _cached(self, key: tuple | None, compute):
+        return compute() if key is None else self._cache.get_or_compute(key, compute)
 
 
-class ETFPolicy(_ETFKindPolicy):
-    """Algorithm 1 at ``phi`` (``None``: the env's phi). ``tf``/``ef`` are phi = 1 / 0."""
+class ETFPolicy(_ETFPolicyBase):
+    """Algorithm 1 at ``phi`` (``None``: the env's phi). ``tf``/``ef`` are phi = 1 / 0.
+
+    ``split``: the action whose units are Algorithm 1's (bit for bit); ``phi``: the level nearest to ``phi``
+    (``None``: the env's nominal phi).
+    """
 
     def __init__(self, phi: float | None = None, name: str = "etf") -> None:
         super().__init__(name)
@@ -305,46 +304,61 @@ class ETFPolicy(_ETFKindPolicy):
         self.phi = value
 
     def act(self, obs: np.ndarray, info: dict[str, Any]):
-        inputs = self._inputs(obs, info)
-        if self._base.kind == "ETFPhi":
+        inputs, exact = self._inputs(obs, info)
+        if self._mode == "phi":
             phi = self.phi if self.phi is not None else inputs.get("nominal_phi", inputs["phi"])
-            return round(phi * (self._base.phi_levels - 1))
+            return self._base.action_type.level_of(phi)
         phi = self.phi if self.phi is not None else inputs["phi"]
-        return self._cached((inputs["version"], phi), lambda: self._action(inputs, phi))
+        if not exact:
+            return self._decoded_action(inputs, phi)
+        key = _content_key(inputs["active"], inputs["weights"], inputs["power_w"], inputs["demand_units"],
+                           inputs["action_floor_units"], inputs["T_units"], phi)
+        return self._cached(key, lambda: self._exact_action(inputs, phi))
 
-    def _action(self, inputs: dict[str, Any], phi: float) -> np.ndarray:
+    def _exact_action(self, inputs: dict[str, Any], phi: float) -> np.ndarray:
         inputs = self._arrays(inputs)
         act = inputs["active"]
         units = np.zeros(act.size, dtype=np.int64)
-        w, d, p, T = inputs["weights"][act], inputs["demand_units"][act], inputs["power_w"][act], inputs["T_units"]
-        if act.any() and inputs["version"] is not None:  # exact inputs (info["scheduler_inputs"])
-            units[act] = etf_allocate(w, d, p, T, phi)
-        elif act.any():  # decoded from the float32 observation
+        if act.any():
+            units[act] = etf_allocate(inputs["weights"][act], inputs["demand_units"][act], inputs["power_w"][act],
+                                      inputs["T_units"], phi)
+        return units_to_action(units, inputs["action_floor_units"], act)
+
+    def _decoded_action(self, inputs: dict[str, Any], phi: float) -> np.ndarray:
+        act = inputs["active"]
+        units = np.zeros(act.size, dtype=np.int64)
+        if act.any():
+            w, d, p, T = inputs["weights"][act], inputs["demand_units"][act], inputs["power_w"][act], inputs["T_units"]
             same_phi = abs(phi - inputs["phi"]) <= DECODE_RTOL
             guarantee = inputs["guarantee_units"][act] if same_phi else guarantee_decoded(w, d, T, phi)
             units[act] = algorithm1_decoded(w, d, p, T, guarantee)
         return units_to_action(units, inputs["action_floor_units"], act)
 
 
-class FSOraclePolicy(_ETFKindPolicy):
-    """Maximises the epoch's F_S: exact over whole units (ETF-v0) or over the phi grid (ETFPhi)."""
+class FSOraclePolicy(_ETFPolicyBase):
+    """Maximises the epoch's F_S: exact over whole units (``split``) or over the phi grid (``phi``)."""
 
     def __init__(self, name: str = "fs-oracle") -> None:
         super().__init__(name)
 
     def act(self, obs: np.ndarray, info: dict[str, Any]):
-        inputs = self._inputs(obs, info)
-        return self._cached((inputs["version"], self._base.kind), lambda: self._decide(inputs))
+        inputs, exact = self._inputs(obs, info)
+        levels = int(self._base.action_space.n) if self._mode == "phi" else 0
+        if not exact:
+            return self._decide(self._arrays(inputs), levels)
+        # phi: the decision does not depend on the action floor (the guarantee at the last phi chosen)
+        floor = inputs["action_floor_units"] if self._mode == "split" else None
+        key = _content_key(self._mode, levels, inputs["active"], inputs["weights"], inputs["power_w"],
+                           inputs["demand_units"], floor, inputs["T_units"])
+        return self._cached(key, lambda: self._decide(self._arrays(inputs), levels))
 
-    def _decide(self, inputs: dict[str, Any]):
-        inputs = self._arrays(inputs)
+    def _decide(self, inputs: dict[str, Any], levels: int):
         act = inputs["active"]
         w, d, p = inputs["weights"][act], inputs["demand_units"][act], inputs["power_w"][act]
         T = inputs["T_units"]
-        if self._base.kind == "ETFPhi":
+        if self._mode == "phi":
             if not act.any():
                 return 0
-            levels = self._base.phi_levels
             scores = []
             for level in range(levels):
                 units = etf_allocate(w, d, p, T, level / (levels - 1))
@@ -366,8 +380,8 @@ class MaxFrequencyPolicy:
         self._top = 0
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
-        if getattr(env.unwrapped, "kind", None) != "ETFDVFS":
-            raise PolicyNotApplicable(f"policy {self.name!r} drives ETFDVFS only")
+        if getattr(env.unwrapped, "action_mode", None) != "dvfs":
+            raise PolicyNotApplicable(f"policy {self.name!r} drives ETFDVFS (action_mode='dvfs') only")
         self._top = int(env.action_space.n) - 1
 
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> int:
@@ -375,41 +389,42 @@ class MaxFrequencyPolicy:
 
 
 class BestResponsePolicy:
-    """``ETFDVFS``: the level maximising the tenant's reward this epoch, by enumeration (spec §9.4).
+    """``ETFDVFS``: the tenant's level maximising its reward this epoch (``reward_weights`` of ``throughput``
+    and ``power``), by enumeration over the levels under the env's fixed scheduler.
 
-    Privileged: it reads the tenant's profile table and the fixed scheduler from the env.
+    Privileged: it reads the tenant's profile table and the fixed scheduler from the env's simulator.
     """
 
     privileged = True
 
     def __init__(self, name: str = "best-response") -> None:
         self.name = name
-        self._cache: dict[bytes, int] = {}
+        self._base: Any = None
+        self._cache: BoundedCache[int] = BoundedCache()
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
         base = env.unwrapped
-        if getattr(base, "kind", None) != "ETFDVFS":
-            raise PolicyNotApplicable(f"policy {self.name!r} drives ETFDVFS only")
+        if getattr(base, "action_mode", None) != "dvfs":
+            raise PolicyNotApplicable(f"policy {self.name!r} drives ETFDVFS (action_mode='dvfs') only")
+        if base is not self._base:
+            self._cache.clear()
         self._base = base
-        self._cache.clear()
+        self._weights = tuple(base.reward_weights)  # (throughput, power)
 
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> int:
         base = self._base
         sim = base.sim
-        key = (tuple(sim.active), tuple(sim.weight), tuple(sim.demand_units), base.tenant_slot,
-               tuple(p for k, p in enumerate(sim.power_w) if k != base.tenant_slot), base.scheduler_phi)
-        if key not in self._cache:
-            if len(self._cache) > 4096:
-                self._cache.clear()
-            self._cache[key] = self._best_level()
-        return self._cache[key]
+        slot = base.tenant_slot
+        key = (tuple(sim.active), tuple(sim.weight), tuple(sim.demand_units), slot, sim.apps[sim.slot_app[slot]],
+               tuple(p for k, p in enumerate(sim.power_w) if k != slot), base.scheduler_phi, base.T, self._weights)
+        return self._cache.get_or_compute(key, self._best_level)
 
     def _best_level(self) -> int:
         base, sim = self._base, self._base.sim
         slot = base.tenant_slot
         act = np.array(sim.active, dtype=bool)
         app = sim.apps[sim.slot_app[slot]]
-        penalty = base.config["energy_penalty"]
+        w_throughput, w_power = self._weights
         weight = np.array(sim.weight)
         best, best_value = 0, -np.inf
         for level, freq in enumerate(base.levels_mhz):
@@ -421,7 +436,7 @@ class BestResponsePolicy:
             units = np.zeros(sim.max_apps, dtype=np.int64)
             units[act] = etf_allocate(weight[act], demand[act], power[act], base.T, base.scheduler_phi)
             share = units[slot] / base.T
-            value = share / service_s - penalty * share * power[slot]
+            value = w_throughput * (share / service_s) - w_power * share * power[slot]
             if value > best_value + 1e-12:
                 best, best_value = level, value
         return best
@@ -442,7 +457,7 @@ def _register() -> None:
     register_policy("max-frequency", MaxFrequencyPolicy, family="etf", kinds=("ETFDVFS",),
                     description="tenant always at its top GPU level")
     register_policy("best-response", BestResponsePolicy, family="etf", kinds=("ETFDVFS",),
-                    description="tenant's throughput-maximising level by enumeration (privileged)")
+                    description="tenant's reward-maximising level by enumeration (privileged)")
 
 
 _register()

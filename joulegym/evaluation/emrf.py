@@ -5,7 +5,7 @@
   policy's point on it (episode means of ``mean_efficiency`` E and ``soft_fairness`` Δ): PNG + CSV.
   :func:`front_table` is the static front of one instance (pure functions).
 - ``episode_plot``: GFLOPS delivered per slot over one episode, one row per policy.
-- ``reproduce``: the paper's model predictions (EMRF spec §6.3) recomputed, as CSV + Markdown + PNG:
+- ``reproduce``: the paper's model predictions (docs/families/emrf.md §9) recomputed, as CSV + Markdown + PNG:
 
 ==========  ===================================================================================
 file        content
@@ -17,8 +17,9 @@ fig7.csv    eta sweep on M2 (primary), M1-eps and M1: Θ, Θ/Θ(eta=1), δ(eta) 
 fig8.csv    Θ vs n = 2..5 users (first n Table III apps): WFQ, DRF, EMRF-0.8/0.5/0.1
 ==========  ===================================================================================
 
-Θ = sum_i F_i (GFLOPS; spec §2.4). The testbed percentages of §VI are context, not reproduced
-(spec §6.2, §8 row 18).
+Θ = sum_i F_i (GFLOPS; erratum E12). The testbed percentages of §VI are context, not reproduced
+(docs/families/emrf.md, assumption A15). Every episode goes through :func:`~joulegym.core.rollout.rollout`
+(:func:`~joulegym.evaluation.runner.run_episode`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ import numpy as np
 import pandas as pd
 
 from joulegym import baselines
+from joulegym.core.io import save_figure, write_atomic, write_csv
 from joulegym.core.plotting import new_figure
+from joulegym.core.rollout import rollout
 from joulegym.envs.emrf.allocation import (
     delta_bound,
     drf_allocate,
@@ -41,7 +44,6 @@ from joulegym.envs.emrf.allocation import (
     utilisation,
     wfq_allocate,
 )
-from joulegym.core.io import save_figure, write_atomic, write_csv
 from joulegym.workloads.rodinia import RODINIA, TABLE_III_ORDER, mix_arrays
 
 HEADLINE = ("throughput_gflops", "mean_efficiency", "soft_fairness", "floor_violation", "si_violations",
@@ -96,7 +98,7 @@ def front_through_env(env_id: str, seeds, env_kwargs: dict | None = None, etas=N
     rows = []
     for eta in etas:
         env = gym.make(env_id, **kwargs)
-        policy = baselines.make("emrf", eta=float(eta))
+        policy = baselines.make("emrf", family="emrf", eta=float(eta))
         results = [run_episode(env, policy, int(seed), env_id=env_id)[0] for seed in seeds]
         env.close()
         rows.append({"policy": f"emrf(eta={float(eta):.2f})", "eta": float(eta),
@@ -170,16 +172,13 @@ def episode_plot(traces, env_id: str):
 
 # --- reproduction ----------------------------------------------------------------------------------------
 def _env_throughput(env_id: str, policy: str, **kwargs) -> float:
+    """Θ of one episode (seed 0) of reference policy ``policy`` on ``env_id``."""
     env = gym.make(env_id)
-    p = baselines.make(policy, **kwargs)
-    obs, info = env.reset(seed=0)
-    p.reset(env, seed=0)
-    while True:
-        obs, _, terminated, truncated, info = env.step(p.act(obs, info))
-        if terminated or truncated:
-            break
-    env.close()
-    return float(info["metrics"]["throughput_gflops"])
+    try:
+        episode = rollout(env, baselines.make(policy, family="emrf", **kwargs), seed=0)
+    finally:
+        env.close()
+    return float(episode.metrics["throughput_gflops"])
 
 
 def fig6_table(with_env: bool = True) -> pd.DataFrame:
@@ -237,8 +236,8 @@ def reproduce(out_dir, quick: bool = False) -> list[Path]:
     etas = np.linspace(0.0, 1.0, 6 if quick else 11)
     tables = {"fig6": fig6_table(with_env=not quick), "fig7": fig7_table(etas), "fig8": fig8_table()}
     written = [write_csv(t, out_dir / f"emrf_{name}.csv") for name, t in tables.items()]
-    text = "# EMRF paper figures (the paper's model, spec §6.3), recomputed by joulegym\n\n" + "\n\n".join(
-        f"## {name}\n\n{_markdown(t)}" for name, t in tables.items())
+    title = "# EMRF paper figures (the paper's model, docs/families/emrf.md §9), recomputed by joulegym"
+    text = title + "\n\n" + "\n\n".join(f"## {name}\n\n{_markdown(t)}" for name, t in tables.items())
     written.append(write_atomic(out_dir / "emrf_reproduce.md", text + "\n"))
     fig, axes = new_figure(1, 3, size=(13.0, 3.6))
     t6 = tables["fig6"]

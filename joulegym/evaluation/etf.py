@@ -1,14 +1,15 @@
 """ETF evaluation hooks: the per-episode allocation plot and ``evaluate.py --reproduce etf``.
 
-The reproduction re-runs the paper's figure scenarios through the envs with the reference policies
-and writes the numbers the paper reports (ETF paper §6; spec §8 says which are exact):
+The reproduction re-runs the paper's figure scenarios through the envs with the reference policies, one
+episode each through :func:`~joulegym.evaluation.runner.run_episode` (the core rollout), and writes the
+numbers the paper reports (ETF paper §6; ``docs/families/etf.md``, "What reproduces", says which are exact):
 
 ==========  ===================================================================================
 file        content
 ==========  ===================================================================================
 fig5.csv    F_T, F_E, F_S of TF, EF and ETF(0.7) on ResNet50@1300.5 vs MobileNetV2@726.75 (TX2)
-fig7.csv    F_T, F_E, F_S of ETF as phi sweeps 0..1 on the Fig. 5 apps (TX2)
-fig8.csv    the same on GPT-2 vs MobileNetV2 (A10G, power ratio 2.2)
+fig7.csv    F_T, F_E, F_S of ETF as phi sweeps 0..1 on the Fig. 5 apps (TX2; ``tx2-fig5`` with ``phi=``)
+fig8.csv    the same on GPT-2 vs MobileNetV2 (A10G, power ratio 2.2; ``a10g-fig8`` with ``phi=``)
 fig9.csv    mean GPU-time share of each ResNet50 tenant in each phase of the dynamic timeline
 fig10.csv   A2's throughput at 1032.75 vs 1300.5 MHz under ETF(0.7) and TF, and the ratio
 ==========  ===================================================================================
@@ -24,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from joulegym import baselines
-from joulegym.core.plotting import new_figure
-from joulegym.envs.etf.common import slot_legend_labels
 from joulegym.core.io import save_figure, write_atomic, write_csv
+from joulegym.core.plotting import new_figure
+from joulegym.envs.etf.env import slot_legend_labels
 from joulegym.evaluation.runner import run_episode
 
 HEADLINE = ("system_fairness", "time_fairness", "energy_fairness", "total_energy_j")
@@ -76,9 +77,9 @@ def _slot_occupants(infos, n_slots: int) -> list[list[str]]:
 
 
 # --- reproduction ------------------------------------------------------------------------------------
-def _final_metrics(env_id: str, policy: str, **policy_kwargs) -> dict:
-    env = gym.make(env_id)
-    row, _ = run_episode(env, baselines.make(policy, **policy_kwargs), seed=0, env_id=env_id)
+def _final_metrics(env_id: str, policy: str, env_kwargs: dict | None = None, **policy_kwargs) -> dict:
+    env = gym.make(env_id, **(env_kwargs or {}))
+    row, _ = run_episode(env, baselines.make(policy, family="etf", **policy_kwargs), seed=0, env_id=env_id)
     env.close()
     return row
 
@@ -93,9 +94,10 @@ def fig5_table() -> pd.DataFrame:
 
 
 def phi_sweep(env_id: str, phis) -> pd.DataFrame:
+    """ETF's F_T, F_E, F_S at each phi: the env's ``phi=`` kwarg, Algorithm 1 at the env's phi."""
     rows = []
     for phi in phis:
-        m = _final_metrics(env_id, "etf", phi=float(phi))
+        m = _final_metrics(env_id, "etf", env_kwargs={"phi": float(phi)})
         rows.append({"phi": float(phi), "F_T": m["time_fairness"], "F_E": m["energy_fairness"],
                      "F_S": m["system_fairness"]})
     return pd.DataFrame(rows)
@@ -103,7 +105,7 @@ def phi_sweep(env_id: str, phis) -> pd.DataFrame:
 
 def fig9_table() -> pd.DataFrame:
     env = gym.make("joulegym/ETF-tx2-fig9-dynamic-v0")
-    _, trace = run_episode(env, baselines.make("etf"), seed=0, record=True)
+    _, trace = run_episode(env, baselines.make("etf", family="etf"), seed=0, record=True)
     sim = env.unwrapped.sim
     env.close()
     units = np.array([i["allocation_units"] for i in trace.infos], dtype=float)
@@ -125,7 +127,7 @@ def fig9_table() -> pd.DataFrame:
 def fig10_table() -> pd.DataFrame:
     """Throughput of A1 (ResNet50@1300.5) and A2 (ResNet50@1032.75) under ETF(0.7) and TF.
 
-    The paper's "1.3x higher throughput" is A2 against A1 (spec §8 row 10); A2's rate when it also
+    The paper's "1.3x higher throughput" is A2 against A1 (docs page, "What reproduces"); A2's rate when it also
     runs at 1300.5 MHz (``tx2-fig10-same``) is the no-incentive reference.
     """
     rows = []
@@ -133,7 +135,7 @@ def fig10_table() -> pd.DataFrame:
         rates = {}
         for scenario in ("tx2-fig10-incentive", "tx2-fig10-same"):
             env = gym.make(f"joulegym/ETF-{scenario}-v0")
-            _, trace = run_episode(env, baselines.make(policy), seed=0, record=True)
+            _, trace = run_episode(env, baselines.make(policy, family="etf"), seed=0, record=True)
             epoch_s = env.unwrapped.config["epoch_s"]
             env.close()
             rates[scenario] = np.mean([i["app_inferences"] for i in trace.infos], axis=0)[:2] / epoch_s

@@ -1,64 +1,56 @@
-"""EMRF named scenarios (EMRF spec §7 "Named scenarios") and the registration of the four EMRF kinds.
+"""EMRF named scenarios and the family descriptor (docs/families/emrf.md §7 "Scenarios").
 
 Each scenario is data: overrides of :meth:`joulegym.envs.emrf.env.EMRFEnv.default_config`. Apps are
 Rodinia names (:mod:`joulegym.workloads.rodinia`) or explicit ``xi_cpu`` users (the §III toys).
 
 - ``toy-ex1`` / ``toy-ex2``: §III Examples 1 and 2 on the (100, 800) GFLOPS toy, eta = 0.5 (§V-B).
-  The spec says H = 1; Gymnasium's ``check_env`` rejects an episode truncated after its first step,
-  so H = 2 (every window of a backlogged static scenario is identical).
-- ``apu-m1``: Table II M1, weights 2:1:3:4:1, one job per user of ``10 s x F_solo`` GFLOP (spec §8
-  row 10), eta = 0.1 (Figs. 4/5); the episode ends when every job is done.
+  One window would do (every window of a backlogged static scenario is identical), but Gymnasium's
+  ``check_env`` rejects an episode truncated after its first step, so H = 2.
+- ``apu-m1``: Table II M1, weights 2:1:3:4:1, one job per user of ``10 s x F_solo`` GFLOP (assumption
+  A4), eta = 0.1 (Figs. 4/5); the episode ends when every job is done.
 - ``apu-m2`` ... ``apu-m5``: Table II M2-M5, equal weights, backlogged, eta = 0.1 (Fig. 6).
-- ``apu-m1-eps``: M1 with xi_BT = 0.01, xi_MY = 0.99, backlogged (Fig. 7 secondary; spec §6.3).
-- ``apu-nusers-{2..5}``: the first n apps of Table III, equal weights, backlogged (Fig. 8).
-- ``apu-random``: training mix (spec §7): n ~ U{2..8} users, apps uniform over the 8, w in {1,2,3,4},
-  xi jitter +-0.03 on co-run apps, lognormal job sizes, Poisson job arrivals; eta_target drawn
-  from {0.1, 0.5, 0.8} per episode.
+- ``apu-m1-eps``: M1 with xi_BT = 0.01, xi_MY = 0.99, backlogged (Fig. 7 secondary; erratum E13).
+- ``apu-nusers-{2..5}``: the first n apps of Table III, equal weights, backlogged (Fig. 8; assumption A6).
+- ``apu-random``: training mix (:data:`joulegym.workloads.rodinia.RANDOM_MIX`, assumption A11): n ~ U{2..8}
+  users, apps uniform over the 8, w in {1,2,3,4}, xi jitter +-0.03 on co-run apps, lognormal job sizes,
+  Poisson job arrivals; eta_target drawn from {0.1, 0.5, 0.8} per episode.
 - ``apu-phases``: M1 apps/weights, backlogged, the co-run apps' xi alternates with xi + 0.15 every
-  20-40 s (Alg. 1 line 1's re-estimation); eta = 0.5.
-- ``apu-dynamic``: users arriving and departing over the episode (spec §3.2/§7: arrivals and departures
-  are events inside the window). Spec §7 names no such scenario, so the name and the arrival/job numbers
-  are joulegym's (``DYNAMIC_USERS``): M1's apps and weights 2:1:3:4:1 (Table II, spec §8 row 19), finite
-  jobs of ``10 s x F_solo`` GFLOP (spec §8 row 10), staggered arrivals, eta = 0.1 (the paper's
-  experiments, as ``apu-m1``), H = 200 (spec default; the EMRF policy finishes in about 61 windows).
+  20-40 s (Alg. 1 line 1's re-estimation; assumption A13); eta = 0.5.
+- ``apu-dynamic``: users arriving and departing over the episode (arrivals and departures are events
+  inside the window, assumption A8). The paper has no such experiment, so the arrival and job numbers are
+  joulegym's (``DYNAMIC_USERS``, assumption A14): M1's apps and weights 2:1:3:4:1 (Table II), finite jobs
+  of ``10 s x F_solo`` GFLOP, staggered arrivals, eta = 0.1 (the paper's experiments, as ``apu-m1``),
+  H = 200 (the EMRF policy finishes in about 61 windows).
 
 The base ids (``joulegym/EMRF-v0`` ...) use the ``apu-random`` training mix: literal M1 is a degenerate
 benchmark (BT absorbs all spare GPU at every eta, so the lexmaxmin allocation is the same for all eta;
-spec §6.3). Every other scenario fixes its users and eta (``random = None``, ``eta_choices = None``).
+erratum E13). Every other scenario fixes its users and eta (``random = None``, ``eta_choices = None``).
 
 Static paper scenarios use H = 20 windows: every window allocates the same, so a longer episode only
-costs time (joulegym choice; the spec's backlogged default H = 200 is kept for the base id,
-``apu-random`` and ``apu-phases``).
+costs time (assumption A12; H = 200 is kept for the base id, ``apu-random`` and ``apu-phases``).
+
+Every kind (``EMRF``, ``EMRFResidual``, ``EMRFKnob``, ``EMRFKnobDiscrete``) is the one class
+:class:`~joulegym.envs.emrf.env.EMRFEnv` with its ``action_mode`` (:data:`MODES`).
 """
 
 from __future__ import annotations
 
 from joulegym.core.config import Scenario
 from joulegym.core.family import EnvKind, FamilyDescriptor
-from joulegym.workloads.rodinia import MIXES, TABLE_III_ORDER
+from joulegym.workloads.rodinia import MIXES, RANDOM_MIX, TABLE_III_ORDER
 
 STATIC_HORIZON = 20  # windows of a static (backlogged, fixed-set) paper scenario; see module docstring
-TOY_HORIZON = 2  # spec: H = 1; check_env rejects truncation after one step
-PHASE_DELTA = 0.15  # apu-phases: xi_alt = xi + 0.15 (joulegym choice: the paper gives no drift values;
-#                     above the spec's 0.05 re-solve threshold)
+TOY_HORIZON = 2  # one window would do; check_env rejects truncation after one step
+PHASE_DELTA = 0.15  # apu-phases: xi_alt = xi + 0.15 (joulegym choice, assumption A13: the paper gives no
+#                     drift values)
 
-# apu-dynamic (ours; spec §7 names no late-user scenario): app -> (jobs, arrival s). M1's users (Table II) in
-# M1's order. Arrivals are off the 1 s window grid (.5, .25, .75) so each one falls inside a window and
-# exercises in-window admission (simulator docstring, "Admission"); KM (2 jobs) departs at about 22 s
-# under EMRF(0.1), before BT arrives at 30.75 s, so the active set grows (2 -> 3 -> 4), shrinks and grows
-# again. Job counts (1-2) keep the episode short (all done in about 61 s under EMRF(0.1)).
+# apu-dynamic (ours, assumption A14: the paper has no late-user experiment): app -> (jobs, arrival s).
+# M1's users (Table II) in M1's order. Arrivals are off the 1 s window grid (.5, .25, .75) so each one
+# falls inside a window and exercises in-window admission (simulator docstring, "Admission"); KM (2 jobs)
+# departs at about 22 s under EMRF(0.1), before BT arrives at 30.75 s, so the active set grows
+# (2 -> 3 -> 4), shrinks and grows again. Job counts (1-2) keep the episode short (all done in about 61 s
+# under EMRF(0.1)).
 DYNAMIC_USERS = {"GE": (2, 0.0), "KM": (2, 0.0), "HW": (1, 7.5), "MY": (1, 15.25), "BT": (2, 30.75)}
-
-# apu-random (spec §7 "training"); values the spec leaves open are joulegym choices:
-RANDOM_MIX = {
-    "n_users": [2, 8],  # U{2..8} (spec)
-    "apps": list(TABLE_III_ORDER),  # uniform over the 8 (spec)
-    "weights": [1.0, 2.0, 3.0, 4.0],  # spec
-    "xi_jitter": 0.03,  # spec
-    "job_sigma": 0.5,  # lognormal sigma of job sizes (joulegym choice; mean = 10 s x F_solo)
-    "arrival_rate": 0.03,  # Poisson jobs/s per user (joulegym choice: ~0.3 x the APU per user)
-    "initial_jobs": 1,  # every user starts with one job (joulegym choice)
-}
 
 
 def _mix_apps(name: str, **extra) -> list[dict]:
@@ -115,25 +107,25 @@ def _build() -> list[Scenario]:
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
 MODES = {"EMRF": "weights", "EMRFResidual": "residual_weights", "EMRFKnob": "knob", "EMRFKnobDiscrete": "knob_discrete"}
+ENTRY_POINT = "joulegym.envs.emrf.env:EMRFEnv"  # one class; the kind fixes its action_mode
 KINDS = {
-    "EMRF": ("joulegym.envs.emrf.env:EMRFEnv",
-             "EMRF weights: per-user weights, WFQ-scaled until a device saturates (APU sharing)"),
-    "EMRFResidual": ("joulegym.envs.emrf.env:EMRFResidualEnv",
+    "EMRF": (ENTRY_POINT, "EMRF weights: per-user weights, WFQ-scaled until a device saturates (APU sharing)"),
+    "EMRFResidual": (ENTRY_POINT,
                      "EMRF residual weights: split the capacity left after the eta F^max fairness floor"),
-    "EMRFKnob": ("joulegym.envs.emrf.env:EMRFKnobEnv",
-                 "EMRF knob: the agent sets eta in [0, 1] each window; EMRF allocates"),
-    "EMRFKnobDiscrete": ("joulegym.envs.emrf.env:EMRFKnobDiscreteEnv",
-                         "EMRF discrete knob: eta in {0, 0.1, ..., 1} each window (DQN)"),
+    "EMRFKnob": (ENTRY_POINT, "EMRF knob: the agent sets eta in [0, 1] each window; EMRF allocates"),
+    "EMRFKnobDiscrete": (ENTRY_POINT, "EMRF discrete knob: eta in {0, 0.1, ..., 1} each window (DQN)"),
 }
 
 
 FAMILY = FamilyDescriptor(
     name="emrf",
     title='EMRF: elastic multi-resource fairness on a coupled CPU-GPU APU (Tang et al.)',
-    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description) for kind, (entry_point, description) in KINDS.items()),
+    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description)
+                for kind, (entry_point, description) in KINDS.items()),
     scenarios=SCENARIOS,
     policies="joulegym.baselines.emrf",
     reference_policy="emrf",
     evaluation="joulegym.evaluation.emrf",
     docs="docs/families/emrf.md",
+    contract_id="joulegym/EMRF-apu-m2-v0",  # 20 windows; EMRF(0.1) is the per-window optimum of the floor reward
 )

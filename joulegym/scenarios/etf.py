@@ -1,33 +1,42 @@
-"""ETF named scenarios (ETF spec §9.5) and the registration of the three ETF env kinds.
+"""ETF named scenarios and the family descriptor (``docs/families/etf.md``, "Scenarios").
 
-The paper-figure scenarios (``toy-*``, ``tx2-fig*``, ``a10g-fig8*``) set ``guarantee_mode="none"``:
-on ``ETF-v0`` the agent then chooses the whole split, so TF, EF and ETF(phi) are all expressible
-and the default reward is the paper's F_S (spec §9.2, "use this for the paper-metric benchmark").
-The training scenarios (``random-mix``, ``open-loop``) and the base id keep the default
-``guarantee_mode="project"`` with the ``etf`` reward, under which Algorithm 1 is optimal.
+The paper-figure scenarios (``toy-*``, ``tx2-fig*``, ``a10g-fig8``) set ``guarantee_mode="none"``: on
+``ETF-v0`` the agent then chooses the whole split, so TF, EF and ETF(phi) are all expressible and the
+default reward is the paper's F_S. The training scenarios (``random-mix``, ``open-loop``) and the base ids
+keep ``guarantee_mode="project"`` with the ``etf`` reward, under which Algorithm 1 is optimal. (One
+scenario serves several kinds: a key it sets that only another mode reads, such as ``guarantee_mode`` on
+``ETFPhi``, is allowed there and has no effect.)
 
-Each scenario is data: overrides of :meth:`joulegym.envs.etf.common.ETFBaseEnv.default_config`.
-Frequencies are TX2 GPU levels in MHz; ``726.75``/``1032.75``/``1300.5`` are the paper's "726",
-"1032" and "1300". Where the paper is silent the spec's defaults are used (marked [A] there):
-Fig. 9's nested timeline, Fig. 10's phi = 0.7 with A2 at 1032.75 MHz, the random mix.
+Parameter sweeps are keyword arguments, not ids: the phi sweeps of Figs. 7, 8 and 11 are ``phi=`` on
+``tx2-fig5``, ``a10g-fig8`` and ``tx2-fig11-weights``; the disparity sweep of Fig. 6 is
+``app_frequencies_mhz=[1300.5, f]`` on ``tx2-fig6``::
+
+    gym.make("joulegym/ETF-tx2-fig5-v0", phi=0.3)
+    gym.make("joulegym/ETF-tx2-fig6-v0", app_frequencies_mhz=[1300.5, 726.75])
+
+Each scenario is data: overrides of :meth:`joulegym.envs.etf.env.ETFEnv.default_config`. Frequencies are
+TX2 GPU levels in MHz; ``726.75``/``1032.75``/``1300.5`` are the paper's "726", "1032" and "1300". Where the
+paper is silent we chose (docs page, "Assumptions"): Fig. 9's nested timeline, Fig. 10's phi = 0.7 with A2
+at 1032.75 MHz, the random mix.
 """
 
 from __future__ import annotations
 
+from joulegym.core.config import Scenario
+from joulegym.core.family import EnvKind, FamilyDescriptor
 from joulegym.devices.presets.a10g import A10G_MAX_MHZ
 from joulegym.devices.presets.jetson_tx2 import TX2_GPU_LEVELS_MHZ
 from joulegym.devices.presets.toy import TOY_MHZ
-from joulegym.core.config import Scenario
-from joulegym.core.family import EnvKind, FamilyDescriptor
+from joulegym.workloads.inference import FIG5_APPS
 
 ALL = ("ETF", "ETFPhi", "ETFDVFS")
 NO_DVFS = ("ETF", "ETFPhi")  # single-frequency devices, or tenants that may leave
-PHI_FIXED = ("ETF", "ETFDVFS")  # scenarios that pin phi (the knob env chooses phi itself)
+PHI_FIXED = ("ETF", "ETFDVFS")  # scenarios that draw phi (the knob env chooses phi itself)
 PHI_GRID = tuple(round(0.1 * k, 1) for k in range(11))
 
-R50_MAX = {"model": "resnet50", "frequency_mhz": 1300.5}
-MNV2_726 = {"model": "mobilenetv2", "frequency_mhz": 726.75}
-FIG5_APPS = [R50_MAX, MNV2_726]
+R50_MAX = dict(FIG5_APPS[0])  # ResNet50 @ 1300.5 MHz
+MNV2_726 = dict(FIG5_APPS[1])  # MobileNetV2 @ 726.75 MHz
+FIG6_LOW_MHZ = TX2_GPU_LEVELS_MHZ[0]  # 114.75 MHz: the paper's highest disparity, "1-to-7.9"
 FIG11_APPS = [{**R50_MAX, "weight": 2.0}, {**MNV2_726, "weight": 1.0}]
 A10G_APPS = [{"model": "gpt2", "frequency_mhz": A10G_MAX_MHZ}, {"model": "mobilenetv2", "frequency_mhz": A10G_MAX_MHZ}]
 RANDOM_MIX = {"models": ["resnet18", "resnet50", "mobilenetv2"], "weights": [1.0, 2.0],
@@ -35,17 +44,10 @@ RANDOM_MIX = {"models": ["resnet18", "resnet50", "mobilenetv2"], "weights": [1.0
 
 
 PAPER = {"guarantee_mode": "none"}
-# The spec's toy scenario has H = 1. Every epoch of a static scenario repeats the same interval, so
-# two epochs give the same allocation and metrics as one, and an episode that is truncated after its
-# first step is rejected by Gymnasium's check_env ("truncates after 1 step").
+# The paper's toy has one interval. Every epoch of a static scenario repeats the same interval, so two epochs
+# give the same allocation and metrics as one, and an episode that is truncated after its first step is
+# rejected by Gymnasium's check_env ("truncates after 1 step").
 TOY_HORIZON = 2
-
-
-def _phi_grid(prefix: str, description: str, config: dict, kinds: tuple[str, ...]) -> list[Scenario]:
-    return [
-        Scenario(f"{prefix}-phi{phi:.1f}", f"{description}, phi = {phi:.1f}", {**config, "phi": phi}, kinds)
-        for phi in PHI_GRID
-    ]
 
 
 def _paper(scenario: Scenario) -> Scenario:
@@ -54,52 +56,45 @@ def _paper(scenario: Scenario) -> Scenario:
 
 
 def _build() -> list[Scenario]:
+    toy = {"device": "toy-etf", "horizon": TOY_HORIZON, "T_units": 30, "unit_s": 1 / 30, "epoch_s": 1.0}
     scenarios = [
         Scenario("toy-fig3", "Fig. 3 toy: A/B/C at 2/3/8 W, T = 30 units, phi = 0.7, one interval per epoch",
-                 {"device": "toy-etf", "horizon": TOY_HORIZON, "T_units": 30, "unit_s": 1 / 30, "epoch_s": 1.0,
-                  "apps": [{"model": m, "frequency_mhz": TOY_MHZ} for m in ("toy-a", "toy-b", "toy-c")]},
+                 {**toy, "apps": [{"model": m, "frequency_mhz": TOY_MHZ} for m in ("toy-a", "toy-b", "toy-c")]},
                  NO_DVFS),
         Scenario("toy-fig3-lemma2", "Fig. 3 toy with C at 10 W (Lemma 2's glutton: same time, more energy)",
-                 {"device": "toy-etf", "horizon": TOY_HORIZON, "T_units": 30, "unit_s": 1 / 30, "epoch_s": 1.0,
-                  "apps": [{"model": "toy-a", "frequency_mhz": TOY_MHZ}, {"model": "toy-b", "frequency_mhz": TOY_MHZ},
-                           {"model": "toy-c", "frequency_mhz": TOY_MHZ, "power_w": 10.0}]},
+                 {**toy, "apps": [{"model": "toy-a", "frequency_mhz": TOY_MHZ},
+                                  {"model": "toy-b", "frequency_mhz": TOY_MHZ},
+                                  {"model": "toy-c", "frequency_mhz": TOY_MHZ, "power_w": 10.0}]},
                  NO_DVFS),
-        Scenario("tx2-fig5", "Fig. 5: ResNet50@1300.5 vs MobileNetV2@726.75 MHz on a TX2, 1:1, phi = 0.7",
-                 {"apps": FIG5_APPS}, ALL),
+        Scenario("tx2-fig5", "Fig. 5: ResNet50@1300.5 vs MobileNetV2@726.75 MHz on a TX2, 1:1, phi = 0.7 "
+                 "(Fig. 7: the sweep phi=)", {"apps": [R50_MAX, MNV2_726]}, ALL),
         Scenario("tx2-fig5-text4x", "Fig. 5 with MobileNetV2 at 1065 mW (the text's 4x disparity)",
                  {"apps": [R50_MAX, {"model": "mobilenetv2-text4x", "frequency_mhz": 726.75}]}, ALL),
+        Scenario("tx2-fig6", f"Fig. 6: ResNet50@1300.5 vs ResNet50@{FIG6_LOW_MHZ} MHz (1-to-7.9; the sweep: "
+                 "app_frequencies_mhz=[1300.5, f])",
+                 {"apps": [R50_MAX, {"model": "resnet50", "frequency_mhz": FIG6_LOW_MHZ}]}, ALL),
+        Scenario("tx2-fig6-random", "Fig. 6 with A2's frequency drawn at every reset",
+                 {"apps": [R50_MAX, {"model": "resnet50", "frequency_mhz": 1300.5}], "random_frequency_apps": [1]},
+                 ALL),
+        Scenario("tx2-phi-random", "Fig. 5 apps with phi drawn from {0, 0.1, ..., 1} at every reset",
+                 {"apps": [R50_MAX, MNV2_726], "phi_choices": list(PHI_GRID)}, PHI_FIXED),
+        Scenario("a10g-fig8", "Fig. 8: GPT-2 vs MobileNetV2 on an A10G at max frequency (r = 2.2), phi = 0.7 "
+                 "(the sweep: phi=)", {"device": "a10g", "apps": A10G_APPS}, NO_DVFS),
+        Scenario("tx2-fig9-dynamic",
+                 "Fig. 9: ResNet50 @1300.5 [0,100), @1032.75 [10,90), @726.75 [30,70) epochs; phi = 0.7",
+                 {"horizon": 100, "apps": [
+                     {"model": "resnet50", "frequency_mhz": 1300.5, "arrival": 0},
+                     {"model": "resnet50", "frequency_mhz": 1032.75, "arrival": 10, "departure": 90},
+                     {"model": "resnet50", "frequency_mhz": 726.75, "arrival": 30, "departure": 70}]},
+                 ALL),
+        Scenario("tx2-fig10-incentive",
+                 "Fig. 10: ResNet50@1300.5 vs ResNet50@1032.75 (A2 trades speed for time share)",
+                 {"apps": [R50_MAX, {"model": "resnet50", "frequency_mhz": 1032.75}], "tenant_app": 1}, ALL),
+        Scenario("tx2-fig10-same", "Fig. 10 left bars: both ResNet50 at 1300.5 MHz",
+                 {"apps": [R50_MAX, dict(R50_MAX)], "tenant_app": 1}, ALL),
+        Scenario("tx2-fig11-weights", "Fig. 11: Fig. 5 apps with weights 2:1, phi = 0.7 (the sweep: phi=)",
+                 {"apps": FIG11_APPS}, ALL),
     ]
-    for index, level in enumerate(TX2_GPU_LEVELS_MHZ):
-        scenarios.append(Scenario(
-            f"tx2-fig6-f{index}", f"Fig. 6: ResNet50@1300.5 vs ResNet50@{level} MHz (disparity sweep)",
-            {"apps": [R50_MAX, {"model": "resnet50", "frequency_mhz": level}]}, ALL))
-    scenarios.append(Scenario(
-        "tx2-fig6-random", "Fig. 6 with A2's frequency drawn at every reset",
-        {"apps": [R50_MAX, {"model": "resnet50", "frequency_mhz": 1300.5}], "random_frequency_apps": [1]}, ALL))
-    scenarios += _phi_grid("tx2-fig7", "Fig. 7: Fig. 5 apps", {"apps": FIG5_APPS}, PHI_FIXED)
-    scenarios.append(Scenario("tx2-phi-random", "Fig. 5 apps with phi drawn from {0, 0.1, ..., 1} at every reset",
-                              {"apps": FIG5_APPS, "phi_choices": list(PHI_GRID)}, PHI_FIXED))
-    scenarios.append(Scenario("a10g-fig8", "Fig. 8: GPT-2 vs MobileNetV2 on an A10G at max frequency (r = 2.2)",
-                              {"device": "a10g", "apps": A10G_APPS}, NO_DVFS))
-    scenarios += _phi_grid("a10g-fig8", "Fig. 8: A10G GPT-2 vs MobileNetV2", {"device": "a10g", "apps": A10G_APPS},
-                           ("ETF",))
-    scenarios.append(Scenario(
-        "tx2-fig9-dynamic",
-        "Fig. 9: ResNet50 @1300.5 [0,100), @1032.75 [10,90), @726.75 [30,70) epochs; phi = 0.7",
-        {"horizon": 100, "apps": [
-            {"model": "resnet50", "frequency_mhz": 1300.5, "arrival": 0},
-            {"model": "resnet50", "frequency_mhz": 1032.75, "arrival": 10, "departure": 90},
-            {"model": "resnet50", "frequency_mhz": 726.75, "arrival": 30, "departure": 70}]},
-        ALL))
-    scenarios.append(Scenario(
-        "tx2-fig10-incentive", "Fig. 10: ResNet50@1300.5 vs ResNet50@1032.75 (A2 trades speed for time share)",
-        {"apps": [R50_MAX, {"model": "resnet50", "frequency_mhz": 1032.75}], "tenant_app": 1}, ALL))
-    scenarios.append(Scenario(
-        "tx2-fig10-same", "Fig. 10 left bars: both ResNet50 at 1300.5 MHz",
-        {"apps": [R50_MAX, dict(R50_MAX)], "tenant_app": 1}, ALL))
-    scenarios.append(Scenario("tx2-fig11-weights", "Fig. 11: Fig. 5 apps with weights 2:1, phi = 0.7",
-                              {"apps": FIG11_APPS}, ALL))
-    scenarios += _phi_grid("tx2-fig11", "Fig. 11: Fig. 5 apps at 2:1", {"apps": FIG11_APPS}, PHI_FIXED)
     scenarios = [_paper(s) for s in scenarios]
     scenarios.append(Scenario(
         "random-mix", "training mix: 2-4 TX2 tenants (R18/R50/MNv2 x 13 levels, w 1|2), arrivals, random phi",
@@ -112,16 +107,18 @@ def _build() -> list[Scenario]:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
+# The action mode each kind fixes; every kind is the one env class.
+MODES = {"ETF": "split", "ETFPhi": "phi", "ETFDVFS": "dvfs"}
+ENTRY_POINT = "joulegym.envs.etf.env:ETFEnv"
 # The base ids' descriptions end with their defaults (the Fig. 5 apps of ``default_config``); scenario ids
 # reuse the part before the first ":" and add the scenario's own line.
-MODES = {"ETF": None, "ETFPhi": None, "ETFDVFS": None}  # TODO(core): action modes once ETF is on the core
 KINDS = {
-    "ETF": ("joulegym.envs.etf.time_share:TimeShareEnv",
+    "ETF": (ENTRY_POINT,
             "ETF time-share: the agent splits each scheduling interval above Algorithm 1's guarantee "
             "(Fig. 5 apps, phi = 0.7, reward 'etf')"),
-    "ETFPhi": ("joulegym.envs.etf.phi_knob:PhiKnobEnv",
+    "ETFPhi": (ENTRY_POINT,
                "ETF phi knob: the agent sets the time-fair factor phi each epoch (Fig. 5 apps, reward F_S)"),
-    "ETFDVFS": ("joulegym.envs.etf.tenant_dvfs:TenantDVFSEnv",
+    "ETFDVFS": (ENTRY_POINT,
                 "ETF tenant DVFS: ResNet50@1300.5 picks its GPU level against MobileNetV2 under ETF(0.7) "
                 "(reward: its inferences/s)"),
 }
@@ -130,7 +127,8 @@ KINDS = {
 FAMILY = FamilyDescriptor(
     name="etf",
     title="ETF: energy-time fair time-sharing of one GPU with per-app DVFS (Liang et al., SEC '23)",
-    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description) for kind, (entry_point, description) in KINDS.items()),
+    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description)
+                for kind, (entry_point, description) in KINDS.items()),
     scenarios=SCENARIOS,
     policies="joulegym.baselines.etf",
     reference_policy="etf",

@@ -2,8 +2,9 @@
 
 An :class:`InferenceApp` is one model-serving tenant (ETF paper §6.1): a model profiled on a device,
 a GPU frequency (per-app DVFS), a weight, a presence window in decision epochs, and a demand
-(``None`` = backlogged, "requests are always queued"; or an open-loop request rate, spec §9.5
-``open_loop``). :func:`random_mix` draws the spec's training mix (§9.5 ``random_mix``).
+(``None`` = backlogged, "requests are always queued"; or an open-loop request rate, the ``open-loop``
+scenario). :func:`random_mix` draws the training mix of the ``random-mix`` scenario. :data:`FIG5_APPS` is
+the paper's Fig. 5 pair, the ETF env's default apps (``docs/families/etf.md``, "Scenarios").
 """
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ from typing import Any
 import numpy as np
 
 from joulegym.devices import Device
+
+# The ETF paper's Fig. 5 pair on a Jetson TX2 (§6.2): ResNet50 at the top GPU level against MobileNetV2 at
+# 726.75 MHz ("1300" and "726" in the paper), equal weights, backlogged. Entries are app configs
+# (``InferenceApp.from_config``); copy them before changing one.
+FIG5_APPS: tuple[dict[str, Any], ...] = (
+    {"model": "resnet50", "frequency_mhz": 1300.5},
+    {"model": "mobilenetv2", "frequency_mhz": 726.75},
+)
 
 
 @dataclass(frozen=True)
@@ -85,13 +94,14 @@ def random_mix(
     max_apps: int = 4,
     demand_load: Sequence[float] | None = None,
 ) -> list[InferenceApp]:
-    """The spec's ``random_mix`` (§9.5 [A]): N0 in {2,3,4} apps at t=0, Poisson arrivals, lifetimes.
+    """The ``random-mix`` training mix (our assumption, docs page "Assumptions"): N0 in {2,3,4} apps at
+    t=0, Poisson arrivals, geometric lifetimes.
 
     Each app draws a model, a frequency level (uniform over the device grid) and a weight. Lifetimes
     are geometric with mean ``mean_lifetime`` epochs; arrivals are Poisson with ``arrival_rate`` per
     epoch. An arrival finding all ``max_apps`` slots busy waits (FIFO) for the first free epoch; it is
     dropped only if no slot frees before the horizon. With ``demand_load`` (a (low, high) range) apps
-    are open-loop (spec ``open_loop``): each draws a busy fraction ``u ~ U(low, high)`` of the GPU it
+    are open-loop (the ``open-loop`` scenario): each draws a busy fraction ``u ~ U(low, high)`` of the GPU it
     would need alone, i.e. a request rate ``u / S(model, f)`` inferences/s.
     """
     levels = device.frequencies.levels_mhz if device.frequencies is not None else (None,)

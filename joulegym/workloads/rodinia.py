@@ -3,14 +3,18 @@
 Each app is described by its CPU fraction of work ``xi_cpu`` (xi^gpu = 1 - xi^cpu, §II-B) and its
 category (§VI-A, from Rodinia [41]). Stated values (§VI-B1): GE 0.21, KM 0.07, HW 0.24 (co-run
 friendly), MY 1.0 (CPU-dominant), BT 0.0 (GPU-dominant). KNN, CFD and LUD are not given a value in
-the paper; the EMRF spec (§4.2, §8 row 9) takes them from the category: KNN 1.0, CFD 0.0, LUD 0.0.
+the paper; we take them from the category: KNN 1.0, CFD 0.0, LUD 0.0 (docs/families/emrf.md,
+assumption A3).
 
-Mixes (Table II): M1 = GE, KM, HW, MY, BT at weights 2:1:3:4:1 (in that order, spec §8 row 19);
+Mixes (Table II): M1 = GE, KM, HW, MY, BT at weights 2:1:3:4:1 (in that order, assumption A5);
 M2 = GE+KM, M3 = HW+MY, M4 = KM+BT, M5 = KNN+CFD, equal weights.
 
-Job sizes are not in the paper (spec §8 row 10): the default one-job size of an app is
-``T_solo * F_solo`` GFLOP with ``T_solo = 10 s`` (the spec's default) and ``F_solo`` the app's
-GFLOPS alone on the whole APU (:func:`solo_gflops`).
+Job sizes are not in the paper: the default one-job size of an app is ``T_solo * F_solo`` GFLOP with
+``T_solo = 10 s`` and ``F_solo`` the app's GFLOPS alone on the whole APU (:func:`solo_gflops`;
+assumption A4).
+
+:data:`RANDOM_MIX` is the generator of the ``apu-random`` training mix (assumption A11); the EMRF env's
+defaults and the scenario both use it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CATEGORIES = ("co-run", "cpu-dominant", "gpu-dominant")
-DEFAULT_SOLO_SECONDS = 10.0  # spec §8 row 10: T_solo = 10 s for every app (not in the paper)
+DEFAULT_SOLO_SECONDS = 10.0  # T_solo = 10 s for every app (not in the paper; docs/families/emrf.md, A4)
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class RodiniaApp:
     description: str
     category: str
     xi_cpu: float
-    xi_stated: bool  # True: the paper states xi; False: taken from the category (spec §8 row 9)
+    xi_stated: bool  # True: the paper states xi; False: taken from the category (assumption A3)
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -56,8 +60,22 @@ RODINIA: dict[str, RodiniaApp] = {
     )
 }
 
-# Table III order; the Fig. 8 scenario takes the first n of these (spec §6.3 / §8 row 12).
+# Table III order; the Fig. 8 scenarios take the first n of these (docs/families/emrf.md, assumption A6).
 TABLE_III_ORDER = ("GE", "KM", "HW", "MY", "KNN", "BT", "CFD", "LUD")
+
+
+# The ``apu-random`` training mix (docs/families/emrf.md, assumption A11): the EMRF env's ``random`` config
+# key. The user count, the app set, the weights and the xi jitter follow the paper's setting (Tables II and
+# III, weights as in M1); the rest are joulegym choices (the paper trains no agent).
+RANDOM_MIX = {
+    "n_users": [2, 8],  # n ~ U{2..8}
+    "apps": list(TABLE_III_ORDER),  # uniform over the 8 Rodinia apps
+    "weights": [1.0, 2.0, 3.0, 4.0],  # w ~ U{1, 2, 3, 4}
+    "xi_jitter": 0.03,  # +-0.03 on co-run apps' xi
+    "job_sigma": 0.5,  # lognormal sigma of job sizes (mean = 10 s x F_solo)
+    "arrival_rate": 0.03,  # Poisson jobs/s per user (~0.3 x the APU per user)
+    "initial_jobs": 1,  # every user starts with one job
+}
 
 
 @dataclass(frozen=True)
@@ -106,12 +124,12 @@ def mix_arrays(name: str) -> tuple[list[float], list[float]]:
 
 
 def solo_gflops(xi_cpu: float, capacities: tuple[float, float]) -> float:
-    """GFLOPS of an app alone on the whole APU: F_solo = 1 / max(xi^cpu/C_cpu, xi^gpu/C_gpu) (spec §2.4)."""
+    """GFLOPS of an app alone on the whole APU: F_solo = 1 / max(xi^cpu/C_cpu, xi^gpu/C_gpu) (1 / m_i, Eq. (5))."""
     c_cpu, c_gpu = capacities
     return 1.0 / max(xi_cpu / c_cpu, (1.0 - xi_cpu) / c_gpu)
 
 
 def default_job_gflop(xi_cpu: float, capacities: tuple[float, float],
                       solo_seconds: float = DEFAULT_SOLO_SECONDS) -> float:
-    """One job's work (GFLOP) by the spec's default ``T_solo * F_solo`` (spec §8 row 10)."""
+    """One job's work (GFLOP): ``T_solo * F_solo`` (docs/families/emrf.md, assumption A4)."""
     return solo_seconds * solo_gflops(xi_cpu, capacities)

@@ -46,14 +46,14 @@ def test_a8_3870k_against_the_spec_sheet():
     ("BT", 0.0, "gpu-dominant", True), ("CFD", 0.0, "gpu-dominant", False), ("LUD", 0.0, "gpu-dominant", False),
 ])
 def test_rodinia_catalog(app, xi, category, stated):
-    """Spec §4.2 / Table III: CPU fractions (stated in §VI-B1, or from the category, spec §8 row 9)."""
+    """Table III: CPU fractions (stated in §VI-B1, or from the category: docs/families/emrf.md, assumption A3)."""
     entry = rodinia_app(app.lower())
     assert (entry.xi_cpu, entry.category, entry.xi_stated) == (xi, category, stated)
     assert entry.co_run == (category == "co-run")
 
 
 def test_solo_gflops_match_spec_table():
-    """Spec §4.2 [computed] F^solo = 1/m on the A8-3870K."""
+    """F^solo = 1/m on the A8-3870K (computed from Table III's xi; docs/families/emrf.md §4)."""
     expected = {"GE": 114.29, "KM": 342.86, "HW": 100.0, "MY": 24.0, "KNN": 24.0, "BT": 480.0, "CFD": 480.0,
                 "LUD": 480.0}
     for app, value in expected.items():

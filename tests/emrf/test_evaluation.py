@@ -37,12 +37,12 @@ def test_front_through_env_uses_weights_for_residual_and_levels_for_discrete():
     assert np.all(np.diff(discrete["mean_efficiency"]) < 0)
 
 
-def test_reproduce_tables_match_spec():
+def test_reproduce_tables_match_the_model():
     t8 = fig8_table().set_index("n")
     assert t8.loc[5, "EMRF-0.1"] == pytest.approx(320.7, abs=0.05)
     t7 = fig7_table([0.0, 0.5, 1.0])
     m2 = t7[t7["scenario"] == "M2"].set_index("eta")
-    np.testing.assert_allclose(m2["theta_over_eta1"], [1.5, 1.25, 1.0], rtol=1e-9)  # spec §6.3: 1.5 - 0.5 eta
+    np.testing.assert_allclose(m2["theta_over_eta1"], [1.5, 1.25, 1.0], rtol=1e-9)  # docs page §9: 1.5 - 0.5 eta
     np.testing.assert_allclose(m2["delta_bound"], [2.0, 1.0, 0.0], atol=1e-9)
 
 

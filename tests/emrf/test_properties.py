@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) of the EMRF algorithms: only properties the spec says hold (§2.3, App. B 7).
+"""Property tests (hypothesis) of the EMRF algorithms: only properties that hold (docs/families/emrf.md §3).
 
 Feasibility, saturation of at least one device, Pareto efficiency, realized soft fairness within the
 (corrected) Theorem-1 bound, delta non-increasing in eta, sharing incentive whenever eta >= S_i/F_i^max,
@@ -70,7 +70,7 @@ def _no_pareto_improvement(caps, xi, f) -> bool:
 @SETTINGS
 @given(inst=instances(), eta=ETA)
 def test_emrf_feasible_saturating_pe_and_within_bound(inst, eta, tie_break, solver):
-    """App. B item 7 / Theorems 1 and 4: feasible, >= 1 device saturated, PE, realized Δ <= δ(eta)."""
+    """Theorems 1 and 4: feasible, >= 1 device saturated, PE, realized Δ <= δ(eta)."""
     caps, xi, w = inst
     f = emrf_allocate(caps, xi, w, eta, tie_break=tie_break, solver=solver)
     assert is_feasible(caps, xi, f, rtol=1e-7)
@@ -144,7 +144,7 @@ def test_lexmaxmin_is_fairest_on_the_optimal_face(inst, eta):
 @SETTINGS
 @given(instances())
 def test_emrf_at_one_is_drf_when_everyone_needs_the_saturated_devices(inst):
-    """App. B item 6: EMRF(1) = DRF when every user has xi^d > 0 on every device DRF saturates (spec §8 row 4)."""
+    """EMRF(1) = DRF when every user has xi^d > 0 on every device DRF saturates (erratum E4)."""
     caps, xi, w = inst
     drf = drf_allocate(caps, xi, w)
     sat = saturated_devices(caps, xi, drf, rtol=1e-9)
@@ -161,7 +161,7 @@ def test_emrf_at_one_is_drf_when_everyone_needs_the_saturated_devices(inst):
 @SETTINGS
 @given(instances())
 def test_progressive_drf_equals_emrf_one(inst):
-    """Spec §3.3: progressive-filling DRF = EMRF(eta = 1) under the lexmaxmin tie-break; it is PE."""
+    """Erratum E3: progressive-filling DRF = EMRF(eta = 1) under the lexmaxmin tie-break; it is PE."""
     caps, xi, w = inst
     pf = drf_progressive_allocate(caps, xi, w)
     np.testing.assert_allclose(pf, emrf_allocate(caps, xi, w, 1.0), rtol=1e-7, atol=1e-9 * sum(caps))

@@ -1,4 +1,4 @@
-"""The EMRF fluid simulator (spec §1 "Simulator", §3.2 clarified Algorithm 1, §7 "Simulation core")."""
+"""The EMRF fluid simulator (docs/families/emrf.md §5: Algorithm 1 at run time, events inside the window)."""
 
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def test_late_user_waits_for_the_boundary_with_admit_at_window():
     assert sim.active == [True, True] and sim.arrived_at[1] == 1.5
 
 
-# --- arrivals inside the window (spec §3.2 "every ΔT AND on any job arrival/departure", §7) ----------------
+# --- arrivals inside the window (docs page, assumption A8) ---------------------------------------------------
 
 def weights_rule(sim: EMRFSimulator, omega: list[float]):
     """The env's ``weights`` rule: ``wfq_rule`` with equal ω when every active user has ω = 0."""
@@ -407,3 +407,33 @@ def test_too_many_users_rejected():
     sim = EMRFSimulator(CAPS, max_users=1)
     with pytest.raises(ValueError, match="max_users"):
         sim.reset([UserSpec("A", 0.1, 1.0, 1.0), UserSpec("B", 0.1, 1.0, 1.0)], np.random.default_rng(0))
+
+
+def test_apply_advance_is_one_window():
+    """The core Simulator protocol: ``apply(rule)`` then ``advance()`` runs exactly :meth:`window` (its result
+    in ``last_window``); the rule is used once; ``view()`` and ``metrics()`` report the state and totals."""
+    from joulegym.core.simulator import Simulator
+
+    runs = []
+    for protocol in (True, False):
+        sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=3)
+        sim.reset([UserSpec("HW", 0.24, 1.0, 75.0, jobs=1), UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=0.5)],
+                  np.random.default_rng(0))
+        assert isinstance(sim, Simulator)
+        results = []
+        for _ in range(3):
+            rule = weights_rule(sim, [1.0, 1.0])
+            if protocol:
+                sim.apply(rule)
+                going_on = sim.advance()
+                assert going_on == (sim.windows < 3)
+                results.append(sim.last_window)
+                with pytest.raises(RuntimeError, match="apply"):
+                    sim.advance()
+            else:
+                results.append(sim.window(rule))
+        runs.append((results, list(sim.work_done), sim.metrics()))
+    assert runs[0] == runs[1]
+    view = sim.view()
+    assert view.windows == 3 and view.time == 3.0 and view.active == (False, True) and view.capacities == CAPS
+    assert sim.metrics()["jobs_completed"] == 1.0 and sim.truncated

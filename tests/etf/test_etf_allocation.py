@@ -1,6 +1,6 @@
-"""Algorithm 1 and the closed forms on hand-checked inputs (ETF paper §4.2-§4.4; spec §2.3, §5.1, §11).
+"""Algorithm 1 and the closed forms on hand-checked inputs (ETF paper §4.2-§4.4; ``docs/families/etf.md``).
 
-Every expected number here is worked out by hand from the paper or the spec, never by the code under
+Every expected number here is worked out by hand from the paper or the docs page, never by the code under
 test. The randomised versions of these checks are in ``test_etf_properties.py``.
 """
 
@@ -126,7 +126,7 @@ def test_guarantee_is_floored_not_rounded():
     assert guaranteed_units(np.ones(2), np.array([3.0, np.inf]), 40, 0.7).tolist() == [3, 14]
 
 
-# --- continuous water-filling (§2.3) -------------------------------------------------------------------
+# --- continuous water-filling (docs page, "Closed forms") --------------------------------------------------
 def test_waterfill_two_apps_regimes():
     """Two equal-weight apps, r = 4: phi_fair = 2/5. Below it EF: T_1 = T/(1+r); above it T_1 = phi*T/2."""
     power = [4.0, 1.0]
@@ -182,7 +182,7 @@ def test_largest_remainder_rejects_bad_quotas():
         largest_remainder([1, np.nan], 3)
 
 
-# --- metrics (§3, §6.1) ----------------------------------------------------------------------------------
+# --- metrics (paper §6.1) -----------------------------------------------------------------------------------
 def test_metrics_are_weight_normalised_min_max_ratios():
     assert time_fairness([14, 26], [1, 1]) == pytest.approx(14 / 26)
     assert time_fairness([20, 10], [2, 1]) == pytest.approx(1.0)

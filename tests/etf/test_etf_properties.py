@@ -1,10 +1,10 @@
-"""Property tests (hypothesis) for what the ETF spec says holds (spec §2.3, §4, §10.14, §11).
+"""Property tests (hypothesis) for what holds of ETF (``docs/families/etf.md``, "Fairness properties").
 
 Asserted: the time guarantee, Pareto efficiency (every unit used, no demand exceeded), max-min weighted
 energy (Theorem 3: Algorithm 1 equals brute force for small T), the efficiency-incentive monotonicity,
-discrete vs continuous within the spec's bound, the phi extremes, phi_fair, and the two-app closed forms.
+discrete vs continuous within the docs page's bound, the phi extremes, phi_fair, and the two-app closed forms.
 
-Deliberately NOT asserted, because the spec shows they are false (§4): strict strategy-proofness
+Deliberately NOT asserted, because they are false (docs page): strict strategy-proofness
 (Lemma 2 lists two ways to gain; both are reproduced as expected behaviour in
 ``test_etf_allocation.py``), the DRF sharing incentive (fails for phi < 1), envy-freeness in time, and
 leximin optimality (lowest-index tie-breaking can give a lexicographically smaller sorted energy vector).
@@ -79,7 +79,7 @@ def test_guarantee_matches_exact_floor(inst):
 @FAST
 @given(instances())
 def test_time_guarantee(inst):
-    """T_i >= min(floor(phi*w_i*T/W), d_i) for every app (spec §4 'time guarantee')."""
+    """T_i >= min(floor(phi*w_i*T/W), d_i) for every app (docs page, 'time guarantee')."""
     w, d, p, T, k = inst
     units = etf_allocate(w, d, p, T, k / 10)
     for u, g in zip(units.tolist(), exact_guarantee(w, d, T, k)):
@@ -101,7 +101,7 @@ def test_pareto_efficiency(inst):
 @given(instances(n_min=1, n_max=3, t_max=12), st.booleans())
 def test_algorithm1_is_the_integer_max_min_optimum(inst, draw_shared_power):
     """Over every whole-unit allocation with m_i <= t_i <= min(d_i, T) and the same total, none has a
-    larger minimum weighted energy than Algorithm 1's (spec §2.3: brute force, T <= 12, N <= 3). Equal up
+    larger minimum weighted energy than Algorithm 1's (docs page "Closed forms": brute force, T <= 12, N <= 3). Equal up
     to float64 round-off: 9 x 3.226 / 3 and 3 x 3.226 / 1 are the same energy one ulp apart."""
     w, d, p, T, k = inst
     if draw_shared_power:  # equal powers with unequal weights: ties that float64 round-off can split
@@ -117,7 +117,7 @@ def test_algorithm1_is_the_integer_max_min_optimum(inst, draw_shared_power):
     assert min(weighted_energy(units, p, w)) == pytest.approx(best, rel=1e-12, abs=0.0)
 
 
-# --- efficiency incentive (§6.6, spec §4) ----------------------------------------------------------------
+# --- efficiency incentive (§6.6) --------------------------------------------------------------------------
 @FAST
 @given(instances(n_min=2, n_max=5), st.data())
 def test_efficiency_incentive_monotone(inst, data):
@@ -169,7 +169,7 @@ def test_waterfill_is_a_feasible_max_min_level(inst):
 @FAST
 @given(instances(n_min=1, n_max=5, t_max=80, demands=False))
 def test_phi_zero_is_energy_fair(inst):
-    """phi = 0, backlogged: weighted energies within max_i(P_i/w_i) of each other (one unit, spec §11);
+    """phi = 0, backlogged: weighted energies within max_i(P_i/w_i) of each other (one unit);
     the continuous form equals the corrected closed-form EF (erratum E1)."""
     w, d, p, T, _ = inst
     units = etf_allocate(w, d, p, T, 0.0)
@@ -192,7 +192,7 @@ def test_phi_one_is_time_fair(inst):
     assert np.allclose(etf_waterfill(w, d, p, float(T), 1.0), time_fair_allocation(w, float(T)), atol=1e-9)
 
 
-# --- phi_fair and the two-app closed forms (spec §2.3) ---------------------------------------------------
+# --- phi_fair and the two-app closed forms (docs page) --------------------------------------------------
 @FAST
 @given(st.lists(st.tuples(weights, powers), min_size=2, max_size=5))
 def test_phi_fair_matches_bisection(apps):
@@ -217,7 +217,7 @@ def test_phi_fair_matches_bisection(apps):
 @FAST
 @given(st.floats(1.0, 12.0), st.floats(0.01, 1.0))
 def test_two_app_closed_forms(r, phi):
-    """Equal weights, app 1 r times the power of app 2 (spec §2.3): below 2/(1+r) F_T = 1/r and F_E = 1;
+    """Equal weights, app 1 r times the power of app 2 (docs page, "Closed forms"): below 2/(1+r) F_T = 1/r and F_E = 1;
     above it F_T = phi/(2-phi), F_E = (2-phi)/(phi*r) and F_T * F_E = 1/r (the Pareto front);
     F_S(ETF)/F_S(TF) <= (2-phi)/phi."""
     p = [r, 1.0]
@@ -254,7 +254,7 @@ def test_best_phi_for_system_fairness(r):
 @FAST
 @given(instances(), st.integers(-3, 3), st.integers(-2, 2))
 def test_scale_invariance(inst, power_exp, weight_exp):
-    """Alg. 1 depends only on relative powers and weights (spec §5.1); powers of two keep floats exact."""
+    """Alg. 1 depends only on relative powers and weights (paper §4.2); powers of two keep floats exact."""
     w, d, p, T, k = inst
     base = etf_allocate(w, d, p, T, k / 10)
     scaled = etf_allocate([wi * 2.0**weight_exp for wi in w], d, [pi * 2.0**power_exp for pi in p], T, k / 10)

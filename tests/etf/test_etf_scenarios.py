@@ -1,4 +1,5 @@
-"""ETF named scenarios (spec §9.5): the catalogue, its configs, and the random timelines."""
+"""ETF named scenarios (``docs/families/etf.md``, "Scenarios"): the catalogue, its configs, the sweeps as
+kwargs, and the random timelines."""
 
 from __future__ import annotations
 
@@ -10,17 +11,15 @@ import joulegym  # noqa: F401  (registers the ids)
 from joulegym.scenarios import CATALOG, registered_ids
 from joulegym.scenarios.etf import KINDS, SCENARIOS
 
-EXPECTED = ["toy-fig3", "toy-fig3-lemma2", "tx2-fig5", "tx2-fig5-text4x", "tx2-fig6-random", "tx2-phi-random",
-            "a10g-fig8", "tx2-fig9-dynamic", "tx2-fig10-incentive", "tx2-fig10-same", "tx2-fig11-weights",
-            "random-mix", "open-loop"]
+EXPECTED = ["toy-fig3", "toy-fig3-lemma2", "tx2-fig5", "tx2-fig5-text4x", "tx2-fig6", "tx2-fig6-random",
+            "tx2-phi-random", "a10g-fig8", "tx2-fig9-dynamic", "tx2-fig10-incentive", "tx2-fig10-same",
+            "tx2-fig11-weights", "random-mix", "open-loop"]
 
 
 def test_catalogue():
-    for name in EXPECTED:
-        assert name in SCENARIOS
-    assert [f"tx2-fig6-f{k}" in SCENARIOS for k in range(13)] == [True] * 13
-    for prefix in ("tx2-fig7", "a10g-fig8", "tx2-fig11"):
-        assert all(f"{prefix}-phi{k / 10:.1f}" in SCENARIOS for k in range(11))
+    """The paper's scenarios are ids; the parameter sweeps (phi, A2's frequency) are kwargs, not ids."""
+    assert sorted(SCENARIOS) == sorted(EXPECTED)
+    assert not any("-phi0" in name or "-phi1" in name or "-fig6-f" in name for name in SCENARIOS)
     ids = registered_ids("etf")
     # One base id per kind plus one id per (scenario, applicable kind).
     expected = len(KINDS) + sum(len(s.kinds) if s.kinds else len(KINDS) for s in SCENARIOS.values())
@@ -35,15 +34,55 @@ def test_paper_scenarios_use_the_whole_split_and_training_ones_the_guarantee():
         assert mode == ("project" if name in ("random-mix", "open-loop") else "none"), name
 
 
-@pytest.mark.parametrize(("name", "phi"), [("tx2-fig5", 0.7), ("tx2-fig7-phi0.3", 0.3), ("tx2-fig11-phi1.0", 1.0),
-                                           ("a10g-fig8-phi0.6", 0.6)])
-def test_phi_of_scenarios(name, phi):
-    env = gym.make("joulegym/ETF-v0", scenario=name)
-    _, info = env.reset(seed=0)
-    assert info["phi"] == pytest.approx(phi)
+@pytest.mark.parametrize(("name", "kwargs", "phi"), [("tx2-fig5", {}, 0.7), ("tx2-fig5", {"phi": 0.3}, 0.3),
+                                                     ("tx2-fig11-weights", {"phi": 1.0}, 1.0),
+                                                     ("a10g-fig8", {"phi": 0.6}, 0.6)])
+def test_phi_of_scenarios(name, kwargs, phi):
+    env = gym.make("joulegym/ETF-v0", scenario=name, **kwargs)
+    obs, info = env.reset(seed=0)
+    assert info["phi"] == pytest.approx(phi) and obs[4 * 9] == pytest.approx(phi)
 
 
-def test_scenario_configs_match_the_spec():
+def test_fig6_sweep_is_a_kwarg():
+    """``tx2-fig6`` has A2 at 114.75 MHz (1-to-7.9); ``app_frequencies_mhz`` moves it to any TX2 level (a
+    ``None`` entry keeps that app's own frequency), on every kind."""
+    env = gym.make("joulegym/ETF-tx2-fig6-v0").unwrapped
+    env.reset(seed=0)
+    assert env.sim.frequency_mhz[:2] == [1300.5, 114.75]
+    for kind in ("ETF", "ETFPhi", "ETFDVFS"):
+        swept = gym.make(f"joulegym/{kind}-tx2-fig6-v0", app_frequencies_mhz=[None, 726.75]).unwrapped
+        swept.reset(seed=0)
+        assert swept.sim.frequency_mhz[:2] == [1300.5, 726.75]
+        assert swept.config["app_frequencies_mhz"] == [None, 726.75]
+    # A frequency within the grid's 0.5 MHz tolerance is the level itself.
+    near = gym.make("joulegym/ETF-tx2-fig6-v0", app_frequencies_mhz=[1300.5, 1032.5]).unwrapped
+    near.reset(seed=0)
+    assert near.sim.frequency_mhz[1] == 1032.75
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"app_frequencies_mhz": [1300.5]}, "one GPU level .* per app"),
+    ({"app_frequencies_mhz": 726.75}, "one GPU level .* per app"),
+    ({"app_frequencies_mhz": [1300.5, 1000.0]}, r"app_frequencies_mhz\[1\]=1000.0 is not a GPU level"),
+    ({"app_frequencies_mhz": [1300.5, -1.0]}, r"app_frequencies_mhz\[1\] must be a finite number > 0"),
+    ({"app_frequencies_mhz": [1300.5, "fast"]}, r"app_frequencies_mhz\[1\]"),
+    ({"app_frequencies_mhz": [None, 726.75], "random_frequency_apps": [1]}, "random_frequency_apps"),
+])
+def test_app_frequencies_are_validated(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gym.make("joulegym/ETF-tx2-fig6-v0", **kwargs)
+
+
+def test_app_keys_have_no_effect_with_a_mix():
+    with pytest.raises(ValueError, match="app_frequencies_mhz refers to apps"):
+        gym.make("joulegym/ETF-random-mix-v0", app_frequencies_mhz=[1300.5, 726.75])
+    with pytest.raises(ValueError, match="random_frequency_apps refers to apps"):
+        gym.make("joulegym/ETF-random-mix-v0", random_frequency_apps=[0])
+    with pytest.raises(ValueError, match="mix has unknown keys"):
+        gym.make("joulegym/ETF-random-mix-v0", mix={"colour": 1})
+
+
+def test_scenario_configs_match_the_paper():
     env = gym.make("joulegym/ETF-tx2-fig5-v0").unwrapped
     env.reset(seed=0)
     assert env.sim.power_w[:2] == [4.261, 0.9] and env.sim.frequency_mhz[:2] == [1300.5, 726.75]

@@ -1,4 +1,5 @@
-"""EMRF, DRF and WFQ on a coupled CPU-GPU APU as pure functions (EMRF paper §III, §IV, §V; spec §2-§3).
+"""EMRF, DRF and WFQ on a coupled CPU-GPU APU as pure functions (EMRF paper §III, §IV, §V;
+docs/families/emrf.md §2-§3).
 
 Every function takes ``(capacities, xi_cpu, weights, ...)``: ``capacities = (C_cpu, C_gpu)`` in GFLOPS,
 ``xi_cpu[i]`` the fraction of user i's operations run on the CPU (xi^gpu = 1 - xi^cpu) and
@@ -9,17 +10,17 @@ function                              paper
 ====================================  ===========================================================
 :func:`fair_share`                    Eq. (3): S_i = w_i / (W m_i), m_i = max_d xi_i^d / C_d
 :func:`drf_allocate`                  Eq. (8): F_i^max = w_i / (D m_i) (stops at the first
-                                      saturated device, spec §8 row 3)
+                                      saturated device, erratum E3)
 :func:`wfq_allocate`                  §III proportional sharing: F_i = w_i t, first device saturates
 :func:`static_partition`              the non-sharing partition (SI reference): F_i = S_i
-:func:`drf_progressive_allocate`      extension: Ghodsi progressive-filling DRF (spec §3.3 DRF-PF)
+:func:`drf_progressive_allocate`      extension: Ghodsi progressive-filling DRF (erratum E3)
 :func:`residual_capacity`             C'_d = C_d - eta sum_k F_k^max xi_k^d (clamped at 0)
 :func:`emrf_allocate`                 Eq. (10): F = eta F^max + F', F' the LP of Eqs. (15)-(17)
-:func:`delta_bound`                   Theorem 1, corrected (spec §2.3): max_i (W/w_i) m_i min_d C'_d/xi_i^d
+:func:`delta_bound`                   Theorem 1, corrected (erratum E1): max_i (W/w_i) m_i min_d C'_d/xi_i^d
 :func:`soft_fairness_degree`          LHS of Eq. (9): max_i F_i/S_i - min_i F_i/S_i
 :func:`sharing_incentive_violations`  Eq. (1): users with F_i < S_i (counted, Theorem 2 is sufficient only)
 :func:`envy_pairs`                    Eq. (2) with mu of Eq. (19) in min-form (Theorem 3 is false,
-                                      spec §2.3: counted, never assumed)
+                                      erratum E7: counted, never assumed)
 :func:`pareto_efficient`              every user needs some saturated device (Leontief PE)
 :func:`algorithm1_allocate`           Alg. 1 lines 3-9 (§V-C): discrete kernel slices by lowest F_i/F*_i
                                       (per-device check, skip-and-continue or ``strict_stop``)
@@ -28,9 +29,9 @@ function                              paper
 **The efficiency LP.** With ``z_g`` the level F'_i/S_i of a group g of users with equal xi (Eq. (17)
 makes it common to the group), the LP of Eqs. (15)-(16) is ``max sum_g s_g z_g`` s.t. ``sum_g s_g z_g xi_g
 <= A`` and ``sum_g s_g z_g (1 - xi_g) <= B`` (``s_g = sum_{i in g} S_i``; A, B = C'). Its optimum is
-often a face, not a point (spec §8 row 2); two tie-breaks are offered:
+often a face, not a point (erratum E2); two tie-breaks are offered:
 
-- ``"lexmaxmin"`` (default, spec §3.1 step 6): the lexicographic max-min of F_i/S_i on the optimal face.
+- ``"lexmaxmin"`` (default): the lexicographic max-min of F_i/S_i on the optimal face.
 - ``"vertex"``: the vertex scipy's HiGHS returns for the per-group LP (the paper used GLPK, whose
   vertex is implementation-dependent; this is the parity option, not a unique answer).
 
@@ -70,8 +71,8 @@ import numpy as np
 
 TIE_BREAKS = ("lexmaxmin", "vertex")
 SOLVERS = ("highs", "closed-form")  # emrf_allocate default first; the env uses closed-form
-XI_GROUP_TOL = 1e-9  # spec §3.1 step 5: users with |xi_i - xi_j| < 1e-9 share constraint (17)
-RESIDUAL_ZERO_RTOL = 1e-12  # C'_d below this fraction of C_d is floating-point noise: clamp to 0 (spec §3.1 step 4)
+XI_GROUP_TOL = 1e-9  # users with |xi_i - xi_j| < 1e-9 share constraint (17) (equal rho, docs §2)
+RESIDUAL_ZERO_RTOL = 1e-12  # C'_d below this fraction of C_d is floating-point noise: clamp to 0 (docs §2)
 CHECK_RTOL = 1e-9  # relative slack of the diagnostics (saturation, SI, envy) against round-off
 FILL_RTOL = 1e-12  # Algorithm 1's per-device check: a slice "fits" up to this relative round-off
 DUAL_RTOL = 1e-9  # a HiGHS dual / reduced cost above this (relative to the largest dual) counts as positive
@@ -221,11 +222,11 @@ def _marginals(res, field: str, what: str) -> np.ndarray:
 
 
 def _highs_lexmaxmin_levels(a: float, b: float, gxi: list[float], gs: list[float]) -> list[float]:
-    """Lexicographic max-min z_g on the LP's optimal face (spec §3.1 step 6), every LP solved by HiGHS.
+    """Lexicographic max-min z_g on the LP's optimal face (erratum E2), every LP solved by HiGHS.
 
     1. LP1 (Eqs. (15)-(16) in z, Eq. (17) built in): its optimum and HiGHS's duals. By complementary
        slackness the optimal face is *exactly* {z feasible : capacity rows with a positive dual are
-       tight, groups with a positive reduced cost are 0} (for any one optimal dual). The spec's
+       tight, groups with a positive reduced cost are 0} (for any one optimal dual). A relative slack
        "objective >= OPT (1 - 1e-9)" is not used: near-equal xi (0 vs 0.001) amplify that slack ~1000x
        into 1e-4-relative errors in z.
     2. Sequential max-min: maximise t s.t. z_g >= t for the free groups, the fixed ones at their level;
@@ -271,7 +272,7 @@ def _highs_lexmaxmin_levels(a: float, b: float, gxi: list[float], gs: list[float
 @lru_cache(maxsize=CACHE_SIZE)
 def emrf_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float, ...], eta: float,
               tie_break: str = "lexmaxmin", solver: str = "closed-form") -> tuple[tuple[float, ...], float, float]:
-    """``(F, C'_cpu, C'_gpu)`` of EMRF_SOLVE (spec §3.1) for a validated instance; cached."""
+    """``(F, C'_cpu, C'_gpu)`` of EMRF (Eqs. (3)-(17), docs/families/emrf.md §2) for a validated instance; cached."""
     _, share, fmax, _, _ = basics(c_cpu, c_gpu, xi, w)
     a, b = residual_core(c_cpu, c_gpu, xi, fmax, eta)
     groups = _groups(xi)
@@ -316,7 +317,7 @@ def fair_share(capacities, xi_cpu, weights) -> np.ndarray:
     return np.array(basics(*_key(capacities, xi_cpu, weights))[1])
 
 
-static_partition = fair_share  # the non-sharing partition; F_i = S_i (spec §3.3, SI reference)
+static_partition = fair_share  # the non-sharing partition; F_i = S_i (the SI reference of Eq. (1))
 
 
 def dominant_coefficients(capacities, xi_cpu) -> np.ndarray:
@@ -326,7 +327,7 @@ def dominant_coefficients(capacities, xi_cpu) -> np.ndarray:
 
 
 def solo_allocation(capacities, xi_cpu) -> np.ndarray:
-    """F_i^solo = 1 / m_i: GFLOPS of each app alone on the whole APU (spec §2.4)."""
+    """F_i^solo = 1 / m_i: GFLOPS of each app alone on the whole APU (weighted speedup, erratum E12)."""
     return 1.0 / dominant_coefficients(capacities, xi_cpu)
 
 
@@ -366,7 +367,7 @@ def drf_progressive_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: t
 
 
 def drf_progressive_allocate(capacities, xi_cpu, weights) -> np.ndarray:
-    """Ghodsi-style DRF by progressive filling (spec §3.3 "DRF-PF", an extension; not the paper's DRF).
+    """Ghodsi-style DRF by progressive filling (an extension, erratum E3; not the paper's DRF).
 
     Users rise at equal weighted dominant share (F_i proportional to w_i / m_i); when a device
     saturates, the users needing it stop and the others keep filling until no one can grow. Unlike
@@ -382,7 +383,7 @@ def sharing_incentive_eta(capacities, xi_cpu, weights) -> float:
 
 
 def wfq_allocate(capacities, xi_cpu, weights) -> np.ndarray:
-    """§III proportional sharing (spec §3.3): F_i = w_i t, t = 1 / max_d(sum_i w_i xi_i^d / C_d)."""
+    """§III proportional sharing (erratum E5): F_i = w_i t, t = 1 / max_d(sum_i w_i xi_i^d / C_d)."""
     c, xi, w = as_instance(capacities, xi_cpu, weights)
     t = 1.0 / max(float(w @ xi) / c[0], float(w @ (1.0 - xi)) / c[1])
     return w * t
@@ -401,7 +402,7 @@ def emrf_allocate(capacities, xi_cpu, weights, eta: float, tie_break: str = "lex
     """EMRF (Eq. (10)): F_i = eta F_i^max + F'_i with F' the efficiency LP of Eqs. (15)-(17).
 
     :param tie_break: ``"lexmaxmin"`` (default; unique) or ``"vertex"`` (HiGHS's vertex, paper parity).
-    :param solver: ``"highs"`` (default: scipy ``linprog(method="highs")``, spec §3.1) or
+    :param solver: ``"highs"`` (default: scipy ``linprog(method="highs")``) or
         ``"closed-form"`` (the env's exact pure-Python solution of the same LP, lexmaxmin only; see the
         module docstring). ``vertex`` always uses HiGHS.
     :raises EMRFSolverError: HiGHS could not solve the LP.
@@ -416,7 +417,7 @@ def emrf_allocate(capacities, xi_cpu, weights, eta: float, tie_break: str = "lex
 
 @dataclass(frozen=True)
 class EMRFSolution:
-    """Everything EMRF_SOLVE (spec §3.1) computes, for reports and tests."""
+    """Everything the EMRF solve (docs/families/emrf.md §2) computes, for reports and tests."""
 
     allocation: np.ndarray  # F (GFLOPS per user)
     fairness_stage: np.ndarray  # eta F^max
@@ -444,7 +445,7 @@ def emrf_solve(capacities, xi_cpu, weights, eta: float, tie_break: str = "lexmax
 
 
 def delta_bound(capacities, xi_cpu, weights, eta: float) -> float:
-    """Theorem 1's unfairness bound, corrected (spec §2.3, §8 row 1): max_i (W/w_i) m_i min_d C'_d/xi_i^d.
+    """Theorem 1's unfairness bound, corrected (erratum E1): max_i (W/w_i) m_i min_d C'_d/xi_i^d.
 
     The paper's typeset form gives 0.28125 on Example 1 (eta = 0.5); this form gives its printed 1.125.
     """
@@ -471,18 +472,18 @@ def algorithm1_fill_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], omeg
             heapq.heappush(heap, (alloc[i] / omega[i], i))
         elif strict_stop:  # line 9 as printed: "the system is full and the allocation stops"
             break
-        # else: user i is blocked; the others continue (spec §3.2 default, skip-and-continue)
+        # else: user i is blocked; the others continue (erratum E6: skip-and-continue, the default)
     return tuple(alloc)
 
 
 def algorithm1_allocate(capacities, xi_cpu, omega, task_gflop: float, strict_stop: bool = False) -> np.ndarray:
-    """Algorithm 1 lines 3-9 (§V-C), the paper-like discrete scheduler (spec §3.2 "discrete" option).
+    """Algorithm 1 lines 3-9 (§V-C), the paper-like discrete scheduler (docs/families/emrf.md §5).
 
     The allocations ``omega`` (e.g. EMRF's F*) are relative weights (line 3); kernel slices of
     ``task_gflop`` GFLOPS go one at a time to the user with the lowest F_i / omega_i (line 4, ties to
     the lowest index). Line 6 (``F_i + D <= C_cpu + C_gpu``) is not a feasibility check; the slice must
-    fit on every device it uses (spec §3.2 fix). A slice that does not fit blocks that user and the
-    others continue (spec default), or stops everything (``strict_stop``, line 9 as printed, which can
+    fit on every device it uses (erratum E6). A slice that does not fit blocks that user and the
+    others continue (the default), or stops everything (``strict_stop``, line 9 as printed, which can
     leave a device idle). Users with omega_i = 0 get nothing. As ``task_gflop`` -> 0 with omega = F*
     saturating a device this tends to the fluid limit F = omega t* the env uses by default, except that
     users who need no saturated device keep receiving slices (skip-and-continue).
@@ -502,7 +503,7 @@ def algorithm1_allocate(capacities, xi_cpu, omega, task_gflop: float, strict_sto
 
 
 def soft_fairness_degree(allocation, fair_shares) -> float:
-    """Realized soft-fairness degree (Eq. (9) LHS, spec §2.4): max_i F_i/S_i - min_i F_i/S_i (smaller = fairer)."""
+    """Realized soft-fairness degree (Eq. (9) LHS, erratum E12): max_i F_i/S_i - min_i F_i/S_i (smaller = fairer)."""
     ratio = np.asarray(allocation, dtype=float) / np.asarray(fair_shares, dtype=float)
     return float(ratio.max() - ratio.min()) if ratio.size else 0.0
 

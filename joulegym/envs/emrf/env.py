@@ -1,63 +1,82 @@
-"""``joulegym/EMRF-v0`` and its action-mode kinds: sharing a coupled CPU-GPU APU (EMRF paper; spec §7).
+"""``joulegym/EMRF-v0`` and its action-mode kinds: sharing a coupled CPU-GPU APU (Tang et al.; docs/families/emrf.md).
 
 Up to ``max_users`` users (apps with CPU fraction xi, weight w, job queues) share an APU of
 ``(C_cpu, C_gpu)`` GFLOPS (:mod:`~joulegym.envs.emrf.simulator`). Each decision step is one scheduling
-window ΔT (Alg. 1; default 1 s) in which the agent sets the per-user allocation F_i (GFLOPS).
+window ΔT (Alg. 1; default 1 s) in which the agent sets the per-user allocation F_i (GFLOPS). One class,
+:class:`EMRFEnv`; the ``action_mode`` picks the action type and with it the kind (id stem).
 
 ==================  ==========================================================================
-Action modes        ``action_mode`` config key; each also has its own id (kind):
+Action modes        ``action_mode`` (an :class:`~joulegym.core.actions.ActionType` each); the kinds:
 
-                    - ``weights`` (``joulegym/EMRF-v0``): ``Box(0, 1, (max_users,))`` weights ω;
+                    - ``weights`` (``EMRF``): ``Box(0, 1, (max_users,))`` weights ω;
                       F_i = ω_i t*, t* = 1 / max_d(sum ω_i xi_i^d / C_d) over the active users (WFQ
                       semantics: a device saturates). Inactive slots are ignored; all-zero ω on the
-                      active users means equal ω (the spec's "ω + 1e-6" would make the reference
-                      action inexact). ω = F*/max F* reproduces any saturating F* (EMRF's included).
+                      active users means equal ω (docs page, assumption A18). ω = F*/max F* reproduces
+                      any saturating F* (EMRF's included).
                     - ``residual_weights`` (``EMRFResidual``): same Box; F_i = η F_i^max + ω_i t',
                       t' saturating the first device of C' (the fairness floor holds by construction).
                       Reference: ω = F'/max F'.
                     - ``knob`` (``EMRFKnob``): ``Box(0, 1, (1,))`` = η of this window; F = EMRF(η).
                     - ``knob_discrete`` (``EMRFKnobDiscrete``): ``Discrete(knob_levels)`` (default 11:
-                      η in {0, 0.1, ..., 1}); ``action_masks()`` is all True.
+                      η in {0, 0.1, ..., 1}); every level is valid.
 
-                    On an event inside the window (completion, departure, arrival, xi phase switch)
-                    the same ω is re-scaled over the users with work (knob modes re-solve EMRF at the
-                    same η); an arriving user joins at once if that gives it F > 0, else it waits
-                    (ω = 0 in ``weights`` mode, e.g. it was idle at the decision; simulator docstring,
-                    "Admission"). ``admit_at_window=True``: arrivals wait for the next window.
-                    With ``task_gflop`` set, every allocation goes through Alg. 1's discrete
-                    scheduler (kernel slices by lowest F_i/F*_i) instead of its fluid limit.
+                    Decoding an action gives the window's allocation rule (:class:`AllocationRule`:
+                    active slots -> F per slot). On an event inside the window (completion, departure,
+                    arrival, xi phase switch) the same ω is re-scaled over the users with work (knob
+                    modes re-solve EMRF at the same η); an arriving user joins at once if that gives it
+                    F > 0, else it waits (simulator docstring, "Admission"). ``admit_at_window=True``:
+                    arrivals wait for the next window. With ``task_gflop`` set, every allocation goes
+                    through Alg. 1's discrete scheduler (kernel slices by lowest F_i/F*_i).
 Observation         ``Box(0, 1, (10 max_users + 7,), float32)``; GFLOPS over C_tot = C_cpu + C_gpu.
                     Per slot: active, xi_hat, w/W, S/C_tot, F^max/C_tot, F^solo/C_tot, remaining
                     fraction of the current job, jobs left (fraction), last F/C_tot, last
                     (F/S)/(W/min w). Globals: η_target, δ(η_target)/(W/min w), last U_cpu, last U_gpu,
                     C_cpu/C_tot, n_active/max_users, t/H. W, S, F^max over the active users.
-Reward              E = sum F_i / C_tot (the LP objective), V = sum_i max(0, η_target F_i^max - F_i)
-                    / C_tot (fairness-floor violation), Δ = max F/S - min F/S (realized soft fairness),
-                    time-averaged over the window's segments.
-                    ``floor`` (default): E - λ V (λ = ``lam`` = 50, spec §7); EMRF(η_target) maximises
-                    it. ``scalarized``: (1 - β) E - β Δ/(W/min w). ``vector``: the scalar is ``floor``.
-                    ``info["reward_vector"]`` is always ``[E, -Δ/(W/min w), -V]``.
+Reward parts        time averages over the window's segments, each "more is better":
+                    ``efficiency`` E = sum F_i / C_tot in [0, 1] (the LP objective, Eq. (15));
+                    ``soft_fairness`` -Δ/(W/min w), Δ = max F/S - min F/S (Eq. (9)'s left side), in
+                    [-1, 0] while the active set and xi stay as decided (the declared bound also
+                    covers arrivals and measurement noise); ``floor_violation`` -V,
+                    V = sum_i max(0, η_target F_i^max - F_i) / C_tot in [0, 1].
+Reward presets      ``floor`` (default): E - 50 V (λ = 50, docs page assumption A10); EMRF(η_target)
+                    maximises it. ``scalarized``: 0.5 E - 0.5 Δ/(W/min w) (β = 0.5). Other λ / β:
+                    ``reward_weights={"floor_violation": λ}`` / ``reward="scalarized",
+                    reward_weights={"efficiency": 1 - β, "soft_fairness": β}``; ``vector_reward=True``
+                    returns the parts (MO-Gymnasium).
 Starting state      the scenario's users (``apu-random``: drawn from the seed; η_target drawn from
                     ``eta_choices`` when set).
 Termination         every job of every user is done (finite-job scenarios, e.g. ``apu-m1``).
 Truncation          after ``horizon`` windows (default 200).
-Info                ``metrics`` (cumulative paper metrics), ``reward_vector``, ``allocation`` (F per
-                    slot at the window start), ``delivered`` (mean GFLOPS per slot over the window),
-                    ``utilisation`` / ``U_cpu`` / ``U_gpu``, ``soft_fairness`` (Δ), ``delta_bound``
-                    (δ(η_target), Theorem 1 corrected), ``si_violations`` (users with F_i < S_i),
-                    ``ef_violations`` (envious pairs), ``reference_allocations`` (what each reference
-                    policy would allocate now: ``emrf`` (η_target), ``drf``, ``drf-progressive``,
-                    ``wfq``, ``static-partition`` (S scaled until a device saturates),
-                    ``max-utilisation`` (EMRF at η = 0); and ``fair-share`` S; tuples per slot),
-                    ``scheduler_inputs`` (exact inputs for reference policies; tuples per slot),
-                    ``eta`` (η used), ``arrivals_joined`` / ``arrivals_waited`` (users that got work
-                    inside the window and joined at once / waited; ``arrivals_readmitted``: waiting
-                    users that joined later in the window, e.g. at a departure), ``action_mask``
-                    (discrete).
+Info                (one structure per key for the whole episode, reset included) ``allocation`` (F
+                    per slot at the window start), ``delivered`` (mean GFLOPS per slot over the
+                    window), ``utilisation`` / ``U_cpu`` / ``U_gpu``, ``soft_fairness`` (Δ),
+                    ``delta_bound`` (δ(η_target), Theorem 1 corrected), ``si_violations`` (users with
+                    F_i < S_i), ``ef_violations`` (envious pairs), ``reference_allocations`` (what each
+                    reference policy would allocate now: ``emrf`` (η_target), ``drf``,
+                    ``drf-progressive``, ``wfq``, ``static-partition`` (S scaled until a device
+                    saturates), ``max-utilisation`` (EMRF at η = 0); and ``fair-share`` S; tuples per
+                    slot; always a :class:`ReferenceAllocations`), ``scheduler_inputs`` (exact inputs
+                    for reference policies; tuples per slot), ``eta`` (η used), ``eta_target``,
+                    ``arrivals_joined`` / ``arrivals_waited`` (users that got work inside the window
+                    and joined at once / waited; ``arrivals_readmitted``: waiting users that joined
+                    later in the window). The core adds ``reward_parts``, ``repaired`` (always False:
+                    every action in the space is valid) and ``metrics`` (episode end).
 ==================  ==========================================================================
 
-Invalid actions (wrong shape, NaN, out of bounds) raise ``ValueError`` (DESIGN.md "Invalid input";
-the spec's "NaN is clipped" is not followed, for consistency with the other families).
+Invalid actions (wrong shape, NaN, out of bounds, junk types) raise ``ValueError`` naming the action
+space (docs page, assumption A19).
+
+Version history (the dynamics, rewards and observations of every id are those of v0 throughout):
+
+- v0 (issue 11): one class with four action types instead of a subclass per mode; config keys ``lam``,
+  ``beta`` and ``reward="vector"`` replaced by the core's ``reward_weights`` and ``vector_reward``
+  (the default ``floor`` reward is bit for bit the same); ``info["reward_vector"]`` replaced by
+  ``info["reward_parts"]``; ``info["metrics"]`` at the episode's end only (``info_metrics="every_step"``
+  restores it per step); ``info["action_mask"]`` dropped from ``knob_discrete`` (all levels are valid;
+  ``action_masks()`` stays); ``info["reference_allocations"]`` is one type at every step (it was a
+  plain dict when no user had work, which crashed Gymnasium's vector envs); Box actions with tiny
+  positive weights (denormals) no longer divide by zero.
+- v0 (issue 3): first release.
 """
 
 from __future__ import annotations
@@ -69,16 +88,13 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
+from joulegym.core.actions import ActionType, validated_box_list, validated_discrete_action
+from joulegym.core.cache import BoundedCache
+from joulegym.core.config import check_bool, check_choice, check_int, check_keys, check_positive, check_unit_interval
+from joulegym.core.env import JoulegymEnv
+from joulegym.core.plotting import new_figure
+from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.devices import get_device
-from joulegym.envs.base import (
-    LegacyEnv as JoulegymEnv,
-    check_choice,
-    check_positive,
-    check_unit_interval,
-    new_figure,
-    validated_box_list,
-    validated_discrete_action,
-)
 from joulegym.envs.emrf.allocation import (
     SOLVERS,
     TIE_BREAKS,
@@ -90,18 +106,17 @@ from joulegym.envs.emrf.allocation import (
     residual_core,
 )
 from joulegym.envs.emrf.simulator import EMRFSimulator, UserSpec
-from joulegym.scenarios.emrf import RANDOM_MIX, SCENARIOS
-from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, default_job_gflop, rodinia_app
+from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX, default_job_gflop, rodinia_app
 
-ACTION_MODES = ("weights", "residual_weights", "knob", "knob_discrete")
-REWARD_MODES = ("floor", "scalarized", "vector")
-MODE_KIND = {"weights": "EMRF", "residual_weights": "EMRFResidual", "knob": "EMRFKnob",
-             "knob_discrete": "EMRFKnobDiscrete"}
 SLOT_FEATURES = 10
-REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "max-utilisation", "fair-share")
 GLOBAL_FEATURES = 7
+REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "max-utilisation", "fair-share")
 APP_KEYS = ("app", "name", "xi_cpu", "weight", "jobs", "job_gflop", "arrival", "arrival_rate", "job_sigma")
 RANDOM_KEYS = ("n_users", "apps", "weights", "xi_jitter", "job_sigma", "arrival_rate", "initial_jobs")
+FLOOR_LAMBDA = 50.0  # λ of the floor preset (docs/families/emrf.md, assumption A10)
+SCALARIZED_BETA = 0.5  # β of the scalarized preset
+DERIVED_CACHE_SIZE = 4096  # distinct (active set, xi_hat, w, eta) kept per env
+TINY_WEIGHT = 1e-100  # a Box action whose largest weight is below this is rescaled by it first (denormals)
 
 
 def _spread(active: tuple[int, ...], values, n: int) -> tuple[float, ...]:
@@ -112,11 +127,26 @@ def _spread(active: tuple[int, ...], values, n: int) -> tuple[float, ...]:
     return tuple(out)
 
 
+def _normalised(w: list[float]) -> list[float]:
+    """Weights of the active users, safe to scale: all-zero -> equal; a tiny maximum -> divided by it.
+
+    Allocations are scale-free in ω, so dividing by the maximum changes nothing but the round-off; it is
+    only done when the maximum is so small (denormals) that the saturating scale 1/load would overflow.
+    """
+    top = max(w)
+    if top <= 0.0:
+        return [1.0] * len(w)
+    if top < TINY_WEIGHT:
+        return [wk / top for wk in w]
+    return w
+
+
 class ReferenceAllocations(Mapping):
     """``info["reference_allocations"]``: what each reference policy would allocate now, per slot.
 
     ``max-utilisation`` (one more EMRF solve) and ``drf-progressive`` are computed on first access (most
-    training loops never read them) and then kept; the object holds plain data, so it pickles (vector envs).
+    training loops never read them) and then kept; the object holds plain data, so it pickles (vector
+    envs). It is the type of this info key at every step, also when no user has work (all zeros).
     """
 
     __slots__ = ("_active", "_inst", "_n", "_solver", "_tie_break", "_values")
@@ -126,13 +156,19 @@ class ReferenceAllocations(Mapping):
         self._values, self._inst, self._active, self._n = values, inst, active, n
         self._tie_break, self._solver = tie_break, solver
 
+    @classmethod
+    def empty(cls, n: int, tie_break: str, solver: str) -> ReferenceAllocations:
+        """No user has work: every policy allocates 0 to every slot."""
+        zeros = (0.0,) * n
+        return cls({key: zeros for key in REFERENCE_KEYS}, None, (), n, tie_break, solver)
+
     def __getitem__(self, key: str) -> tuple[float, ...]:
         value = self._values.get(key)
         if value is None:
             if key == "max-utilisation":
-                alloc = emrf_core(*self._inst, 0.0, self._tie_break, self._solver)[0] if self._active else ()
+                alloc = emrf_core(*self._inst, 0.0, self._tie_break, self._solver)[0]
             elif key == "drf-progressive":
-                alloc = drf_progressive_core(*self._inst) if self._active else ()
+                alloc = drf_progressive_core(*self._inst)
             else:
                 raise KeyError(key)
             value = self._values[key] = _spread(self._active, alloc, self._n)
@@ -146,7 +182,7 @@ class ReferenceAllocations(Mapping):
 
 
 class _Derived:
-    """Everything the shell derives from one (active set, xi_hat, weights, eta_target): cached per key."""
+    """Everything the env derives from one (active set, xi_hat, weights, eta_target): cached per key."""
 
     __slots__ = ("bound", "diag", "fmax", "inst", "m", "norm", "refs", "share", "slot_static", "total_w")
 
@@ -176,10 +212,7 @@ class _Derived:
         # observation features 0-5 of each active slot: active, xi_hat, w/W, S/C_tot, F^max/C_tot, F^solo/C_tot
         self.slot_static = [[1.0, x, wk / self.total_w, s / ctot, f / ctot, 1.0 / mk / ctot]
                             for x, wk, s, f, mk in zip(xi, w, self.share, self.fmax, self.m)]
-        self.diag: dict[tuple[float, ...], tuple[int, int]] = {}
-
-
-DERIVED_CACHE_SIZE = 4096  # distinct (active set, xi_hat, w, eta) kept per env; cleared when full
+        self.diag: BoundedCache[tuple[int, int]] = BoundedCache(DERIVED_CACHE_SIZE)
 
 
 def _default_apps() -> list[dict]:
@@ -187,18 +220,139 @@ def _default_apps() -> list[dict]:
     return [{"app": a, "weight": w} for a, w in zip(mix.apps, mix.weights)]
 
 
+class AllocationRule:
+    """The decision of one window: active slots -> planned GFLOPS per slot (a list of ``max_users``).
+
+    :param fn: the rule (re-applied at every event inside the window, e.g. to the remaining users).
+    :param eta: the η it applies (η_target for the weight modes; ``info["eta"]``).
+    """
+
+    __slots__ = ("eta", "fn")
+
+    def __init__(self, fn, eta: float) -> None:
+        self.fn, self.eta = fn, float(eta)
+
+    def __call__(self, active: tuple[int, ...]) -> list[float]:
+        return self.fn(active)
+
+
+# --- action types -------------------------------------------------------------------------------------
+class _EMRFAction(ActionType):
+    """Decode = validate the action, build the fluid rule, and route it through Alg. 1's discrete
+    scheduler when ``task_gflop`` is set (:meth:`EMRFEnv._with_task_slices`)."""
+
+    env: EMRFEnv
+
+    def decode(self, action: Any) -> AllocationRule:
+        fn, eta = self._fluid(action)
+        return AllocationRule(self.env._with_task_slices(fn), eta)
+
+    def _fluid(self, action: Any):  # pragma: no cover - every mode overrides
+        raise NotImplementedError
+
+
+class WeightsAction(_EMRFAction):
+    """``weights``: ω in ``Box(0, 1, (max_users,))``; F = ω t*, the first device saturating."""
+
+    name = "weights"
+
+    def __init__(self, env: EMRFEnv) -> None:
+        super().__init__(env)
+        self.space = gym.spaces.Box(0.0, 1.0, (env.max_users,), dtype=np.float32)
+
+    def _fluid(self, action: Any):
+        env = self.env
+        return env._weights_rule(validated_box_list(action, self.space)), env.eta_target
+
+    def encode(self, allocation: Any) -> np.ndarray:
+        """ω = F / max F for an allocation per slot (0 on inactive slots): reproduces any saturating F."""
+        f = np.asarray(allocation, dtype=float)
+        top = float(f.max()) if f.size else 0.0
+        return f / top if top > 0 else np.zeros_like(f)
+
+
+class ResidualWeightsAction(WeightsAction):
+    """``residual_weights``: F = η_target F^max + ω t', t' saturating the first device of C'."""
+
+    name = "residual_weights"
+
+    def _fluid(self, action: Any):
+        env = self.env
+        return env._residual_rule(validated_box_list(action, self.space), env.eta_target), env.eta_target
+
+    def encode(self, allocation: Any) -> np.ndarray:
+        """ω = F'/max F' with F' = F - η_target F^max over the current active users."""
+        env = self.env
+        f = np.asarray(allocation, dtype=float)
+        active = env._active_slots()
+        floor = np.zeros_like(f)
+        if active:
+            floor[list(active)] = np.array(env._derived(active).fmax) * env.eta_target
+        return super().encode(np.maximum(f - floor, 0.0))
+
+
+class KnobAction(_EMRFAction):
+    """``knob``: η of this window in ``Box(0, 1, (1,))``; F = EMRF(η)."""
+
+    name = "knob"
+
+    def __init__(self, env: EMRFEnv) -> None:
+        super().__init__(env)
+        self.space = gym.spaces.Box(0.0, 1.0, (1,), dtype=np.float32)
+
+    def _fluid(self, action: Any):
+        eta = validated_box_list(action, self.space)[0]
+        return self.env._knob_rule(eta), eta
+
+    def encode(self, eta: float) -> np.ndarray:
+        """The action for knob value ``eta``."""
+        return np.array([float(eta)])
+
+
+class KnobDiscreteAction(_EMRFAction):
+    """``knob_discrete``: η = level / (knob_levels - 1), ``Discrete(knob_levels)``; every level is valid."""
+
+    name = "knob_discrete"
+
+    def __init__(self, env: EMRFEnv) -> None:
+        super().__init__(env)
+        self.space = gym.spaces.Discrete(env.config["knob_levels"])
+
+    def _fluid(self, action: Any):
+        level = validated_discrete_action(action, self.space)
+        eta = level / (self.space.n - 1)
+        return self.env._knob_rule(eta), eta
+
+    def encode(self, eta: float) -> int:
+        """The level nearest to ``eta``."""
+        return round(float(eta) * (self.space.n - 1))
+
+
 class EMRFEnv(JoulegymEnv):
     """EMRF APU-sharing env; see the module docstring for spaces, reward and termination."""
 
     family: ClassVar[str] = "emrf"
-    kind: ClassVar[str] = "EMRF"
-    scenarios = SCENARIOS
-    default_action_mode: ClassVar[str] = "weights"
+    action_types: ClassVar[Mapping[str, type[ActionType]]] = {
+        "weights": WeightsAction, "residual_weights": ResidualWeightsAction, "knob": KnobAction,
+        "knob_discrete": KnobDiscreteAction,
+    }
+    reward_parts: ClassVar[tuple[RewardPart, ...]] = (  # soft_fairness's finite bound is per instance (_reward_spec)
+        RewardPart("efficiency", 0.0, 1.0, "E = sum F_i / (C_cpu + C_gpu), the LP objective (Eq. (15))"),
+        RewardPart("soft_fairness", -math.inf, 0.0, "-Δ / (W / min w), Δ = max F/S - min F/S (Eq. (9))"),
+        RewardPart("floor_violation", -1.0, 0.0,
+                   "-V, V = sum_i max(0, η_target F_i^max - F_i) / (C_cpu + C_gpu) (the fairness floor)"),
+    )
+    reward_presets: ClassVar[Mapping[str, Mapping[str, float]]] = {
+        "floor": {"efficiency": 1.0, "floor_violation": FLOOR_LAMBDA},
+        "scalarized": {"efficiency": 1.0 - SCALARIZED_BETA, "soft_fairness": SCALARIZED_BETA},
+    }
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:
         """Defaults: the ``apu-random`` training mix (2-8 random Rodinia users, η_target in {0.1, 0.5, 0.8}),
         8 slots, H = 200 windows of 1 s. ``apps`` (M1's, Table II) is used when ``random`` is ``None``.
+        The core keys (``scenario``, ``action_mode``, ``reward``, ``reward_weights``, ``vector_reward``,
+        ``info_metrics``) come from :meth:`JoulegymEnv.default_config`.
 
         ===============  =====================================================================
         key              meaning
@@ -216,28 +370,27 @@ class EMRFEnv(JoulegymEnv):
         lp_solver        ``closed-form`` (default: the exact closed-form solution of the LP, a few
                          microseconds) | ``highs`` (scipy HiGHS, ~2 ms per new instance); both give
                          the same allocation (``allocation`` module docstring). ``vertex`` is HiGHS.
-        action_mode      ``weights`` | ``residual_weights`` | ``knob`` | ``knob_discrete``
-        reward           ``floor`` | ``scalarized`` | ``vector``
-        lam              λ of the floor reward (spec §7: 50)
-        beta             β of the scalarized reward
-        window_s         ΔT, seconds per decision (Alg. 1; spec default 1 s)
+        window_s         ΔT, seconds per decision (Alg. 1; assumption A2: 1 s)
         horizon          windows per episode H
         max_users        user slots
         xi_noise         std of the measurement noise on co-run apps' xi_hat
         phase_delta      ``None`` or δξ: co-run apps' xi alternates with xi + δξ every 20-40 s
         knob_levels      η levels of ``knob_discrete`` (11: steps of 0.1)
-        task_gflop       ``None`` (Alg. 1's fluid limit, spec §3.2 default) or the GFLOPS of one kernel
+        task_gflop       ``None`` (Alg. 1's fluid limit, the default) or the GFLOPS of one kernel
                          slice of Alg. 1's discrete scheduler (lines 4-9), fed with the fluid F as F*
         strict_stop      with ``task_gflop``: stop at the first slice that does not fit (line 9 as
-                         printed) instead of skipping that user and continuing (spec default)
-        solo_seconds     default job size = solo_seconds x F_solo GFLOP (spec §8 row 10)
-        admit_at_window  False (spec §3.2, §7: an arrival inside the window is an event and is
-                         allocated at once when the window's rule gives it F > 0) | True (arrivals
-                         are admitted at the next window boundary, the earlier simplification)
+                         printed) instead of skipping that user and continuing (erratum E6)
+        solo_seconds     default job size = solo_seconds x F_solo GFLOP (assumption A4)
+        admit_at_window  False (an arrival inside the window is an event and is allocated at once
+                         when the window's rule gives it F > 0; assumption A8) | True (arrivals are
+                         admitted at the next window boundary)
         ===============  =====================================================================
+
+        Reward presets: ``reward="floor"`` (default) or ``"scalarized"``; weights of the parts
+        ``efficiency``, ``soft_fairness``, ``floor_violation`` with ``reward_weights={...}``.
         """
         return {
-            "scenario": None,
+            **super().default_config(),
             "device": "amd-a8-3870k",
             "capacities": None,
             "apps": _default_apps(),
@@ -246,10 +399,6 @@ class EMRFEnv(JoulegymEnv):
             "eta_choices": [0.1, 0.5, 0.8],
             "tie_break": "lexmaxmin",
             "lp_solver": "closed-form",
-            "action_mode": cls.default_action_mode,
-            "reward": "floor",
-            "lam": 50.0,
-            "beta": 0.5,
             "window_s": 1.0,
             "horizon": 200,
             "max_users": 8,
@@ -262,12 +411,10 @@ class EMRFEnv(JoulegymEnv):
             "admit_at_window": False,
         }
 
-    def __init__(self, scenario: str | None = None, render_mode: str | None = None, **overrides: Any) -> None:
-        super().__init__(scenario=scenario, render_mode=render_mode, **overrides)
+    # --- configuration ------------------------------------------------------------------------------
+    def _configure(self) -> None:
         self._validate_config()
         cfg = self.config
-        self.action_mode = cfg["action_mode"]
-        self.kind = MODE_KIND[self.action_mode]  # instance attribute: policy applicability follows the mode
         self.capacities = self._capacities()  # the Device itself is not kept: the env stays deep-copyable
         self.c_tot = self.capacities[0] + self.capacities[1]
         self.max_users = cfg["max_users"]
@@ -281,51 +428,39 @@ class EMRFEnv(JoulegymEnv):
                                  xi_noise=cfg["xi_noise"], admit_at_window=cfg["admit_at_window"])
         n = self.max_users
         self.observation_space = gym.spaces.Box(0.0, 1.0, (n * SLOT_FEATURES + GLOBAL_FEATURES,), dtype=np.float32)
-        if self.action_mode in ("weights", "residual_weights"):
-            self.action_space = gym.spaces.Box(0.0, 1.0, (n,), dtype=np.float32)
-        elif self.action_mode == "knob":
-            self.action_space = gym.spaces.Box(0.0, 1.0, (1,), dtype=np.float32)
-        else:
-            self.action_space = gym.spaces.Discrete(cfg["knob_levels"])
         self.eta_target = cfg["eta"]
-        self._derived_cache: dict[tuple, _Derived] = {}
+        self._derived_cache: BoundedCache[_Derived] = BoundedCache(DERIVED_CACHE_SIZE)
+        self._empty_refs = ReferenceAllocations.empty(n, cfg["tie_break"], cfg["lp_solver"])
         self._new_view()
-        self._history: list[tuple[float, float, float, float]] = []
         self._reset_accumulators()
 
-    # --- config -----------------------------------------------------------------------------------
     def _validate_config(self) -> None:
         cfg = self.config
-        check_choice("action_mode", cfg["action_mode"], ACTION_MODES)
-        check_choice("reward", cfg["reward"], REWARD_MODES)
         check_choice("tie_break", cfg["tie_break"], TIE_BREAKS)
         check_choice("lp_solver", cfg["lp_solver"], SOLVERS)
         cfg["eta"] = check_unit_interval("eta", cfg["eta"])
         if cfg["eta_choices"] is not None:
-            if not cfg["eta_choices"]:
-                raise ValueError("eta_choices must be None or a non-empty list of values in [0, 1]")
+            if not isinstance(cfg["eta_choices"], list | tuple) or not cfg["eta_choices"]:
+                raise ValueError(f"eta_choices must be None or a non-empty list of values in [0, 1], "
+                                 f"got {cfg['eta_choices']!r}")
             cfg["eta_choices"] = [check_unit_interval("eta_choices[]", v) for v in cfg["eta_choices"]]
-        cfg["beta"] = check_unit_interval("beta", cfg["beta"])
-        cfg["lam"] = check_positive("lam", cfg["lam"], allow_zero=True)
         cfg["window_s"] = check_positive("window_s", cfg["window_s"])
         cfg["solo_seconds"] = check_positive("solo_seconds", cfg["solo_seconds"])
         cfg["xi_noise"] = check_positive("xi_noise", cfg["xi_noise"], allow_zero=True)
         if cfg["task_gflop"] is not None:
             cfg["task_gflop"] = check_positive("task_gflop", cfg["task_gflop"])
-        for key in ("strict_stop", "admit_at_window"):
-            if not isinstance(cfg[key], bool):
-                raise ValueError(f"{key} must be True or False, got {cfg[key]!r}")
+        check_bool("strict_stop", cfg["strict_stop"])
+        check_bool("admit_at_window", cfg["admit_at_window"])
         if cfg["phase_delta"] is not None:
             cfg["phase_delta"] = check_unit_interval("phase_delta", cfg["phase_delta"])
-        for key, least in (("horizon", 1), ("max_users", 1), ("knob_levels", 2)):
-            value = cfg[key]
-            if not isinstance(value, int | float) or isinstance(value, bool) or int(value) != value or value < least:
-                raise ValueError(f"{key} must be a whole number >= {least}, got {value!r}")
-            cfg[key] = int(value)
+        cfg["horizon"] = check_int("horizon", cfg["horizon"], 1)
+        cfg["max_users"] = check_int("max_users", cfg["max_users"], 1)
+        cfg["knob_levels"] = check_int("knob_levels", cfg["knob_levels"], 2)
         if cfg["capacities"] is not None:
             caps = cfg["capacities"]
             ok = isinstance(caps, list | tuple) and len(caps) == 2
-            if not ok or not all(isinstance(c, int | float) and math.isfinite(c) and c > 0 for c in caps):
+            if not ok or not all(isinstance(c, int | float) and not isinstance(c, bool) and math.isfinite(c) and c > 0
+                                 for c in caps):
                 raise ValueError(f"capacities must be None or two finite numbers > 0 [C_cpu, C_gpu], got {caps!r}")
         if not isinstance(cfg["apps"], list | tuple):
             raise ValueError(f"apps must be a list of user dicts, got {cfg['apps']!r}")
@@ -333,29 +468,31 @@ class EMRFEnv(JoulegymEnv):
             self._validate_random(cfg["random"])
 
     def _validate_random(self, spec: Any) -> None:
-        if not isinstance(spec, dict):
-            raise ValueError(f"random must be None or a dict with keys {RANDOM_KEYS}, got {spec!r}")
-        unknown = set(spec) - set(RANDOM_KEYS)
-        if unknown:
-            raise ValueError(f"unknown random keys {sorted(unknown)}; allowed: {RANDOM_KEYS}")
-        lo, hi = spec.get("n_users", [2, 8])
-        if not 1 <= int(lo) <= int(hi) <= self.config["max_users"]:
+        spec = check_keys("random", spec, RANDOM_KEYS)
+        bounds = spec.get("n_users", [2, 8])
+        if not isinstance(bounds, list | tuple) or len(bounds) != 2:
+            raise ValueError(f"random.n_users must be [lo, hi], got {bounds!r}")
+        lo, hi = (check_int("random.n_users[]", b, 1) for b in bounds)
+        if not lo <= hi <= self.config["max_users"]:
             raise ValueError(f"random.n_users must satisfy 1 <= lo <= hi <= max_users "
-                             f"({self.config['max_users']}), got {[lo, hi]}")
-        for app in spec.get("apps", ()):
+                             f"({self.config['max_users']}), got {list(bounds)}")
+        apps = spec.get("apps", ())
+        if not isinstance(apps, list | tuple) or (("apps" in spec) and not apps):
+            raise ValueError(f"random.apps must be a non-empty list of Rodinia app names, got {apps!r}")
+        for app in apps:
             rodinia_app(app)
-        for w in spec.get("weights", [1.0]):
+        weights = spec.get("weights", [1.0])
+        if not isinstance(weights, list | tuple) or not weights:
+            raise ValueError(f"random.weights must be a non-empty list of numbers > 0, got {weights!r}")
+        for w in weights:
             check_positive("random.weights[]", w)
         check_unit_interval("random.xi_jitter", spec.get("xi_jitter", 0.0))
         check_positive("random.job_sigma", spec.get("job_sigma", 0.0), allow_zero=True)
         check_positive("random.arrival_rate", spec.get("arrival_rate", 0.0), allow_zero=True)
+        check_int("random.initial_jobs", spec.get("initial_jobs", 1), 0)
 
     def _user_from_config(self, app: Any, index: int) -> UserSpec:
-        if not isinstance(app, dict):
-            raise ValueError(f"apps[{index}] must be a dict, got {app!r}")
-        unknown = set(app) - set(APP_KEYS)
-        if unknown:
-            raise ValueError(f"apps[{index}] has unknown keys {sorted(unknown)}; allowed: {APP_KEYS}")
+        app = check_keys(f"apps[{index}]", app, APP_KEYS)
         if app.get("app") is None and app.get("xi_cpu") is None:
             raise ValueError(f"apps[{index}] needs 'app' (a Rodinia name) or 'xi_cpu'")
         entry = rodinia_app(app["app"]) if app.get("app") is not None else None
@@ -367,13 +504,13 @@ class EMRFEnv(JoulegymEnv):
         size = (default_job_gflop(xi, self._capacities(), self.config["solo_seconds"]) if size is None
                 else check_positive(f"apps[{index}].job_gflop", size))
         jobs = app.get("jobs")
-        if jobs is not None and (int(jobs) != jobs or jobs < 1):
-            raise ValueError(f"apps[{index}].jobs must be None (backlogged) or a whole number >= 1, got {jobs!r}")
+        if jobs is not None:
+            jobs = check_int(f"apps[{index}].jobs", jobs, 1)
         delta = self.config["phase_delta"]
         xi_alt = min(xi + delta, 1.0) if (delta is not None and co_run) else None
         return UserSpec(
             name=str(app.get("name") or (entry.name if entry else f"user{index}")), xi_cpu=xi, weight=weight,
-            job_gflop=size, jobs=None if jobs is None else int(jobs),
+            job_gflop=size, jobs=jobs,
             arrival=check_positive(f"apps[{index}].arrival", app.get("arrival", 0.0), allow_zero=True),
             arrival_rate=check_positive(f"apps[{index}].arrival_rate", app.get("arrival_rate", 0.0), allow_zero=True),
             job_sigma=check_positive(f"apps[{index}].job_sigma", app.get("job_sigma", 0.0), allow_zero=True),
@@ -386,6 +523,26 @@ class EMRFEnv(JoulegymEnv):
         device = get_device(self.config["device"])
         return float(device.capacities["cpu"]), float(device.capacities["gpu"])
 
+    def _reward_spec(self) -> RewardSpec:
+        """The three parts with their per-step bounds (module docstring, "Reward parts").
+
+        ``soft_fairness`` lies in [-1, 0] while the active set and xi stay as decided; an arrival of a
+        lighter user inside the window or measurement noise can push Δ/(W/min w) above 1, never above
+        ``max_users (w_max / w_min) C_tot / min_d C_d`` (F_i <= C_tot, m_i <= 1 / min_d C_d, W/w_i <=
+        max_users w_max / w_min, W/min w >= 1), the declared lower bound.
+        """
+        cfg = self.config
+        if cfg["random"] is not None:
+            weights = [float(w) for w in cfg["random"].get("weights", [1.0])]
+        else:
+            weights = [u.weight for u in self._fixed_users]
+        spread = max(weights) / min(weights)
+        low = -self.max_users * spread * self.c_tot / min(self.capacities)
+        efficiency, soft, floor = self.reward_parts
+        parts = (efficiency, RewardPart(soft.name, low, soft.high, soft.description), floor)
+        return RewardSpec(parts, self.reward_presets)
+
+    # --- instance helpers ---------------------------------------------------------------------------
     def _draw_users(self) -> list[UserSpec]:
         spec = self.config["random"]
         if spec is None:
@@ -409,7 +566,6 @@ class EMRFEnv(JoulegymEnv):
                 job_sigma=float(spec.get("job_sigma", 0.0)), co_run=0.0 < xi < 1.0))
         return users
 
-    # --- instance helpers ---------------------------------------------------------------------------
     def _instance(self, active: tuple[int, ...]) -> tuple[float, float, tuple[float, ...], tuple[float, ...]]:
         """``(C_cpu, C_gpu, xi_hat, w)`` of ``active`` as the current decision sees them (cached per window)."""
         inst = self._inst_cache.get(active)
@@ -429,18 +585,7 @@ class EMRFEnv(JoulegymEnv):
     def _derived(self, active: tuple[int, ...]) -> _Derived:
         inst = self._instance(active)
         key = (active, inst[2], inst[3], self.eta_target)
-        d = self._derived_cache.get(key)
-        if d is None:
-            if len(self._derived_cache) >= DERIVED_CACHE_SIZE:
-                self._derived_cache.clear()
-            d = self._derived_cache[key] = _Derived(self, active, inst)
-        return d
-
-    def _spread(self, active: tuple[int, ...], values) -> list[float]:
-        out = [0.0] * self.max_users
-        for k, i in enumerate(active):
-            out[i] = values[k]
-        return out
+        return self._derived_cache.get_or_compute(key, lambda: _Derived(self, active, inst))
 
     def _active_slots(self) -> tuple[int, ...]:
         """Active slots at the current decision point (cached until the next window)."""
@@ -449,7 +594,7 @@ class EMRFEnv(JoulegymEnv):
             self._active_cache = tuple(i for i in range(self.max_users) if sim.present[i] and sim.queue[i] > 0)
         return self._active_cache
 
-    # --- decisions -----------------------------------------------------------------------------------
+    # --- decisions (what the action types build) -------------------------------------------------------
     def _weights_rule(self, omega: list[float]):
         c_cpu, c_gpu = self.capacities
 
@@ -458,9 +603,7 @@ class EMRFEnv(JoulegymEnv):
             if not active:
                 return out
             xi = self.sim.xi_hat
-            w = [omega[i] for i in active]
-            if sum(w) <= 0.0:
-                w = [1.0] * len(active)
+            w = _normalised([omega[i] for i in active])
             load = max(sum(wk * xi[i] for wk, i in zip(w, active)) / c_cpu,
                        sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)) / c_gpu)
             t = 1.0 / load
@@ -477,11 +620,9 @@ class EMRFEnv(JoulegymEnv):
                 return out
             inst = self._instance(active)
             fmax = basics(*inst)[2]
-            a, b = residual_core(inst[0], inst[1], inst[2], fmax, eta)  # eta = eta_target: cached below
+            a, b = residual_core(inst[0], inst[1], inst[2], fmax, eta)
             xi = inst[2]
-            w = [omega[i] for i in active]
-            if sum(w) <= 0.0:
-                w = [1.0] * len(active)
+            w = _normalised([omega[i] for i in active])
             need_cpu = sum(wk * x for wk, x in zip(w, xi))
             need_gpu = sum(wk * (1.0 - x) for wk, x in zip(w, xi))
             loads = []
@@ -497,25 +638,25 @@ class EMRFEnv(JoulegymEnv):
         return rule
 
     def _knob_rule(self, eta: float):
+        n = self.max_users
+        tie_break, solver = self.config["tie_break"], self.config["lp_solver"]
+
         def rule(active: tuple[int, ...]) -> list[float]:
             if not active:
-                return [0.0] * self.max_users
-            alloc = emrf_core(*self._instance(active), eta, self.config["tie_break"], self.config["lp_solver"])[0]
-            return self._spread(active, alloc)
+                return [0.0] * n
+            alloc = emrf_core(*self._instance(active), eta, tie_break, solver)[0]
+            return list(_spread(active, alloc, n))
 
         return rule
 
-    def decode_action(self, action: Any):
-        """``(rule, eta_used)`` for ``action``: the window's allocation rule (validates the action).
-
-        The rule gives Alg. 1's fluid limit (F = omega t*, spec §3.2 default) or, with ``task_gflop`` set,
-        its discrete scheduler fed with that fluid allocation as the weights F* (lines 3-9).
-        """
-        rule, eta = self._fluid_rule(action)
+    def _with_task_slices(self, rule):
+        """``rule`` as Alg. 1 runs it: its fluid limit F = ω t* (the default) or, with ``task_gflop`` set,
+        the discrete scheduler fed with that fluid allocation as the weights F* (lines 3-9)."""
         task = self.config["task_gflop"]
         if task is None:
-            return rule, eta
+            return rule
         strict = self.config["strict_stop"]
+        n = self.max_users
 
         def discrete(active: tuple[int, ...]) -> list[float]:
             planned = rule(active)
@@ -523,32 +664,13 @@ class EMRFEnv(JoulegymEnv):
                 return planned
             c_cpu, c_gpu, xi, _ = self._instance(active)
             fill = algorithm1_fill_core(c_cpu, c_gpu, xi, tuple(planned[i] for i in active), task, strict)
-            return self._spread(active, fill)
+            return list(_spread(active, fill, n))
 
-        return discrete, eta
-
-    def _fluid_rule(self, action: Any):
-        mode = self.action_mode
-        if mode == "weights":
-            return self._weights_rule(validated_box_list(action, self.action_space)), self.eta_target
-        if mode == "residual_weights":
-            omega = validated_box_list(action, self.action_space)
-            return self._residual_rule(omega, self.eta_target), self.eta_target
-        if mode == "knob":
-            eta = validated_box_list(action, self.action_space)[0]
-            return self._knob_rule(eta), eta
-        level = validated_discrete_action(action, self.action_space)
-        eta = level / (self.action_space.n - 1)
-        return self._knob_rule(eta), eta
+        return discrete
 
     def allocation_for(self, action: Any) -> np.ndarray:
         """The allocation (GFLOPS per slot) ``action`` gives the current active set (no state change)."""
-        rule, _ = self.decode_action(action)
-        return np.array(rule(self._active_slots()))
-
-    def action_masks(self) -> np.ndarray:
-        n = self.action_space.n if isinstance(self.action_space, gym.spaces.Discrete) else 1
-        return np.ones(n, dtype=bool)
+        return np.array(self.action_type.decode(action)(self._active_slots()))
 
     # --- episode --------------------------------------------------------------------------------------
     def _reset_accumulators(self) -> None:
@@ -566,19 +688,22 @@ class EMRFEnv(JoulegymEnv):
         self._last_alloc = [0.0] * n
         self._last_ratio = [0.0] * n
         self._last_util = (0.0, 0.0)
-        self._history = []
+        self._history: list[tuple[float, float, float, float]] = []
+        # the last window's per-step info (zeros before the first window)
+        self._last_eta = self.eta_target
+        self._last_delta = 0.0
+        self._last_bound = 0.0
+        self._last_diag = (0, 0)
+        self._last_arrivals = (0, 0, 0)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
+    def _begin_episode(self, options: dict[str, Any]) -> None:
         cfg = self.config
         self.eta_target = float(self.np_random.choice(cfg["eta_choices"])) if cfg["eta_choices"] else cfg["eta"]
         self.sim.reset(self._draw_users(), self.np_random)
         self._new_view()
         self._reset_accumulators()
-        return self._observation(), self._info(None, None, self.eta_target, 0.0)
 
-    def step(self, action: Any):
-        rule, eta_used = self.decode_action(action)
+    def _transition(self, rule: AllocationRule) -> tuple[float, float, float]:
         start_active = self._active_slots()
         planned = rule(start_active)
         memo = {start_active: planned}
@@ -597,28 +722,25 @@ class EMRFEnv(JoulegymEnv):
 
         si, ef = self._diagnostics(planned, start_active)
         bound = self._derived(start_active).bound if start_active else 0.0
-        norm = self._delta_norm(start_active)
-        result = self.sim.window(cached_rule)
+        norm = self._derived(start_active).norm if start_active else 1.0  # W / min w: δ(0), so Δ/norm <= 1
+        sim.apply(cached_rule)
+        sim.advance()
+        result = sim.last_window
         e, v, delta = self._window_measures(result)
         self._new_view()
-        reward_vector = (e, -delta / norm, -v)
-        cfg = self.config
-        if cfg["reward"] == "scalarized":
-            reward = (1.0 - cfg["beta"]) * e - cfg["beta"] * delta / norm
-        else:
-            reward = e - cfg["lam"] * v
         self._steps += 1
         self._sum_e += e
         self._sum_v += v
         self._sum_delta += delta
+        self._si_total += si
+        self._ef_total += ef
+        self._sum_delta_bound += bound
         self._last_alloc = planned
-        terminated = self.sim.done
-        truncated = self.sim.truncated and not terminated
-        info = self._info(planned, reward_vector, eta_used, delta, (si, ef, bound))
-        info["arrivals_joined"] = sum(1 for _, _, joined in result.arrivals if joined)
-        info["arrivals_waited"] = len(result.arrivals) - info["arrivals_joined"]
-        info["arrivals_readmitted"] = len(result.readmitted)
-        return self._observation(), float(reward), terminated, truncated, info
+        self._history.append((sim.time, self._last_util[0], self._last_util[1], sum(sim.last_rates)))
+        self._last_eta, self._last_delta, self._last_bound, self._last_diag = rule.eta, delta, bound, (si, ef)
+        joined = sum(1 for _, _, ok in result.arrivals if ok)
+        self._last_arrivals = (joined, len(result.arrivals) - joined, len(result.readmitted))
+        return float(e), float(0.0 - delta / norm), float(0.0 - v)  # 0.0 - x: no -0.0 in the parts
 
     def _window_measures(self, result) -> tuple[float, float, float]:
         """Time averages over the window's segments of E, V and Δ; per-user F/S accumulators."""
@@ -649,12 +771,14 @@ class EMRFEnv(JoulegymEnv):
         self._last_util = self.sim.last_utilisation
         return total_e / (span * self.c_tot), total_v / (span * self.c_tot), total_delta / span
 
-    def _delta_norm(self, active: tuple[int, ...]) -> float:
-        """W / min w over the active users (δ(0) = W / min w, so Δ / norm <= 1)."""
-        return self._derived(active).norm if active else 1.0
+    def _terminated(self) -> bool:
+        return self.sim.done
+
+    def _truncated(self) -> bool:
+        return self.sim.truncated
 
     # --- observation and info ---------------------------------------------------------------------------
-    def _observation(self) -> np.ndarray:
+    def _observe(self) -> np.ndarray:
         sim = self.sim
         active = self._active_slots()
         ctot = self.c_tot
@@ -691,12 +815,11 @@ class EMRFEnv(JoulegymEnv):
                 "lp_solver": self.config["lp_solver"],
                 "action_mode": self.action_mode, "knob_levels": self.config["knob_levels"]}
 
-    def reference_allocations(self) -> Mapping[str, tuple[float, ...]]:
+    def reference_allocations(self) -> ReferenceAllocations:
         """What each reference policy (and the fair share S) allocates to the current active set."""
         active = self._active_slots()
-        n = self.max_users
         if not active:
-            return {k: (0.0,) * n for k in REFERENCE_KEYS}
+            return self._empty_refs
         return self._derived(active).refs  # read-only mapping of tuples: safe to share between steps
 
     def _diagnostics(self, planned: list[float], active: tuple[int, ...]) -> tuple[int, int]:
@@ -718,43 +841,27 @@ class EMRFEnv(JoulegymEnv):
                 got = min(fb * xb / xa if xa > 0 else math.inf, fb * (1 - xb) / (1 - xa) if xa < 1 else math.inf)
                 if got > fa * (1 + 1e-9) + 1e-9:
                     ef += 1
-        if len(d.diag) < DERIVED_CACHE_SIZE:
-            d.diag[f] = (si, ef)
-        return si, ef
+        return d.diag.put(f, (si, ef))
 
-    def _info(self, planned, reward_vector, eta_used: float, delta: float,
-              diagnostics: tuple[int, int, float] = (0, 0, 0.0)) -> dict[str, Any]:
-        sim = self.sim
-        info: dict[str, Any] = {}
-        n = self.max_users
-        if planned is not None:
-            si, ef, bound = diagnostics
-            self._si_total += si
-            self._ef_total += ef
-            self._sum_delta_bound += bound
-            self._history.append((sim.time, self._last_util[0], self._last_util[1], sum(sim.last_rates)))
-            info.update({
-                "allocation": np.array(planned), "delivered": np.array(sim.last_rates),
-                "utilisation": np.array(self._last_util), "U_cpu": self._last_util[0], "U_gpu": self._last_util[1],
-                "soft_fairness": delta, "delta_bound": bound, "si_violations": si, "ef_violations": ef,
-                "reward_vector": np.array(reward_vector),
-            })
-        else:
-            info.update({"allocation": np.zeros(n), "delivered": np.zeros(n), "utilisation": np.zeros(2),
-                         "U_cpu": 0.0, "U_gpu": 0.0, "soft_fairness": 0.0, "si_violations": 0, "ef_violations": 0,
-                         "delta_bound": 0.0, "reward_vector": np.zeros(3)})
-        info["eta"] = float(eta_used)
-        info["eta_target"] = self.eta_target
-        info["arrivals_joined"] = info["arrivals_waited"] = info["arrivals_readmitted"] = 0
-        info["scheduler_inputs"] = self.scheduler_inputs()
-        info["reference_allocations"] = self.reference_allocations()
-        info["metrics"] = self.metrics()
-        if self.action_mode == "knob_discrete":
-            info["action_mask"] = self.action_masks()
-        return info
+    def _extra_info(self) -> dict[str, Any]:
+        """The per-step info keys (module docstring, "Info"); the same keys and types at reset and every step."""
+        si, ef = self._last_diag
+        joined, waited, readmitted = self._last_arrivals
+        return {
+            "allocation": np.array(self._last_alloc, dtype=np.float64),
+            "delivered": np.array(self.sim.last_rates, dtype=np.float64),  # zeros after reset
+            "utilisation": np.array(self._last_util, dtype=np.float64),
+            "U_cpu": float(self._last_util[0]), "U_gpu": float(self._last_util[1]),
+            "soft_fairness": float(self._last_delta), "delta_bound": float(self._last_bound),
+            "si_violations": int(si), "ef_violations": int(ef),
+            "eta": float(self._last_eta), "eta_target": float(self.eta_target),
+            "arrivals_joined": int(joined), "arrivals_waited": int(waited), "arrivals_readmitted": int(readmitted),
+            "scheduler_inputs": self.scheduler_inputs(),
+            "reference_allocations": self.reference_allocations(),
+        }
 
     def metrics(self) -> dict[str, Any]:
-        """The paper's metrics over the episode so far (spec §2.4, §7 "At episode end")."""
+        """The paper's metrics over the episode so far (docs/families/emrf.md §2 "Metrics")."""
         sim = self.sim
         elapsed = sim.time
         steps = max(self._steps, 1)
@@ -828,24 +935,3 @@ class EMRFEnv(JoulegymEnv):
         fig.suptitle(f"EMRF ({self.action_mode}), t = {sim.time:.1f} s", fontsize=9)
         fig.tight_layout()
         return fig
-
-
-class EMRFResidualEnv(EMRFEnv):
-    """``joulegym/EMRFResidual-v0``: ``residual_weights`` action mode."""
-
-    kind: ClassVar[str] = "EMRFResidual"
-    default_action_mode: ClassVar[str] = "residual_weights"
-
-
-class EMRFKnobEnv(EMRFEnv):
-    """``joulegym/EMRFKnob-v0``: the agent sets η each window."""
-
-    kind: ClassVar[str] = "EMRFKnob"
-    default_action_mode: ClassVar[str] = "knob"
-
-
-class EMRFKnobDiscreteEnv(EMRFEnv):
-    """``joulegym/EMRFKnobDiscrete-v0``: η from ``knob_levels`` levels (DQN)."""
-
-    kind: ClassVar[str] = "EMRFKnobDiscrete"
-    default_action_mode: ClassVar[str] = "knob_discrete"

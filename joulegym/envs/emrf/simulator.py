@@ -1,23 +1,28 @@
-"""The EMRF event-driven fluid simulator (EMRF paper §II-B, §V-C Algorithm 1; spec §1 "Simulator", §3.2, §7).
+"""The EMRF event-driven fluid simulator (EMRF paper §II-B, §V-C Algorithm 1; docs/families/emrf.md §5).
 
-No Gymnasium here. ``max_users`` user slots share an APU of capacities ``(C_cpu, C_gpu)`` GFLOPS.
-Each occupied slot is a user with an app split ``xi`` (true) and ``xi_hat`` (what the scheduler
-measured over the last window), a weight and a job queue; a job is W GFLOP. A user with unfinished
-work is *active*.
+No Gymnasium here. It follows the core :class:`~joulegym.core.simulator.Simulator` protocol: ``reset(users,
+rng)``, ``apply(rule)`` (the window's allocation rule), ``advance()`` (run the window), ``view()``,
+``metrics()``, ``done``, ``truncated``; :meth:`EMRFSimulator.window` runs one window directly.
+
+``max_users`` user slots share an APU of capacities ``(C_cpu, C_gpu)`` GFLOPS. Each occupied slot
+is a user with an app split ``xi`` (true) and ``xi_hat`` (what the scheduler measured over the last
+window), a weight and a job queue; a job is W GFLOP. A user with unfinished work is *active*.
 
 **Fluid progress.** At allocation F_i (GFLOPS) the current job progresses at F_i GFLOP/s, its CPU
 and GPU parts in lockstep (the coupling, §II-B). The allocation is planned with ``xi_hat``; the
 hardware runs the true ``xi``: if the planned allocation over-uses a device under the true split,
 every rate is scaled by the same factor ``min_d C_d / usage_d`` (a fluid device cannot exceed its
-capacity). Without drift or noise ``xi_hat == xi`` and the planned allocation runs exactly.
+capacity). Without drift or noise ``xi_hat == xi`` and the planned allocation runs exactly
+(docs/families/emrf.md, assumption A1).
 
 **One decision window** (:meth:`EMRFSimulator.window`, Algorithm 1's ΔT, default 1 s) is split into
-segments at every event (spec §3.2 "every ΔT AND on any job arrival/departure", §7 "Simulation core"):
+segments at every event (Alg. 1 re-allocates every ΔT and on changes; docs/families/emrf.md, assumption A2):
 a job completion (the next job of the user starts at once, closed loop), a departure (the user's queue
 is empty), an *arrival* (a user arriving at its ``arrival`` time, or an open-loop Poisson job arriving
 at a present user's empty queue) and a phase switch of ``xi`` of an active user (``apu-phases``). At the
-start of each segment the window's allocation rule is re-applied to the current active set (spec §3.2:
-"re-scale t* over the remaining users with the same ω", or re-solve EMRF for a knob).
+start of each segment the window's allocation rule is re-applied to the current active set (the same ω
+re-scaled over the remaining users, as a work-conserving weighted fair scheduler does, or EMRF re-solved for
+a knob).
 
 **xi phases.** A user with ``xi_alt`` alternates between ``xi_cpu`` and ``xi_alt`` at switch times drawn
 from its own stream from its arrival on (gaps uniform in ``phase_period``). Every switch is applied at its
@@ -41,12 +46,13 @@ earlier simplification: every arrival is admitted at the next window boundary (a
 **Measurement** (Alg. 1 line 1): at the end of a window ``xi_hat_i`` = CPU operations / all operations
 user i ran in the window (the ops-weighted true split), plus optional Gaussian noise (``xi_noise``) on
 co-run apps (0 < xi < 1), clipped to [0, 1]. Users that ran nothing keep their previous estimate.
-A change of xi is therefore seen at the next decision (spec §3.2's |Δξ| > 0.05 trigger cannot fire
-inside the window that produces the measurement).
+A change of xi is therefore seen at the next decision (a re-solve trigger on a change of xi cannot fire
+inside the window that produces the measurement; docs/families/emrf.md, assumption A7).
 
 **Randomness** (common random numbers): each slot draws its job sizes, Poisson job arrivals and xi
 phase lengths from its own stream (seeded from the env's generator at reset), and the measurement noise
-from another, so one seed gives every policy the same jobs at the same times.
+from another, so one seed gives every policy the same jobs at the same times (docs/families/emrf.md,
+assumption A9).
 
 The per-window path uses plain lists (a handful of slots: list arithmetic beats small numpy calls).
 """
@@ -92,6 +98,23 @@ class UserSpec:
     co_run: bool = False
 
 
+AllocationRuleFn = Callable[[tuple[int, ...]], list[float]]  # active slots -> planned GFLOPS per slot
+
+
+@dataclass(frozen=True)
+class APUView:
+    """What a scheduler decides on at a window boundary (:meth:`EMRFSimulator.view`); tuples per slot."""
+
+    time: float
+    windows: int
+    capacities: tuple[float, float]
+    active: tuple[bool, ...]  # present with unfinished work
+    xi_hat: tuple[float, ...]  # measured CPU fraction (the decision's xi)
+    weight: tuple[float, ...]
+    queue: tuple[int, ...]  # jobs not finished (current one included)
+    remaining_fraction: tuple[float, ...]  # of the current job
+
+
 @dataclass
 class WindowResult:
     """What happened in one window: segments ``(dt, active slots, delivered GFLOPS per slot)``.
@@ -124,6 +147,8 @@ class EMRFSimulator:
         if not 0.0 < self.phase_period[0] <= self.phase_period[1]:
             raise ValueError(f"phase_period must be (lo, hi) with 0 < lo <= hi seconds, got {phase_period!r}")
         self.rng = np.random.default_rng(0)
+        self._rule: AllocationRuleFn | None = None
+        self.last_window = WindowResult()
         self.reset([], self.rng)
 
     # --- state -------------------------------------------------------------------------------------
@@ -131,6 +156,8 @@ class EMRFSimulator:
         if len(users) > self.max_users:
             raise ValueError(f"{len(users)} users do not fit in max_users={self.max_users} slots")
         self.rng = rng
+        self._rule = None
+        self.last_window = WindowResult()
         n = self.max_users
         # common random numbers: each slot draws its job sizes, job arrivals and xi phases from its own
         # stream, so under one seed every policy sees the same jobs at the same times (the draws do not
@@ -264,8 +291,36 @@ class EMRFSimulator:
         self.current_size[slot] = size
         self.remaining[slot] = size
 
+    # --- the Simulator protocol ----------------------------------------------------------------------
+    def apply(self, rule: AllocationRuleFn) -> None:
+        """Set the allocation rule of the coming window (active slots -> planned GFLOPS per slot)."""
+        self._rule = rule
+
+    def advance(self) -> bool:
+        """Run the window under the applied rule (:meth:`window`; its result is :attr:`last_window`).
+
+        The rule is used once and dropped (it may close over the env: the simulator stays picklable).
+        Returns ``True`` while the episode goes on.
+        """
+        rule, self._rule = self._rule, None
+        if rule is None:
+            raise RuntimeError("EMRFSimulator.advance() called without apply(rule) first")
+        self.last_window = self.window(rule)
+        return not (self.done or self.truncated)
+
+    def view(self) -> APUView:
+        """A read-only snapshot of the state a scheduler decides on."""
+        n = self.max_users
+        return APUView(self.time, self.windows, self.capacities, tuple(self.active), tuple(self.xi_hat),
+                       tuple(self.weight), tuple(self.queue), tuple(self.remaining_fraction(i) for i in range(n)))
+
+    def metrics(self) -> dict[str, float]:
+        """Work done so far (running totals): simulated seconds, windows, GFLOP in all / on each device, jobs."""
+        return {"time_s": self.time, "windows": float(self.windows), "total_gflop": self.total_gflop,
+                "cpu_gflop": self.cpu_gflop, "gpu_gflop": self.gpu_gflop, "jobs_completed": float(sum(self.jobs_done))}
+
     # --- one window ---------------------------------------------------------------------------------
-    def window(self, rule: Callable[[tuple[int, ...]], list[float]]) -> WindowResult:
+    def window(self, rule: AllocationRuleFn) -> WindowResult:
         """Advance one window of ``window_s`` seconds under ``rule`` (active slots -> planned GFLOPS per slot)."""
         result = WindowResult()
         end = self.time + self.window_s
@@ -367,7 +422,7 @@ class EMRFSimulator:
                 xi[i] = user.xi_alt if phase[i] else user.xi_cpu
                 next_switch[i] += float(self._phase_rng[i].uniform(lo, hi))
 
-    def _admit_in_window(self, now: float, rule: Callable[[tuple[int, ...]], list[float]],
+    def _admit_in_window(self, now: float, rule: AllocationRuleFn,
                          planned: dict[tuple[int, ...], list[float]], result: WindowResult) -> None:
         """Arrivals at ``now`` inside the window, and waiting slots tested again (module docstring, "Admission").
 

@@ -1,4 +1,4 @@
-"""ETF time-slice allocation: Algorithm 1 and its closed forms (ETF paper §4; spec §2.3, §5.1).
+"""ETF time-slice allocation: Algorithm 1 and its closed forms (ETF paper §4; ``docs/families/etf.md``).
 
 Pure functions over plain arrays; no Gymnasium. Units: time in whole scheduling units (the paper's
 indivisible slices; 1 ms in the default scenarios), power in any consistent unit (W), weights
@@ -6,16 +6,16 @@ dimensionless. The algorithms depend only on relative powers and weights.
 
 - :func:`etf_allocate` is Algorithm 1 exactly: a floored time guarantee ``floor(phi*w_i*T/W)``
   capped at the demand, then the rest handed out one unit at a time to the app with the lowest
-  weighted energy ``t_i*P_i/w_i`` (ties to the lowest index, spec §10.3; energies equal up to float
-  round-off, :data:`TIE_RTOL`, are ties), never above its demand. :func:`algorithm1_fill` is lines 2-8
+  weighted energy ``t_i*P_i/w_i`` (ties to the lowest index, docs page "Assumptions"; energies equal up
+  to float round-off, :data:`TIE_RTOL`, are ties), never above its demand. :func:`algorithm1_fill` is lines 2-8
   alone, for callers that bring their own guarantee (the ETF policy decoding a float32 observation).
   ``phi=1`` is time fairness (TF), ``phi=0`` energy fairness (EF).
-- :func:`etf_waterfill` is the continuous form (spec §2.3): ``T_i = clip(lam*w_i/P_i, m_i, d_i)``.
+- :func:`etf_waterfill` is the continuous form (docs page "Closed forms"): ``T_i = clip(lam*w_i/P_i, m_i, d_i)``.
 - :func:`phi_fair` is the largest phi that still gives exact weighted energy fairness.
 - :func:`time_fair_allocation` / :func:`energy_fair_allocation` are the closed-form baselines
-  (Eq. 5 and the corrected Eq. 2, erratum E1: ``T_i^EF = (w_i/P_i)/sum_k(w_k/P_k) * T``).
+  (Eq. 5 and the corrected Eq. 2, erratum E1 of the docs page: ``T_i^EF = (w_i/P_i)/sum_k(w_k/P_k) * T``).
 
-The paper's Eqs. 9-15 are not implemented (errata E3/E4): Algorithm 1 is normative.
+The paper's Eqs. 9-15 are not implemented (errata E3/E4 of the docs page): Algorithm 1 is normative.
 """
 
 from __future__ import annotations
@@ -56,14 +56,15 @@ def validate_inputs(weights: ArrayLike, demands: ArrayLike | None, power: ArrayL
 
 
 def guaranteed_units(weights: np.ndarray, demands: np.ndarray, T: int, phi: float) -> np.ndarray:
-    """Algorithm 1 line 1 with the floor of spec §5.1: ``min(floor(phi*w_i*T/W), d_i)``, as ints."""
+    """Algorithm 1 line 1, floored (docs page "Algorithm 1"): ``min(floor(phi*w_i*T/W), d_i)``, as ints."""
     # +1e-9 so that a share that is whole in exact arithmetic (0.7*30/3 = 7) is not floored to 6 by
     # float round-off; no real share lies within 1e-9 below an integer for T < 1e6 units.
     share = np.floor(phi * weights * T / weights.sum() + 1e-9)
     return np.minimum(share, np.floor(demands)).astype(np.int64)
 
 
-# Weighted energies within this relative distance are tied (spec §10.3: ties to the lowest index).
+# Weighted energies within this relative distance are tied (ties go to the lowest index; the paper leaves
+# ties open, see the docs page "Assumptions").
 # Algorithm 1's ties are exact in real numbers, but float64 can break them: with P = 3.226 W and
 # weights 1 and 3, 3 x 3.226 / 1 = 9.678 while 9 x 3.226 / 3 = 9.677999999999999. Inputs whose weighted
 # energies genuinely differ by less than 1e-9 (relative) do not occur with physical powers and weights.
@@ -79,10 +80,10 @@ def etf_allocate(weights: ArrayLike, demands: ArrayLike | None, power: ArrayLike
     :param power: ``P_i > 0`` (W, or any consistent unit).
     :param T: the scheduling interval in whole units.
     :param phi: time-fair factor in [0, 1].
-    :param tie: only ``"lowest_index"`` (spec §10.3; the authors' code breaks ties FIFO).
+    :param tie: only ``"lowest_index"`` (the paper leaves ties open; the authors' code breaks them FIFO).
 
-    Line 1 is floored (spec §5.1); lines 2-8 are :func:`algorithm1_fill`. Weighted energies ``t*P/w``
-    equal to within :data:`TIE_RTOL` are ties, so float round-off never decides a tie.
+    Line 1 is floored (slices are indivisible, paper §4.2); lines 2-8 are :func:`algorithm1_fill`. Weighted
+    energies ``t*P/w`` equal to within :data:`TIE_RTOL` are ties, so float round-off never decides a tie.
     Complexity O(N + R log N) for R units handed out in step 2.
     """
     if tie != "lowest_index":
@@ -127,10 +128,10 @@ def algorithm1_fill(weights: np.ndarray, demands: np.ndarray, power: np.ndarray,
 
 def etf_waterfill(weights: ArrayLike, demands: ArrayLike | None, power: ArrayLike, T: float, phi: float,
                   floor_guarantee: bool = False) -> np.ndarray:
-    """Continuous ETF (spec §2.3): ``T_i = clip(lam*w_i/P_i, m_i, d_i)`` with ``sum T_i = T``.
+    """Continuous ETF (docs page "Closed forms"): ``T_i = clip(lam*w_i/P_i, m_i, d_i)`` with ``sum T_i = T``.
 
     ``m_i = min(phi*w_i*T/W, d_i)``; with ``floor_guarantee`` the guarantee is floored like Alg. 1's,
-    which is the comparison the spec's discrete-vs-continuous bound (< N-1 units) refers to. If every
+    which is the comparison the discrete-vs-continuous bound (< N-1 units) refers to. If every
     demand fits, ``T_i = d_i`` (the GPU idles for the rest).
     """
     w, d, p = validate_inputs(weights, demands, power, phi)
@@ -177,7 +178,7 @@ def phi_fair(weights: ArrayLike, power: ArrayLike) -> float:
     """Largest phi for which backlogged ETF is exactly weighted EF: ``W / (P_max * sum_k w_k/P_k)``.
 
     Two equal-weight apps with disparity r: ``2/(1+r)``; at 2:1 with the heavy app high-power,
-    ``3/(2+r)`` (spec §2.3).
+    ``3/(2+r)`` (docs page "Closed forms").
     """
     w, _, p = validate_inputs(weights, None, power, 0.0)
     return float(w.sum() / (p.max() * np.sum(w / p)))
@@ -203,8 +204,8 @@ def largest_remainder(quotas: ArrayLike, total: int, caps: ArrayLike | None = No
 
     Leftover units go to the largest fractional parts (ties to the lowest index). With ``caps``, an
     app never gets more than its cap; overflow is redistributed over the uncapped apps
-    proportionally to their quotas, repeatedly (spec §9.2 action mapping). Fewer than ``total``
-    units are handed out only when every app is at its cap.
+    proportionally to their quotas, repeatedly (the ``split`` action mapping, docs page "Action modes").
+    Fewer than ``total`` units are handed out only when every app is at its cap.
     """
     q = np.asarray(quotas, dtype=float).ravel()
     if np.any(q < 0) or not np.all(np.isfinite(q)):
@@ -267,8 +268,22 @@ def _hamilton(share: list[float], total: int) -> list[int]:
     return floors
 
 
+def units_to_action(units: np.ndarray, floor: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """The ``split`` action that reproduces ``units``: ``a_i = r_i / max r`` with ``r = units - floor``.
+
+    ``floor`` is the env's action floor (``info["scheduler_inputs"]["action_floor_units"]``: Algorithm 1's
+    guarantee with ``guarantee_mode="project"``, zeros with ``"none"``). Exact whenever ``units >= floor``
+    (Algorithm 1 at the env's phi always is). Units below the floor (e.g. EF under a phi = 0.7 guarantee)
+    cannot be expressed; they are clipped to it.
+    """
+    above = np.where(active, np.maximum(units - floor, 0), 0).astype(float)
+    top = above.max() if above.size else 0.0
+    return (above / top if top > 0 else np.zeros_like(above)).astype(np.float32)
+
+
 def etf_continuous_bound(n_apps: int) -> float:
-    """Spec §2.3: with the same floored guarantee, Alg. 1 and water-filling differ by < max(1, N-1)."""
+    """With the same floored guarantee, Alg. 1 and water-filling differ by < max(1, N-1) units per app
+    (docs page "Closed forms")."""
     return float(max(1, n_apps - 1))
 
 
@@ -284,5 +299,6 @@ __all__ = [
     "largest_remainder_list",
     "phi_fair",
     "time_fair_allocation",
+    "units_to_action",
     "validate_inputs",
 ]

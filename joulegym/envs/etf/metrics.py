@@ -1,4 +1,4 @@
-"""ETF fairness metrics (ETF paper §6.1; spec §3).
+"""ETF fairness metrics (ETF paper §6.1; ``docs/families/etf.md``, "Metrics").
 
 ``F_T = min_i(t_i/w_i) / max_i(t_i/w_i)``, ``F_E`` the same over energies ``E_i/w_i``, and
 ``F_S = min(F_T, F_E)``: min/max ratios over the apps considered, both normalised by weight ("both

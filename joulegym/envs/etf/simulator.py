@@ -1,4 +1,4 @@
-"""Fluid simulator of one time-shared GPU with per-app DVFS (ETF spec §9.1 ``fluid``).
+"""Fluid simulator of one time-shared GPU with per-app DVFS (``docs/families/etf.md``, "Model").
 
 Time advances in decision epochs of ``epoch_s`` seconds. Each epoch is ``epoch_s / (T_units*unit_s)``
 identical scheduling rounds; in each round app ``i`` runs for ``u_i`` units at its own frequency and
@@ -11,8 +11,8 @@ kept in running accumulators (no recomputation over the history in a step).
 
 The per-slot state is kept in plain Python lists: with at most a handful of slots, list arithmetic
 is several times faster than numpy's per-call overhead, and this loop is an RL inner loop
-(``benchmarks/bench_envs.py``). No Gymnasium here: ``reset(apps)``, ``apply(units)``, ``advance()``,
-``metrics()``.
+(``benchmarks/bench_envs.py``). No Gymnasium here; it follows :class:`joulegym.core.simulator.Simulator`:
+``reset(apps)``, ``apply(units)``, ``advance()``, ``view()``, ``metrics()``, ``done``, ``truncated``.
 """
 
 from __future__ import annotations
@@ -116,6 +116,12 @@ class ETFSimulator:
     def active_mask(self) -> np.ndarray:
         return np.array(self.active, dtype=bool)
 
+    def view(self) -> dict[str, tuple]:
+        """The per-slot state a scheduler decides on (tuples: a read-only snapshot)."""
+        return {"active": tuple(self.active), "weight": tuple(self.weight), "power_w": tuple(self.power_w),
+                "service_s": tuple(self.service_s), "demand_units": tuple(self.demand_units),
+                "frequency_mhz": tuple(self.frequency_mhz), "slot_app": tuple(self.slot_app), "epoch": self.epoch}
+
     def _update_membership(self) -> bool:
         """Apply departures then arrivals for the current epoch; True if the active set changed."""
         changed = False
@@ -159,7 +165,7 @@ class ETFSimulator:
         return float(min(math.ceil(busy_fraction * self.T_units - 1e-9), self.T_units))
 
     def set_frequency(self, slot: int, frequency_mhz: float) -> None:
-        """Per-app DVFS: move the occupant of ``slot`` to another level (TenantDVFS env)."""
+        """Per-app DVFS: move the occupant of ``slot`` to another level (the ``dvfs`` action mode)."""
         if not self.active[slot]:
             raise ValueError(f"slot {slot} is not active")
         app = self.apps[self.slot_app[slot]]
@@ -219,7 +225,7 @@ class ETFSimulator:
 
     # --- results -------------------------------------------------------------------------------
     def metrics(self) -> dict[str, float | tuple[float, ...]]:
-        """The paper's metrics over the run so far (§6.1), over every app present so far.
+        """The paper's metrics over the run so far (paper §6.1), over every app present so far.
 
         Time and energy are normalised by weight and by the number of epochs each app was present,
         so that apps with different lifetimes (Fig. 9, random mix) are compared as rates; for the

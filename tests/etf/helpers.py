@@ -1,0 +1,52 @@
+"""Episode helpers of the ETF tests: every episode runs through :func:`joulegym.core.rollout.rollout`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+
+from joulegym import baselines
+from joulegym.core.rollout import Episode, rollout
+
+
+class Probe:
+    """Wraps a policy: records the ``(obs, info)`` it acts on and runs ``check(obs, info, action)``."""
+
+    def __init__(self, inner: Any, check: Callable[[Any, dict, Any], None] | None = None) -> None:
+        self.inner, self.check = inner, check
+        self.name, self.privileged = inner.name, inner.privileged
+        self.seen: list[tuple[Any, dict]] = []
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self.env = env
+        self.seen = []
+        self.inner.reset(env, seed=seed)
+
+    def act(self, obs: Any, info: dict) -> Any:
+        action = self.inner.act(obs, info)
+        self.seen.append((obs, info))
+        if self.check is not None:
+            self.check(obs, info, action)
+        return action
+
+
+def policy(name_or_policy: Any, **kwargs: Any) -> Any:
+    return baselines.make(name_or_policy, family="etf", **kwargs) if isinstance(name_or_policy, str) else name_or_policy
+
+
+def episode(env: str | gym.Env, name_or_policy: Any = "etf", seed: int = 0, **env_kwargs: Any) -> Episode:
+    """One recorded episode of a policy (a name or an object) on an env (an id or an env)."""
+    env = gym.make(env, **env_kwargs) if isinstance(env, str) else env
+    return rollout(env, policy(name_or_policy), seed=seed, record=True)
+
+
+def infos(env: str | gym.Env, name_or_policy: Any = "etf", seed: int = 0, **env_kwargs: Any) -> list[dict]:
+    """The step infos of one episode."""
+    return episode(env, name_or_policy, seed, **env_kwargs).infos
+
+
+def final_metrics(env: str | gym.Env, name_or_policy: Any = "etf", seed: int = 0, **env_kwargs: Any) -> dict:
+    """The episode's metrics (the last info["metrics"])."""
+    return episode(env, name_or_policy, seed, **env_kwargs).metrics
