@@ -1,67 +1,180 @@
 """``train.py`` / ``joulegym-train``: train an SB3 agent on any joulegym env id (docs/architecture.md).
 
-Writes into ``--out``:
+Writes into ``--out`` (which must be empty, unless ``--resume`` or ``--overwrite``):
 
-- ``model.zip`` — the trained model (SB3 format), loadable by ``evaluate.py --policies ALGO:OUT/model.zip``;
-- ``config.json`` — env id, env kwargs, algorithm, hyperparameters, seed, timesteps, package versions;
-- ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs);
-- ``tb/`` — TensorBoard logs (losses, episode returns and the env's ``info["metrics"]``).
+- ``config.json`` — env id, env kwargs, algorithm, hyperparameters, seed, timesteps, package versions; written
+  first (``"complete": false``) and rewritten last with the final figures (``"complete": true``);
+- ``checkpoints/`` — the latest checkpoint (model, replay buffer for off-policy algorithms, its timestep
+  count), saved every ``--checkpoint-every`` steps and when SIGINT or SIGTERM stops the run; ``--resume``
+  continues from it to the same total timesteps;
+- ``model.zip`` — the trained model (SB3 format; loading it unpickles code: load only files you trust);
+- ``agent/`` — the same policy weights-only (``agent.json`` + ``weights.pt``), the safe format for sharing and
+  for leaderboards (:mod:`joulegym.agents.weights`);
+- ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs); ``tb/`` — TensorBoard logs.
 
-Files are written to a temporary name and renamed, so an interrupted run never leaves a
-half-written ``model.zip`` or ``config.json``. Training uses the CPU with one torch thread by default.
+Every file is written to a temporary name and renamed; ``config.json`` with ``"complete": true`` is written
+last, so a run without it is unfinished and its ``model.zip`` (if any) is not the final one.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import shutil
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 DEFAULT_ENV = "joulegym/ETF-v0"
+CHECKPOINT_EVERY = 10_000  # environment steps between checkpoints (default)
+CHECKPOINT = "latest"  # checkpoints/latest.zip, latest_replay_buffer.pkl, latest.json
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="train.py", description="Train an SB3 agent on a joulegym env.")
+    parser = argparse.ArgumentParser(
+        prog="train.py", description="Train an SB3 agent on a joulegym env.",
+        epilog="Security: a model.zip is unpickled when loaded and can run code; share and evaluate third-party "
+               "agents through the weights-only OUT/agent/ directory instead.")
     parser.add_argument("--env", default=DEFAULT_ENV,
                         help=f"env id (default {DEFAULT_ENV}); see python -m joulegym list")
     parser.add_argument("--algo", default="ppo", help="ppo (default), a2c, sac, td3, dqn, maskable_ppo")
     parser.add_argument("--timesteps", type=int, default=None,
                         help="total environment steps (default: n_timesteps of the hyperparameters, else 100000)")
-    parser.add_argument("--seed", type=int, default=0, help="training seed (evaluation uses held-out seeds)")
+    parser.add_argument("--seed", type=int, default=0, help="training seed >= 0 (evaluation uses held-out seeds)")
     parser.add_argument("--out", default=None, help="output directory (default runs/<env>-<algo>-s<seed>)")
     parser.add_argument("--n-envs", type=int, default=None,
                         help="parallel envs in a DummyVecEnv (default: n_envs of the hyperparameters, else 1)")
     parser.add_argument("--env-kwargs", default="{}", help='JSON dict of gym.make kwargs, e.g. \'{"phi": 0.5}\'')
     parser.add_argument("--hyperparams", default=None, help="YAML file overriding the packaged hyperparameters")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--checkpoint-every", type=int, default=CHECKPOINT_EVERY,
+                        help=f"environment steps between checkpoints (default {CHECKPOINT_EVERY})")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--resume", action="store_true",
+                       help="continue the unfinished run in --out from its latest checkpoint")
+    group.add_argument("--overwrite", action="store_true", help="delete what --out holds and start afresh")
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
     parser.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard logs")
     parser.add_argument("--verbose", type=int, default=0, help="SB3 verbosity (0, 1, 2)")
     return parser.parse_args(argv)
 
 
+class TrainingInterrupted(Exception):
+    """SIGINT/SIGTERM stopped training; a checkpoint was saved (``--resume`` continues)."""
+
+    def __init__(self, signum: int, checkpoint: Path) -> None:
+        super().__init__(f"stopped by signal {signum}; checkpoint {checkpoint}")
+        self.signum, self.checkpoint = signum, checkpoint
+
+
+def _prepare_out(out_dir: Path, resume: bool, overwrite: bool) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--out {str(out_dir)!r} is a file, not a directory")
+    busy = out_dir.is_dir() and any(out_dir.iterdir())
+    if resume:
+        if not (out_dir / "config.json").is_file():
+            raise ValueError(f"--resume: {str(out_dir)!r} holds no run (no config.json)")
+        return
+    if busy and not overwrite:
+        raise ValueError(f"--out {str(out_dir)!r} is not empty: pass --resume to continue the run there or "
+                         "--overwrite to replace it")
+    if busy:
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    probe = out_dir / ".write-test"
+    try:
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise ValueError(f"--out {str(out_dir)!r} is not writable ({err.strerror})") from None
+
+
+def _checkpoint_paths(out_dir: Path) -> tuple[Path, Path, Path]:
+    folder = out_dir / "checkpoints"
+    return folder / f"{CHECKPOINT}.zip", folder / f"{CHECKPOINT}_replay_buffer.pkl", folder / f"{CHECKPOINT}.json"
+
+
+def save_checkpoint(model: Any, out_dir: Path) -> Path:
+    """Save the model (and an off-policy replay buffer) atomically as the latest checkpoint."""
+    from joulegym.core.io import write_atomic
+
+    zip_path, buffer_path, meta_path = _checkpoint_paths(out_dir)
+    zip_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = zip_path.with_name(".latest.tmp.zip")
+    model.save(str(tmp))
+    tmp.replace(zip_path)
+    has_buffer = getattr(model, "replay_buffer", None) is not None
+    if has_buffer:
+        tmp_buffer = buffer_path.with_name(".latest_replay_buffer.tmp.pkl")
+        model.save_replay_buffer(str(tmp_buffer))
+        tmp_buffer.replace(buffer_path)
+    write_atomic(meta_path, json.dumps({"num_timesteps": int(model.num_timesteps), "replay_buffer": has_buffer}) + "\n")
+    return zip_path
+
+
+def _callbacks(out_dir: Path, every: int, n_envs: int):
+    from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+
+    from joulegym.agents.callbacks import EpisodeMetricsCallback
+
+    class Checkpoints(BaseCallback):
+        """Saves the latest checkpoint every ``every`` steps; stops training at SIGINT/SIGTERM."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.signal: int | None = None
+            self._last = 0
+
+        def _on_step(self) -> bool:
+            if self.signal is not None:
+                return False
+            if self.num_timesteps - self._last >= every:
+                self._last = self.num_timesteps
+                save_checkpoint(self.model, out_dir)
+            return True
+
+    checkpoints = Checkpoints()
+    return CallbackList([EpisodeMetricsCallback(), checkpoints]), checkpoints
+
+
 def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = None, seed: int = 0,
           out: str | Path | None = None, n_envs: int | None = None, env_kwargs: dict[str, Any] | None = None,
           hyperparams_file: str | Path | None = None, threads: int = 1, progress_bar: bool = True,
-          tensorboard: bool = True, verbose: int = 0) -> Path:
-    """Train ``algo`` on ``env_id`` and save it under ``out``; returns the path of ``model.zip``."""
+          tensorboard: bool = True, verbose: int = 0, *, resume: bool = False, overwrite: bool = False,
+          checkpoint_every: int = CHECKPOINT_EVERY) -> Path:
+    """Train ``algo`` on ``env_id`` and save it under ``out``; returns the path of ``model.zip``.
+
+    With ``resume=True`` the run in ``out`` continues from its latest checkpoint with the settings of its
+    ``config.json`` (the other arguments must not contradict them) until its total timesteps.
+
+    :raises ValueError: bad arguments, a non-empty ``out`` without ``resume``/``overwrite``, an unwritable ``out``.
+    :raises TrainingInterrupted: SIGINT/SIGTERM stopped the run after saving a checkpoint.
+    """
     import gymnasium as gym
-    import torch
-    from stable_baselines3.common.env_util import make_vec_env
 
     import joulegym
-    from joulegym.agents import check_algo_supports, load_hyperparams, make_model
-    from joulegym.agents.algos import split_run_keys
-    from joulegym.agents.callbacks import EpisodeMetricsCallback
-    from joulegym.core.io import write_atomic
+    from joulegym.agents import check_algo_supports, load_hyperparams
+    from joulegym.agents.algos import algo_spec, split_run_keys
 
+    out_dir = Path(out) if out is not None else Path("runs") / f"{env_id.split('/')[-1]}-{algo}-s{seed}"
+    if resume:
+        previous = _read_config(out_dir)
+        env_id, algo, seed = previous["env_id"], previous["algo"], int(previous["seed"])
+        env_kwargs, hyperparams = previous["env_kwargs"], previous["hyperparams"]
+        timesteps, n_envs = int(previous["timesteps"]), int(previous["n_envs"])
+        if previous.get("complete"):
+            raise ValueError(f"--resume: the run in {str(out_dir)!r} is complete ({timesteps} timesteps)")
+    if seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {seed}")
+    if checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1, got {checkpoint_every}")
     if env_id not in gym.registry:
         raise ValueError(f"env={env_id!r} is not registered; see `python -m joulegym list`")
-    hyperparams = load_hyperparams(algo, env_id, hyperparams_file)
+    algo = algo_spec(algo).name
+    if not resume:
+        hyperparams = load_hyperparams(algo, env_id, hyperparams_file)
     _, run_settings = split_run_keys(hyperparams)
     timesteps = int(timesteps if timesteps is not None else run_settings.get("n_timesteps", 100_000))
     n_envs = int(n_envs if n_envs is not None else run_settings.get("n_envs", 1))
@@ -70,40 +183,94 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     if n_envs < 1:
         raise ValueError(f"n_envs must be >= 1, got {n_envs}")
     env_kwargs = dict(env_kwargs or {})
-    torch.set_num_threads(max(1, threads))
-    out_dir = Path(out) if out is not None else Path("runs") / f"{env_id.split('/')[-1]}-{algo}-s{seed}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-
     probe = gym.make(env_id, **env_kwargs)  # fails early with the env's own message on bad kwargs
     check_algo_supports(algo, probe.action_space)
     probe.close()
-    vec_env = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs,
-                           monitor_dir=str(out_dir / "monitor"))
-    model = make_model(algo, vec_env, seed=seed, hyperparams=hyperparams,
-                       tensorboard_log=str(out_dir / "tb") if tensorboard else None, verbose=verbose)
+    _prepare_out(out_dir, resume, overwrite)
+    config = {"env_id": env_id, "env_kwargs": env_kwargs, "algo": algo, "hyperparams": hyperparams, "seed": seed,
+              "timesteps": timesteps, "n_envs": n_envs, "complete": False,
+              "versions": _versions(joulegym.__version__)}
+    if not resume:
+        _write_config(out_dir, config)
+    model, vec_env = _build(config, out_dir, resume, tensorboard, verbose, threads)
+    callbacks, checkpoints = _callbacks(out_dir, checkpoint_every, n_envs)
+    remaining = timesteps - int(model.num_timesteps)
     start = time.perf_counter()
-    model.learn(total_timesteps=timesteps, callback=EpisodeMetricsCallback(), progress_bar=progress_bar,
-                tb_log_name=algo)
+    previous_handlers = {}
+
+    def stop(signum, frame):  # finish the current step, save, exit
+        checkpoints.signal = signum
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous_handlers[signum] = signal.signal(signum, stop)
+    try:
+        if remaining > 0:
+            model.learn(total_timesteps=remaining, callback=callbacks, progress_bar=progress_bar, tb_log_name=algo,
+                        reset_num_timesteps=not resume)
+    finally:
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
+    if checkpoints.signal is not None:
+        checkpoint = save_checkpoint(model, out_dir)
+        vec_env.close()
+        raise TrainingInterrupted(checkpoints.signal, checkpoint)
     seconds = time.perf_counter() - start
+    return _finish(model, vec_env, config, out_dir, seconds)
+
+
+def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: bool, verbose: int, threads: int):
+    import torch
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from joulegym.agents import make_model
+    from joulegym.agents.algos import algo_spec
+
+    torch.set_num_threads(max(1, threads))
+    vec_env = make_vec_env(config["env_id"], n_envs=config["n_envs"], seed=config["seed"],
+                           env_kwargs=config["env_kwargs"], monitor_dir=str(out_dir / "monitor"))
+    tb = str(out_dir / "tb") if tensorboard else None
+    zip_path, buffer_path, _ = _checkpoint_paths(out_dir)
+    if resume and zip_path.is_file():
+        model = algo_spec(config["algo"]).load_class().load(str(zip_path), env=vec_env, device="cpu",
+                                                           tensorboard_log=tb, verbose=verbose)
+        if buffer_path.is_file() and hasattr(model, "load_replay_buffer"):
+            model.load_replay_buffer(str(buffer_path))
+        return model, vec_env
+    model = make_model(config["algo"], vec_env, seed=config["seed"], hyperparams=config["hyperparams"],
+                       tensorboard_log=tb, verbose=verbose)
+    return model, vec_env
+
+
+def _finish(model: Any, vec_env: Any, config: dict[str, Any], out_dir: Path, seconds: float) -> Path:
+    from joulegym.agents.weights import save_weights
 
     model_path = out_dir / "model.zip"
-    tmp = out_dir / f".model.tmp{os.getpid()}.zip"
+    tmp = out_dir / ".model.tmp.zip"
     model.save(str(tmp))
-    os.replace(tmp, model_path)
-    config = {
-        "env_id": env_id,
-        "env_kwargs": env_kwargs,
-        "algo": algo,
-        "hyperparams": hyperparams,
-        "seed": seed,
-        "timesteps": timesteps,
-        "n_envs": n_envs,
-        "train_seconds": round(seconds, 3),
-        "versions": _versions(joulegym.__version__),
-    }
-    write_atomic(out_dir / "config.json", json.dumps(config, indent=2, default=str) + "\n")
+    tmp.replace(model_path)
+    save_weights(model, config["algo"], out_dir / "agent")
+    previous = _read_config(out_dir)
+    config = {**config, "complete": True, "num_timesteps": int(model.num_timesteps),
+              "train_seconds": round(float(previous.get("train_seconds", 0.0)) + seconds, 3)}
+    _write_config(out_dir, config)  # last: the run is complete
     vec_env.close()
     return model_path
+
+
+def _read_config(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / "config.json"
+    if not path.is_file():
+        raise ValueError(f"{str(out_dir)!r} holds no run (no config.json)")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err.msg})") from None
+
+
+def _write_config(out_dir: Path, config: dict[str, Any]) -> None:
+    from joulegym.core.io import write_atomic
+
+    write_atomic(out_dir / "config.json", json.dumps(config, indent=2, default=str) + "\n")
 
 
 def _versions(joulegym_version: str) -> dict[str, str]:
@@ -125,12 +292,17 @@ def main(argv: list[str] | None = None) -> int:
         path = train(args.env, args.algo, args.timesteps, args.seed, args.out, args.n_envs,
                      parse_env_kwargs(args.env_kwargs), args.hyperparams, args.threads,
                      progress_bar=not args.no_progress_bar, tensorboard=not args.no_tensorboard,
-                     verbose=args.verbose)
+                     verbose=args.verbose, resume=args.resume, overwrite=args.overwrite,
+                     checkpoint_every=args.checkpoint_every)
+    except TrainingInterrupted as stopped:
+        print(f"train.py: stopped by signal {stopped.signum}; checkpoint saved at {stopped.checkpoint}; continue with "
+              f"python train.py --out {stopped.checkpoint.parent.parent} --resume", file=sys.stderr)
+        return 128 + stopped.signum
     except ValueError as err:
         print(f"train.py: error: {err}", file=sys.stderr)
         return 2
-    print(f"saved {path} (config: {path.with_name('config.json')})")
-    print(f"evaluate: python evaluate.py --env {args.env} --policies random,{args.algo}:{path}")
+    print(f"saved {path} (config: {path.with_name('config.json')}; weights-only agent: {path.with_name('agent')})")
+    print(f"evaluate: python evaluate.py --env {args.env} --policies random,{args.algo}:{path.with_name('agent')}")
     return 0
 
 

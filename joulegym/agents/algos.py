@@ -77,23 +77,30 @@ def load_hyperparams(algo: str, env_id: str, override_file: str | Path | None = 
     """The packaged hyperparameters of ``algo`` for ``env_id`` (``default`` if not listed), then overrides."""
     spec = algo_spec(algo)
     text = resources.files("joulegym.agents").joinpath("hyperparams", f"{spec.name}.yml").read_text()
-    params = _pick(yaml.safe_load(text) or {}, env_id)
+    params = _pick(yaml.safe_load(text) or {}, env_id, f"packaged {spec.name}.yml")
     if override_file is not None:
         path = Path(override_file)
         if not path.is_file():
             raise ValueError(f"hyperparams file {str(path)!r} does not exist")
-        data = yaml.safe_load(path.read_text()) or {}
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ValueError(f"hyperparams file {str(path)!r} is not valid YAML: "
+                             f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
         if not isinstance(data, dict):
             raise ValueError(f"hyperparams file {str(path)!r} must hold a mapping (env id or 'default' -> kwargs)")
-        params.update(_pick(data, env_id))
+        params.update(_pick(data, env_id, f"hyperparams file {str(path)!r}"))
     return params
 
 
-def _pick(data: dict[str, Any], env_id: str) -> dict[str, Any]:
+def _pick(data: dict[str, Any], env_id: str, origin: str) -> dict[str, Any]:
     short = env_id.split("/", 1)[-1]
     for key in (env_id, short, "default"):
         if key in data:
-            return dict(data[key] or {})
+            value = data[key] or {}
+            if not isinstance(value, dict):
+                raise ValueError(f"{origin}: entry {key!r} must map hyperparameter names to values, got {value!r}")
+            return dict(value)
     return {}
 
 
@@ -140,6 +147,9 @@ def make_model(algo: str, env, *, seed: int, hyperparams: dict[str, Any], tensor
         return cls(policy, env, seed=seed, tensorboard_log=tensorboard_log, verbose=verbose, device="cpu", **params)
     except TypeError as err:
         raise ValueError(f"hyperparameters {sorted(params)} are not all accepted by {spec.cls}: {err}") from err
+    except (AssertionError, ValueError) as err:  # SB3 checks values with asserts (e.g. n_steps > 1)
+        raise ValueError(f"hyperparameters of {spec.cls} rejected: {err or type(err).__name__} "
+                         f"(given {params})") from err
 
 
 def load_model(algo: str, path: str | Path):

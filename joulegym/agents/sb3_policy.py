@@ -15,30 +15,46 @@ import gymnasium as gym
 import numpy as np
 
 from joulegym.agents.algos import algo_spec, load_model
+from joulegym.agents.weights import AGENT_FILE, is_weights_dir, load_weights
 
 
 class SB3Policy:
     """Wraps a Stable-Baselines3 model.
 
-    :param model: a trained SB3 / sb3-contrib model.
+    :param model: a trained SB3 / sb3-contrib model (``None`` with ``weights_dir``: rebuilt at ``reset``).
     :param name: the name shown in leaderboards (e.g. ``"ppo"``).
     :param deterministic: greedy actions (default) instead of sampling.
+    :param weights_dir: a weights-only agent (:mod:`joulegym.agents.weights`), loaded on the first ``reset(env)``.
     """
 
     privileged = False
 
-    def __init__(self, model: Any, name: str = "agent", deterministic: bool = True) -> None:
+    def __init__(self, model: Any, name: str = "agent", deterministic: bool = True,
+                 weights_dir: str | Path | None = None) -> None:
+        if model is None and weights_dir is None:
+            raise ValueError("SB3Policy needs a model or a weights_dir")
         self.model = model
         self.name = name
         self.deterministic = deterministic
+        self._weights_dir = None if weights_dir is None else Path(weights_dir)
         self._env: gym.Env | None = None
-        self._masked = type(model).__name__.startswith("Maskable")
+        self._masked = model is not None and type(model).__name__.startswith("Maskable")
 
     @classmethod
     def load(cls, path: str | Path, algo: str | None = None, name: str | None = None,
              deterministic: bool = True) -> SB3Policy:
-        """Load ``path`` (``model.zip``); the algorithm is read from the ``config.json`` beside it if not given."""
+        """Load an agent: a weights-only directory (``agent.json`` + ``weights.pt``, or a ``train.py`` run
+        directory holding ``agent/``: safe, nothing is unpickled) or a ``model.zip`` (SB3's format: loading it
+        unpickles code, so load only files you trust). The algorithm is read from ``agent.json`` /
+        ``config.json`` when not given."""
         path = Path(path)
+        for candidate in (path, path / "agent"):
+            if is_weights_dir(candidate):
+                meta = json.loads((candidate / AGENT_FILE).read_text())
+                if algo is not None and algo_spec(algo).name != meta.get("algo"):
+                    raise ValueError(f"{str(candidate)!r} holds a {meta.get('algo')!r} agent, not {algo!r}")
+                return cls(None, name=name or meta.get("algo", "agent"), deterministic=deterministic,
+                           weights_dir=candidate)
         if path.is_dir():
             path = path / "model.zip"
         if algo is None:
@@ -51,6 +67,9 @@ class SB3Policy:
         return cls(load_model(algo, path), name=name or algo, deterministic=deterministic)
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        if self.model is None:
+            self.model = load_weights(self._weights_dir, env)
+            self._masked = type(self.model).__name__.startswith("Maskable")
         if env.observation_space.shape != self.model.observation_space.shape:
             raise ValueError(
                 f"model observation shape {self.model.observation_space.shape} does not match the env's "

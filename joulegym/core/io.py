@@ -45,3 +45,54 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
         tmp.unlink(missing_ok=True)
         plt.close(fig)
     return path
+
+
+def check_result_dir(out: str | Path) -> Path:
+    """``out`` as a directory a run may write its results into: not a file, its parent writable.
+
+    :raises ValueError: naming ``out`` and the problem, before any work is done.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a file, not a directory")
+    parent = out.parent if str(out.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(parent, os.W_OK) or (out.is_dir() and not os.access(out, os.W_OK)):
+        raise ValueError(f"--out {str(out)!r} is not writable")
+    return out
+
+
+class ResultDir:
+    """Write a run's files into a temporary directory beside ``out`` and move it into place as a whole.
+
+    ``with ResultDir(out) as tmp: ...`` writes into ``tmp``; on success ``out`` is replaced by it (the previous
+    ``out``, if any, is removed after the swap), so an interrupted run never leaves new files beside old ones.
+    On an exception the temporary directory is removed and ``out`` is untouched. :meth:`final` maps a path
+    inside ``tmp`` to its place in ``out``.
+    """
+
+    def __init__(self, out: str | Path) -> None:
+        self.out = check_result_dir(out)
+        self.tmp = self.out.with_name(f".{self.out.name}.tmp{os.getpid()}")
+
+    def __enter__(self) -> Path:
+        import shutil
+
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.mkdir(parents=True)
+        return self.tmp
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        import shutil
+
+        if exc_type is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return
+        old = self.out.with_name(f".{self.out.name}.old{os.getpid()}")
+        if self.out.exists():
+            os.replace(self.out, old)
+        os.replace(self.tmp, self.out)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def final(self, path: str | Path) -> Path:
+        return self.out / Path(path).relative_to(self.tmp)

@@ -6,10 +6,15 @@
     python evaluate.py --env joulegym/ETF-v0 --policies etf,tf,ef,random,ppo:runs/x/model.zip --seeds 10
     python evaluate.py --reproduce etf --out results/etf-paper
 
-Writes into ``--out`` (atomically): ``episodes.csv`` (one row per episode: return, length and the
+Writes into ``--out`` (the run's files are written beside it and moved into place together, replacing a
+previous run's as a whole): ``episodes.csv`` (one row per episode: return, length and the
 scalar paper metrics), ``summary.csv``, ``leaderboard.md`` (mean ± std, IQM, bootstrap CI and the
 normalised score: random = 0, best reference policy = 1), ``episode.png`` (one episode per policy)
 and the family's summary figures. ``random`` is added when it is missing, since the score needs it.
+
+Agents: ``ALGO:PATH`` with ``PATH`` a weights-only agent directory (``agent.json`` + ``weights.pt``, or a
+``train.py`` run directory holding ``agent/``), which is safe to load, or a ``model.zip``, which is unpickled
+and can run code: evaluate ``model.zip`` files only from sources you trust.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ DEFAULT_ENV = "joulegym/ETF-tx2-fig5-v0"
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="evaluate.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="Security: a model.zip is unpickled when loaded and can run code; "
+                                            "evaluate third-party agents from weights-only directories.")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id (default {DEFAULT_ENV})")
     parser.add_argument("--policies", default="all",
                         help="comma-separated: reference names (NAME or NAME:key=value), agents ALGO:PATH, or all")
@@ -43,7 +50,7 @@ def run(args: argparse.Namespace) -> list[Path]:
 
     import joulegym  # noqa: F401  (registers the ids)
     from joulegym.core.config import parse_env_kwargs
-    from joulegym.core.io import write_atomic, write_csv
+    from joulegym.core.io import ResultDir, write_atomic, write_csv
     from joulegym.evaluation.hooks import hooks_for
     from joulegym.evaluation.runner import eval_seeds, evaluate, markdown_table, parse_policies, summarise
 
@@ -52,12 +59,14 @@ def run(args: argparse.Namespace) -> list[Path]:
         hooks = hooks_for(family)
         if hooks.reproduce is None:
             raise ValueError(f"--reproduce {family!r}: no reproduction for this family")
-        out = Path(args.out or f"results/{family}-paper")
-        out.mkdir(parents=True, exist_ok=True)
-        return hooks.reproduce(out, args.quick)
+        result = ResultDir(args.out or f"results/{family}-paper")
+        with result as tmp:
+            written = hooks.reproduce(tmp, args.quick)
+        return [result.final(p) for p in written]
 
     if args.env not in gym.registry:
         raise ValueError(f"env={args.env!r} is not registered; see `python -m joulegym list`")
+    result = ResultDir(args.out or f"results/{args.env.split('/')[-1]}")  # checked before the work
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     probe = gym.make(args.env, **env_kwargs)
     family = probe.unwrapped.family
@@ -76,16 +85,16 @@ def run(args: argparse.Namespace) -> list[Path]:
         if "skipping" in str(w.message):
             print(f"note: {w.message}", file=sys.stderr)
     summary = summarise(episodes, hooks.headline_metrics)
-    out = Path(args.out or f"results/{args.env.split('/')[-1]}")
-    out.mkdir(parents=True, exist_ok=True)
     table = markdown_table(summary, list(hooks.headline_metrics) or _first_metrics(episodes))
     header = (f"# {args.env}\n\n{args.seeds} held-out seeds per policy; env kwargs {json.dumps(env_kwargs)}."
               f"{' Skipped: ' + ', '.join(skipped) + '.' if skipped else ''}\n\n")
-    written = [write_csv(episodes, out / "episodes.csv"), write_csv(summary, out / "summary.csv"),
-               write_atomic(out / "leaderboard.md", header + table + "\n")]
+    with result as out:  # every file of the run lands together (the previous run's files are replaced as a whole)
+        written = [write_csv(episodes, out / "episodes.csv"), write_csv(summary, out / "summary.csv"),
+                   write_atomic(out / "leaderboard.md", header + table + "\n")]
+        if not args.no_plots:
+            written += _plots(args.env, family, traces, episodes, out, hooks)
+    written = [result.final(p) for p in written]
     print(header + table)
-    if not args.no_plots:
-        written += _plots(args.env, family, traces, episodes, out, hooks)
     print("\nwrote " + ", ".join(str(p) for p in written))
     return written
 

@@ -40,3 +40,22 @@ def test_reproduce_etf_quick(tmp_path):
     fig5 = pd.read_csv(tmp_path / "fig5.csv").set_index("policy")
     assert fig5.loc["TF", "F_T"] == pytest.approx(1.0) and fig5.loc["EF", "F_E"] > 0.99
     assert (tmp_path / "fig7_fig8.png").exists()
+
+
+def test_out_problems_are_reported_before_any_work(tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["--out", str(target), "--seeds", "1"]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert main(["--env-kwargs", '{"T_units": 1e400}', "--out", str(tmp_path / "y"), "--seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "T_units" in err and err.count("\n") == 1
+
+
+def test_a_new_run_replaces_the_previous_files_as_a_whole(tmp_path):
+    out = tmp_path / "ev"
+    out.mkdir()
+    (out / "stale.csv").write_text("from another run")
+    assert main(["--policies", "etf,random", "--seeds", "1", "--out", str(out), "--no-plots"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["episodes.csv", "leaderboard.md", "summary.csv"]
+    assert not list(tmp_path.glob(".ev.*"))  # no temporary directory left behind

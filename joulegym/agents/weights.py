@@ -1,0 +1,101 @@
+"""Weights-only agents: a trained policy as ``weights.pt`` (a torch ``state_dict``) plus ``agent.json``.
+
+SB3's ``model.zip`` is unpickled with cloudpickle when loaded, so loading one runs whatever code it holds:
+only load ``model.zip`` files you trust. The weights-only format cannot execute code: ``agent.json`` is
+plain data (algorithm, policy class name, ``policy_kwargs`` from an allow-list, the spaces' shapes) and
+``weights.pt`` is read with ``torch.load(weights_only=True)``. The policy network is rebuilt from the
+evaluation env's spaces and the architecture in ``agent.json``, then the weights are loaded into it.
+``train.py`` writes both formats; ``evaluate.py`` loads a directory holding ``agent.json`` this way.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from joulegym.agents.algos import algo_spec
+
+AGENT_FILE = "agent.json"
+WEIGHTS_FILE = "weights.pt"
+FORMAT_VERSION = 1
+ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU")  # torch.nn classes an agent.json may name
+POLICY_KWARGS = ("net_arch", "activation_fn", "ortho_init", "log_std_init", "squash_output", "share_features_extractor",
+                 "normalize_images", "n_critics", "use_sde")
+TRAINING_ONLY = ("optimizer_class", "optimizer_kwargs")  # do not change the network: not exported
+
+
+def _plain_policy_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in (kwargs or {}).items():
+        if key in TRAINING_ONLY:
+            continue
+        if key not in POLICY_KWARGS:
+            raise ValueError(f"policy_kwargs[{key!r}] cannot be exported weights-only; allowed: {list(POLICY_KWARGS)}")
+        if key == "activation_fn":
+            value = value.__name__ if isinstance(value, type) else str(value)
+            if value not in ACTIVATIONS:
+                raise ValueError(f"activation_fn {value!r} is not one of {ACTIVATIONS}")
+        out[key] = value
+    return out
+
+
+def save_weights(model: Any, algo: str, directory: str | Path) -> Path:
+    """Write ``agent.json`` and ``weights.pt`` of ``model`` (an SB3 model) into ``directory``; returns it."""
+    import torch
+
+    from joulegym.core.io import write_atomic
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    spec = algo_spec(algo)
+    meta = {
+        "format": FORMAT_VERSION,
+        "algo": spec.name,
+        "policy": type(model.policy).__name__,
+        "policy_kwargs": _plain_policy_kwargs(getattr(model, "policy_kwargs", {}) or {}),
+        "observation_shape": list(model.observation_space.shape),
+        "action_space": repr(model.action_space),
+    }
+    tmp = directory / f".{WEIGHTS_FILE}.tmp"
+    torch.save(model.policy.state_dict(), tmp)
+    tmp.replace(directory / WEIGHTS_FILE)
+    write_atomic(directory / AGENT_FILE, json.dumps(meta, indent=2) + "\n")
+    return directory
+
+
+def is_weights_dir(path: str | Path) -> bool:
+    return (Path(path) / AGENT_FILE).is_file() and (Path(path) / WEIGHTS_FILE).is_file()
+
+
+def load_weights(directory: str | Path, env: Any) -> Any:
+    """An SB3 model rebuilt on ``env``'s spaces from ``directory`` (no unpickling of code)."""
+    import torch
+
+    directory = Path(directory)
+    if not is_weights_dir(directory):
+        raise ValueError(f"{str(directory)!r} holds no {AGENT_FILE} + {WEIGHTS_FILE} (a weights-only agent)")
+    try:
+        meta = json.loads((directory / AGENT_FILE).read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{directory / AGENT_FILE}: not valid JSON ({err.msg})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{directory / AGENT_FILE}: unsupported format {meta.get('format')!r}, "
+                         f"expected {FORMAT_VERSION}")
+    spec = algo_spec(str(meta.get("algo")))
+    if list(env.observation_space.shape) != list(meta.get("observation_shape", [])):
+        raise ValueError(f"the agent was trained on observations of shape {meta.get('observation_shape')}, the env's "
+                         f"are {list(env.observation_space.shape)}")
+    if repr(env.action_space) != meta.get("action_space"):
+        raise ValueError(f"the agent acts in {meta.get('action_space')}, the env in {env.action_space!r}")
+    kwargs = _plain_policy_kwargs(meta.get("policy_kwargs") or {})
+    if "activation_fn" in kwargs:
+        kwargs["activation_fn"] = getattr(torch.nn, kwargs["activation_fn"])
+    policy = str(meta.get("policy", "MlpPolicy"))
+    policy = "MlpPolicy" if policy.endswith(("ActorCriticPolicy", "MlpPolicy", "SACPolicy", "TD3Policy", "DQNPolicy",
+                                             "QNetwork")) else policy
+    extra = {"buffer_size": 1} if spec.name in ("sac", "td3", "dqn") else {}  # no replay memory for evaluation
+    model = spec.load_class()(policy, env, policy_kwargs=kwargs, device="cpu", seed=0, **extra)
+    state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
+    model.policy.load_state_dict(state)
+    return model

@@ -1,0 +1,119 @@
+"""train.py runs are never lost or mixed: checkpoints, SIGINT/SIGTERM/SIGKILL and --resume, refusing a used --out,
+the weights-only agent format, and one-line errors for bad arguments and hyperparameter files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from joulegym.training import main as train_main
+
+pytest.importorskip("stable_baselines3")
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ["--env", "joulegym/ETFPhi-tx2-fig5-v0", "--algo", "maskable_ppo", "--no-progress-bar", "--no-tensorboard"]
+
+
+def _start(out: Path, timesteps: int, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, str(ROOT / "train.py"), *FAST, "--timesteps", str(timesteps), "--out", str(out),
+           "--checkpoint-every", "256", *extra]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_checkpoint(out: Path, proc: subprocess.Popen, timeout_s: float = 120.0) -> None:
+    meta = out / "checkpoints" / "latest.json"
+    deadline = time.monotonic() + timeout_s
+    while not meta.is_file():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_killed_run_resumes_to_its_total_timesteps(tmp_path, sig):
+    out = tmp_path / "run"
+    proc = _start(out, 20_000)
+    _wait_for_checkpoint(out, proc)
+    os.kill(proc.pid, sig)
+    _, err = proc.communicate(timeout=120)
+    if sig == signal.SIGTERM:  # a clean stop: a fresh checkpoint and how to go on
+        assert proc.returncode == 128 + signal.SIGTERM and "--resume" in err
+    assert not json.loads((out / "config.json").read_text())["complete"]
+    assert not (out / "model.zip").exists()
+    saved = json.loads((out / "checkpoints" / "latest.json").read_text())["num_timesteps"]
+    assert 0 < saved < 20_000
+    resumed = _start(out, 999, "--resume")  # the total comes from the run's config.json
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    config = json.loads((out / "config.json").read_text())
+    assert config["complete"] and config["timesteps"] == 20_000 and config["num_timesteps"] >= 20_000
+    assert (out / "model.zip").is_file() and (out / "agent" / "weights.pt").is_file()
+    again = _start(out, 999, "--resume")
+    assert again.wait(timeout=120) == 2 and "complete" in again.stderr.read()
+
+
+def test_a_used_out_is_refused_unless_resume_or_overwrite(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("someone else's run")
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err and (out / "notes.txt").exists()
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(out), "--resume"]) == 2
+    assert "no config.json" in capsys.readouterr().err
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(out), "--overwrite"]) == 0
+    assert not (out / "notes.txt").exists() and json.loads((out / "config.json").read_text())["complete"]
+
+
+def test_weights_only_agent_acts_like_the_model(tmp_path):
+    import gymnasium as gym
+
+    from joulegym.agents import SB3Policy
+    from joulegym.core.rollout import rollout
+
+    out = tmp_path / "run"
+    assert train_main([*FAST, "--timesteps", "256", "--out", str(out)]) == 0
+    meta = json.loads((out / "agent" / "agent.json").read_text())
+    assert meta["algo"] == "maskable_ppo" and meta["format"] == 1
+    env = gym.make("joulegym/ETFPhi-tx2-fig5-v0")
+    safe, pickled = SB3Policy.load(out), SB3Policy.load(out / "model.zip")
+    assert safe._weights_dir == out / "agent"
+    a, b = rollout(env, safe, seed=5, record=True), rollout(env, pickled, seed=5, record=True)
+    assert a.total_return == b.total_return and a.length == b.length
+    with pytest.raises(ValueError, match="the agent (acts in|was trained on observations)"):
+        SB3Policy.load(out / "agent").reset(gym.make("joulegym/ETF-v0"))
+
+
+@pytest.mark.parametrize(("args", "yaml_text", "message"), [
+    (["--seed", "-1"], None, "--seed must be >= 0"),
+    ([], "default: [unclosed", "not valid YAML"),
+    ([], "default: 5", "must map hyperparameter names"),
+    ([], "default:\n  n_steps: -5\n", "rejected"),
+    (["--checkpoint-every", "0"], None, "--checkpoint-every"),
+])
+def test_bad_arguments_give_one_line_errors(tmp_path, capsys, args, yaml_text, message):
+    if yaml_text is not None:
+        (tmp_path / "hp.yml").write_text(yaml_text)
+        args = [*args, "--hyperparams", str(tmp_path / "hp.yml")]
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(tmp_path / "run"), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_out_that_is_a_file_or_unwritable(tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(target)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert train_main([*FAST, "--timesteps", "64", "--out", str(locked / "run")]) == 2
+        assert "not writable" in capsys.readouterr().err
