@@ -60,6 +60,14 @@ class Device:
         object.__setattr__(self, "profiles", MappingProxyType(dict(self.profiles)))
         object.__setattr__(self, "capacities", MappingProxyType(dict(self.capacities)))
 
+    def __reduce__(self):  # the read-only mapping views do not pickle: rebuild from plain dicts
+        return (Device, (self.name, self.kind, self.description, self.frequencies, self.power_model,
+                         dict(self.profiles), dict(self.capacities), self.capacity_unit, self.tdp_w, self.idle_w,
+                         self.source))
+
+    def __deepcopy__(self, memo: dict) -> Device:
+        return self  # immutable: a copied env shares its device
+
     def profile(self, workload: str) -> ProfileTable:
         """The profile table of ``workload``; ValueError naming the known workloads otherwise."""
         try:

@@ -204,3 +204,31 @@ def test_reference_policy_beats_random(family):
                    for s in seeds])
     rnd = np.mean([rollout(gym.make(env_id), random_policy, s).total_return for s in seeds])
     assert ref > rnd
+
+
+@pytest.mark.parametrize("family", _families())
+def test_copies_continue_like_the_original(family):
+    """``copy.deepcopy`` and ``pickle`` of an env mid-episode (search-based planners, checkpoints): a copy stepped
+    with the same actions gives the same observations and rewards as the original."""
+    import copy
+    import pickle
+
+    env_id = _contract_id(family)
+    env = gym.make(env_id).unwrapped
+    policy = baselines.make("random")
+    obs, info = env.reset(seed=4)
+    policy.reset(env, seed=4)
+    for _ in range(3):
+        obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
+        assert not (terminated or truncated)
+    copies = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    actions = []
+    for _ in range(10):
+        actions.append(policy.act(obs, info))
+        obs, reward, terminated, truncated, info = env.step(actions[-1])
+        for other in copies:
+            other_obs, other_reward, *_ = other.step(actions[-1])
+            np.testing.assert_array_equal(other_obs, obs)
+            assert other_reward == reward
+        if terminated or truncated:
+            break
