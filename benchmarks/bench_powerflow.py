@@ -1,11 +1,17 @@
-"""PowerFlow benchmarks (issue #4 "Performance"), on one core.
+"""PowerFlow benchmarks, on one core.
 
-1. A full Alibaba1901-scale episode (synthetic trace: 1901 jobs / 24 h, 16 x 8 V100) through the standalone
-   simulator with the PowerFlow policy (target: < 30 s) and with Tiresias.
+1. A full Alibaba1901-scale episode (synthetic trace: 1901 jobs / 24 h, 16 x 8 V100) with
+   :func:`joulegym.envs.powerflow.simulate` — since the core migration an env episode through
+   :func:`joulegym.core.rollout.rollout` (observations, masks, encode/decode of every decision) — with the
+   PowerFlow policy (target: < 30 s) and with Tiresias. Measured on the 2-core dev machine, interleaved with the
+   pre-migration ``simulate`` (a bare loop over the simulator) in one process, medians of 5 pairs: PowerFlow
+   4.07 s before, 4.84 s after (x 1.19: observations, masks and the encode/decode of ~3,900 decisions); Tiresias
+   2.72 s before, 3.01 s after (x 1.11; its queue ordering is vectorised now, without it x 1.35-1.4). The
+   results are identical, bit for bit.
 2. ``joulegym/PowerFlow-tiny-v0`` steps/s with the env's reference policy (``powerflow-strict``, decision
    cost included; target >= 2,000) next to a no-op env made with ``gym.make`` and stepped the same way in
    the same run, and their ratio (:mod:`bench_envs`).
-3. ``--engine``: the event-engine cost (DESIGN.md: SimPy unless a benchmark shows it is the bottleneck).
+3. ``--engine``: the event-engine cost (SimPy unless a benchmark shows it is the bottleneck).
    The PowerFlow episode of (1) is replayed through SimPy with the same event stream — one process per job
    (arrival, pre-run, then a timeout to its next rate change, interrupted and re-armed at every decision
    that reconfigures it) and a scheduler process waking at every decision point — with *no* modelling,
@@ -28,10 +34,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gymnasium as gym
-from bench_envs import NOOP_ID, NoOpEnv, steps_per_second
+from bench_envs import NOOP_ID, FixedActionPolicy, NoOpEnv, steps_per_second
 
-from joulegym import baselines
-from joulegym.envs.powerflow import ClusterSpec, PowerFlowSim, SimConfig, simulate
+from joulegym.core.policy import env_config_for, make
+from joulegym.core.rollout import rollout
+from joulegym.envs.powerflow import ClusterSpec, PowerFlowEnv, simulate
 from joulegym.workloads import dl_jobs
 
 TINY_ID = "joulegym/PowerFlow-tiny-v0"
@@ -49,20 +56,42 @@ def full_episode(policy: str, eta: float = 0.6) -> tuple[float, dict]:
     return time.perf_counter() - start, result.metrics
 
 
+class _Recorder:
+    """Wraps a policy and records, at every decision, its time and the jobs whose GPUs or frequency it changed."""
+
+    def __init__(self, policy) -> None:
+        self.policy, self.name, self.privileged = policy, policy.name, policy.privileged
+        self.decisions: list[tuple[float, list[int]]] = []
+
+    def reset(self, env, seed=None) -> None:
+        self.policy.reset(env, seed)
+        sim = self.sim = env.unwrapped.sim
+        apply = sim.apply
+
+        def recorded(alloc, wakeup_s=None):
+            before = {j: (sim.gpus[j], int(sim.fl[j])) for j in sim.running.tolist()}
+            apply(alloc, wakeup_s)
+            changed = [j for j in sim.running.tolist() if before.get(j) != (sim.gpus[j], int(sim.fl[j]))]
+            self.decisions.append((sim.now, changed))
+
+        sim.apply = recorded
+
+    def act(self, obs, info):
+        return self.policy.act(obs, info)
+
+
 def event_stream(eta: float = 0.6) -> tuple[float, dict]:
     """Run the PowerFlow episode, recording its decision times and the jobs each decision reconfigures."""
     jobs = alibaba_jobs()
-    pol = baselines.make("powerflow")
-    sim = PowerFlowSim(jobs, ClusterSpec(16, 8), SimConfig(eta=eta, **pol.sim_config))
-    decisions: list[tuple[float, list[int]]] = []
+    pol = make("powerflow", family="powerflow")
+    env = PowerFlowEnv(nodes=16, gpus_per_node=8, eta=eta, max_slots=len(jobs), action_mode="request",
+                       max_steps=10**7, **env_config_for(pol))
+    recorder = _Recorder(pol)
     start = time.perf_counter()
-    while sim.advance():
-        before = {int(j): (sim.gpus[int(j)], int(sim.fl[int(j)])) for j in sim.running}
-        sim.apply(pol.schedule(sim.view()))
-        changed = [int(j) for j in sim.running if before.get(int(j)) != (sim.gpus[int(j)], int(sim.fl[int(j)]))]
-        decisions.append((sim.now, changed))
+    rollout(env, recorder, 0, options={"trace": jobs})
     seconds = time.perf_counter() - start
-    return seconds, {"arrive": jobs.submit_s.tolist(), "prerun": sim.cfg.prerun_s, "decisions": decisions,
+    sim = recorder.sim
+    return seconds, {"arrive": jobs.submit_s.tolist(), "prerun": sim.cfg.prerun_s, "decisions": recorder.decisions,
                      "finish": sim.finish.tolist()}
 
 
@@ -126,10 +155,11 @@ def main(argv: list[str] | None = None) -> None:
               f"its event stream alone ({len(stream['decisions'])} decisions, {n_changes} reconfigurations, "
               f"{n_events} process events) {simpy_s:.2f} s = {simpy_s / episode_s:.0%} of the episode")
     if NOOP_ID not in gym.registry:
-        gym.register(NOOP_ID, entry_point=NoOpEnv)
-    noop = steps_per_second(gym.make(NOOP_ID), max(args.steps * 10, 100_000), None)
-    env = gym.make(TINY_ID)
-    ref = steps_per_second(env, args.steps, baselines.make(REFERENCE))
+        gym.register(NOOP_ID, entry_point=NoOpEnv, max_episode_steps=1000)
+    noop = steps_per_second(gym.make(NOOP_ID), max(args.steps * 10, 100_000), FixedActionPolicy())
+    policy = make(REFERENCE, family="powerflow")
+    env = gym.make(TINY_ID, **env_config_for(policy))
+    ref = steps_per_second(env, args.steps, policy)
     print(f"{TINY_ID} with {REFERENCE}: {ref:,.0f} steps/s; no-op env: {noop:,.0f} steps/s; "
           f"ratio {noop / ref:.1f}")
 

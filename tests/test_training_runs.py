@@ -87,7 +87,7 @@ def test_weights_only_agent_acts_like_the_model(tmp_path):
     assert safe._weights_dir == out / "agent"
     a, b = rollout(env, safe, seed=5, record=True), rollout(env, pickled, seed=5, record=True)
     assert a.total_return == b.total_return and a.length == b.length
-    with pytest.raises(ValueError, match="the agent (acts in|was trained on observations)"):
+    with pytest.raises(ValueError, match=r"the agent (acts in|was trained on observations)"):
         SB3Policy.load(out / "agent").reset(gym.make("joulegym/ETF-v0"))
 
 

@@ -1,30 +1,33 @@
-"""PowerFlow reference policies (Gu et al. §5.2, §6.1; spec §5.2, §5.5): PowerFlow and the five baselines.
+"""PowerFlow reference policies (Gu et al. §5.2, §6.1; ``docs/families/powerflow.md`` §8): PowerFlow and the
+five baselines.
 
-Each policy is a *scheduler* — ``schedule(view) -> {job: (n, frequency level)}`` over a
-:class:`~joulegym.envs.powerflow.simulator.SchedView` — usable by the standalone
-:func:`joulegym.envs.powerflow.simulate`, and a Gymnasium :class:`~joulegym.baselines.base.Policy`
-(``privileged = True``: it reads ``env.unwrapped.view()`` and encodes its decision as the env's action).
-``sim_config`` holds the simulator options the policy implies (profiling life-cycle, placement, power
-repair); ``simulate`` applies them unless overridden.
+Every policy has the one :class:`~joulegym.core.policy.Policy` interface: ``reset(env, seed)`` and
+``act(obs, info)``. It is privileged: ``act`` reads the simulator's decision view
+(``env.unwrapped.sim.view()``, a :class:`~joulegym.envs.powerflow.simulator.SchedView`), decides an allocation
+``{job: (GPUs, frequency level)}`` (the private ``_decide(view)``), forwards its wake-up request (Tiresias's next
+queue demotion) to ``env.unwrapped.request_wakeup`` and returns ``env.unwrapped.action_type.encode(decision)``.
+``env_config`` holds the env settings that are part of what the system *is* (its profiling life-cycle,
+predictor, placement and power constraint); :func:`joulegym.core.policy.env_config_for` applies them under the
+user's keyword arguments (the evaluation runner and :func:`joulegym.envs.powerflow.simulate` do).
 
-- ``powerflow`` (faithful, spec §5.2) / ``powerflow-strict``: the two-phase greedy. Phase 1 hands out
+- ``powerflow`` (faithful, paper §5.2) / ``powerflow-strict``: the two-phase greedy. Phase 1 hands out
   power-of-two GPU blocks (``n -> 2n``, priority per added GPU) by marginal ``dJCT/dE`` (Eq. 20) with each
-  job at its most energy-efficient frequency (EDP minimiser at n = 1, spec §4 [I]); a job without GPUs
-  is top tier, ordered by ``1/(R T E)`` (spec §10 #10), as is a step that is faster *and* cheaper (by its
+  job at its most energy-efficient frequency (EDP minimiser at n = 1, docs §8); a job without GPUs
+  is top tier, ordered by ``1/(R T E)`` (docs §9), as is a step that is faster *and* cheaper (by its
   JCT gain ``R dT``). Phase 2 raises frequencies by ``dJCT/dE`` (Eq. 21). Faithful checks the budget when a
   node fills up (Algorithm 1 line 18: the GPUs held, pinned ones included, cross a multiple of the node
   size) and before each raise (overshoot allowed); strict rejects any step that would exceed it. Pinned
   jobs' GPUs and planned power are taken off first. The Eq. 20/21 normalisers ``JCT``/``E`` scale every
-  priority equally and are omitted (spec §4 [I], §10 #27). ``powerflow-oracle``: true profiles, no
-  pre-run/profiling (Fig. 9 "ideal case"); inside an env (whose life-cycle is the env's) it schedules on the
+  priority equally and are omitted (docs §9). ``powerflow-oracle``: true profiles, no
+  pre-run/profiling (Fig. 9 "ideal case"); with a fitted predictor in the env it schedules on the
   true profiles the view exposes.
 - ``gandiva``: FIFO with backfill, non-preemptive, requested GPU count, affinity placement (a node already
   hosting a job of the same size first, else first-fit; no migration).
 - ``tiresias``: discretised 2D-LAS on attained GPU-seconds (queues 30 min / 1 h / 2 h, ElasticFlow's
   ``dlas_sim_jobs``), FIFO inside a queue, preemptive across queues, consolidated-else-spread placement.
 - ``gandiva-zeus`` / ``tiresias-zeus``: the same with a per-job Zeus frequency
-  ``argmin_f eta_z E + (1 - eta_z) MAXPOWER n T`` (eta_z = 0.5, MAXPOWER = TDP, spec §5.5 [A]).
-- ``afs``: AFS-L elastic allocation (spec §5.5 [A]): zero-GPU jobs first by shortest remaining time on
+  ``argmin_f eta_z E + (1 - eta_z) MAXPOWER n T`` (eta_z = 0.5, MAXPOWER = TDP, docs §8).
+- ``afs``: AFS-L elastic allocation (docs §8): zero-GPU jobs first by shortest remaining time on
   one GPU, then power-of-two steps to the largest relative throughput gain; packed placement.
 - ``fifo``: strict FIFO (no backfill), requested GPUs.
 
@@ -34,46 +37,57 @@ Energy-unaware baselines run every GPU at ``f_mhz`` (default: the maximum; the F
 from __future__ import annotations
 
 import heapq
-import math
 from typing import Any
 
 import numpy as np
 
 from joulegym.core.policy import PolicyNotApplicable, register_policy
 
-TIRESIAS_THRESHOLDS_GPU_S = (1800.0, 3600.0, 7200.0)  # ElasticFlow dlas_sim_jobs (spec §5.5 [A])
-ZEUS_ETA = 0.5  # Zeus default (spec §5.5 [A])
+TIRESIAS_THRESHOLDS_GPU_S = (1800.0, 3600.0, 7200.0)  # ElasticFlow dlas_sim_jobs (docs §8)
+_THRESHOLDS = np.array(TIRESIAS_THRESHOLDS_GPU_S)
+ZEUS_ETA = 0.5  # Zeus default (docs §8)
 
 
 class _Base:
-    """Scheduler + Gym-policy plumbing shared by every PowerFlow reference policy."""
+    """The policy plumbing shared by every PowerFlow reference policy: subclasses implement :meth:`_decide`
+    (and set ``self._wakeup_s`` there to ask for a decision point at a simulated time)."""
 
     privileged = True
     name = "powerflow-base"
 
     def __init__(self) -> None:
         self._env = None
-        self.wakeup_s: float | None = None
+        self._wakeup_s: float | None = None
+        self._last: tuple[Any, int, Any] | None = None  # (simulator, decision index, decision)
 
     @property
-    def sim_config(self) -> dict[str, Any]:
+    def env_config(self) -> dict[str, Any]:
+        """The env settings that are part of this system: the baselines get the true profiles and no
+        pre-run/profiling (only PowerFlow pre-runs, paper §6.1), no power repair, and their own placement."""
         return {"profiling": False, "predictor": "oracle", "placement": "first-fit", "power_constraint": "none"}
 
-    # Gym Policy protocol ----------------------------------------------------------------------
     def reset(self, env, seed: int | None = None) -> None:
         base = env.unwrapped
         if getattr(base, "family", None) != "powerflow":
             raise PolicyNotApplicable(f"{self.name} drives PowerFlow envs only, not {type(base).__name__}")
         self._env = base
+        self._wakeup_s = None
+        self._last = None
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
-        if self._env is None:
+        base = self._env
+        if base is None:
             raise RuntimeError(f"{self.name}.act() called before reset(env)")
-        action = self._env.encode_action(self.schedule(self._env.view()))
-        self._env.request_wakeup(self.wakeup_s)  # e.g. Tiresias's next queue demotion, as ``simulate`` honours it
-        return action
+        last = self._last
+        if last is not None and last[0] is base.sim and last[1] == base.decision_index:
+            decision = last[2]  # the same decision point (micro steps): the same decision
+        else:
+            decision = self._decide(base.sim.view())
+            self._last = (base.sim, base.decision_index, decision)
+        base.request_wakeup(self._wakeup_s)  # e.g. Tiresias's next queue demotion
+        return base.action_type.encode(decision)
 
-    def schedule(self, v) -> dict[int, tuple[int, int]]:  # pragma: no cover - abstract
+    def _decide(self, v) -> dict[int, tuple[int, int]]:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -101,7 +115,7 @@ def _max_level(v, i: int) -> int:
 
 
 class PowerFlow(_Base):
-    """Algorithm 1 as resolved in spec §5.2 (``mode="faithful"`` or ``"strict"``)."""
+    """Algorithm 1 as resolved in docs §8 (``mode="faithful"`` or ``"strict"``)."""
 
     def __init__(self, mode: str = "faithful", ee_freq_mode: str = "n1", oracle: bool = False,
                  name: str | None = None) -> None:
@@ -115,13 +129,15 @@ class PowerFlow(_Base):
         self._cache: dict[int, tuple] = {}
 
     @property
-    def sim_config(self) -> dict[str, Any]:
+    def env_config(self) -> dict[str, Any]:
+        """PowerFlow pre-runs and profiles on a fitted predictor (the oracle: true profiles, neither), packs
+        with migration, and strict mode keeps the power repair on."""
         return {"profiling": not self.oracle, "predictor": "oracle" if self.oracle else "fitted",
                 "placement": "packed", "power_constraint": "repair" if self.mode == "strict" else "none"}
 
     def _tables(self, v, i: int) -> tuple[list, list, list, list[int]]:
         """Predicted ``T``, ``E``, power ``E/T`` (nested lists: fast scalar access) and the most
-        energy-efficient frequency per n-level (EDP minimiser, spec §4 [I]) of ``v.jobs[i]``'s table, cached
+        energy-efficient frequency per n-level (EDP minimiser, docs §8) of ``v.jobs[i]``'s table, cached
         per table object (the simulator shares one table per (model, BS) and keeps it alive)."""
         T, E = v.T[i], v.E[i]
         if self.oracle and v.predictor != "oracle" and v.true_tables is not None:
@@ -132,7 +148,7 @@ class PowerFlow(_Base):
             hit = self._cache[id(T)] = (T, T.tolist(), E.tolist(), (E / T).tolist(), fee)
         return hit[1], hit[2], hit[3], hit[4]
 
-    def schedule(self, v) -> dict[int, tuple[int, int]]:
+    def _decide(self, v) -> dict[int, tuple[int, int]]:
         strict = self.mode == "strict"
         per_n = self.ee_freq_mode == "per_n"
         J = len(v.jobs)
@@ -154,7 +170,7 @@ class PowerFlow(_Base):
             tabs[i] = T, E, _, fee = self._tables(v, i)
             maxl[i] = min(v.num_gpus, int(bsz[i])).bit_length() - 1  # largest feasible power of two
             f = fee[0]
-            # a job without GPUs: top tier, highest energy efficiency of its remaining work first (spec §10 #10)
+            # a job without GPUs: top tier, highest energy efficiency of its remaining work first (docs §9)
             heapq.heappush(heap, (-1, -1.0 / (R[i] * T[0][f] * E[0][f]), i))
 
         def f_at(i: int, level: int) -> int:
@@ -172,7 +188,7 @@ class PowerFlow(_Base):
             de = E[nl][f1] - E[l0][f0]
             if dj <= 0:
                 return None
-            if de <= 0:  # faster and cheaper: top tier, by the JCT reduction R * dT (spec §5.2)
+            if de <= 0:  # faster and cheaper: top tier, by the JCT reduction R * dT (docs §8)
                 return (-1, -dj * R[i], i)
             return (0, -(dj / de) / (1 << l0), i)  # Eq. 20 per added GPU (n -> 2n adds n); R cancels
 
@@ -255,32 +271,42 @@ class _NonElastic(_Base):
         if not self.zeus:
             return _flevel(v, self.f_mhz)
         t, e = v.row(i, n)
-        maxp = self.max_power_w if self.max_power_w is not None else 300.0  # V100 TDP (spec §5.5 [A])
+        maxp = self.max_power_w if self.max_power_w is not None else 300.0  # V100 TDP (docs §8)
         return int(np.argmin(self.zeus_eta * e + (1 - self.zeus_eta) * maxp * n * t))
 
     def _order(self, v) -> list[int]:
-        return sorted(range(len(v.jobs)), key=lambda i: (v.submit[i], int(v.jobs[i])))
+        """FIFO: by submission time, then job id."""
+        return np.lexsort((v.jobs, v.submit)).tolist()
 
-    def schedule(self, v) -> dict[int, tuple[int, int]]:
+    def _decide(self, v) -> dict[int, tuple[int, int]]:
         out = _pinned_alloc(v)
         free = v.num_gpus - sum(k for k, _ in out.values())
         order = self._order(v)
+        jobs, n_now, n_req = v.jobs.tolist(), v.n.tolist(), v.n_req.tolist()
+        if self.zeus:
+            freq = self._freq
+        else:  # one global frequency level for every job
+            level = _flevel(v, self.f_mhz)
+
+            def freq(v, i: int, n: int) -> int:
+                return level
+
         if not self.preemptive:  # running jobs keep their GPUs
             for i in order:
-                if v.n[i] > 0 and int(v.jobs[i]) not in out:
-                    out[int(v.jobs[i])] = (int(v.n[i]), self._freq(v, i, int(v.n[i])))
-                    free -= int(v.n[i])
+                if n_now[i] > 0 and jobs[i] not in out:
+                    out[jobs[i]] = (n_now[i], freq(v, i, n_now[i]))
+                    free -= n_now[i]
         for i in order:
-            j = int(v.jobs[i])
+            j = jobs[i]
             if j in out:
                 continue
-            k = min(int(v.n_req[i]), v.num_gpus)
+            k = min(n_req[i], v.num_gpus)
             if k <= free:
-                out[j] = (k, self._freq(v, i, k))
+                out[j] = (k, freq(v, i, k))
                 free -= k
             elif not self.backfill:
                 break
-        self.wakeup_s = self._wakeup(v, out)
+        self._wakeup_s = self._wakeup(v, out)
         return out
 
     def _wakeup(self, v, out) -> float | None:
@@ -288,13 +314,13 @@ class _NonElastic(_Base):
 
 
 class Gandiva(_NonElastic):
-    """FIFO with backfill, non-preemptive, Gandiva's affinity placement (spec §5.5)."""
+    """FIFO with backfill, non-preemptive, Gandiva's affinity placement (docs §8)."""
 
     name = "gandiva"
 
     @property
-    def sim_config(self) -> dict[str, Any]:
-        return {**super().sim_config, "placement": "affinity"}
+    def env_config(self) -> dict[str, Any]:
+        return {**super().env_config, "placement": "affinity"}
 
 
 class FIFO(_NonElastic):
@@ -306,26 +332,27 @@ class Tiresias(_NonElastic):
     name = "tiresias"
     preemptive = True
 
-    def _queue(self, attained: float) -> int:
-        return sum(attained >= t for t in TIRESIAS_THRESHOLDS_GPU_S)
-
     def _order(self, v) -> list[int]:
-        return sorted(range(len(v.jobs)), key=lambda i: (self._queue(v.attained[i]), v.submit[i], int(v.jobs[i])))
+        """2D-LAS: by queue (thresholds passed by the attained GPU-seconds), then submission time, then job id."""
+        queue = np.searchsorted(_THRESHOLDS, v.attained, side="right")
+        return np.lexsort((v.jobs, v.submit, queue)).tolist()
 
     def _wakeup(self, v, out) -> float | None:
-        best = math.inf
-        pos = {int(j): i for i, j in enumerate(v.jobs)}
-        for j, (k, _) in out.items():
-            a = v.attained[pos[j]]
-            for t in TIRESIAS_THRESHOLDS_GPU_S:
-                if a < t:
-                    best = min(best, v.now + (t - a) / k)
-                    break
-        return None if not math.isfinite(best) else best + 1e-6
+        """The first time a job with GPUs crosses its queue's threshold (+1 us): its demotion."""
+        if not out:
+            return None
+        held = np.fromiter(out, dtype=np.int64, count=len(out))
+        k = np.fromiter((n for n, _ in out.values()), dtype=np.int64, count=len(out))
+        attained = v.attained[np.searchsorted(v.jobs, held)]  # v.jobs is sorted (job index order)
+        queue = np.searchsorted(_THRESHOLDS, attained, side="right")
+        below = queue < _THRESHOLDS.size  # jobs in the last queue are never demoted
+        if not below.any():
+            return None
+        return float(np.min(v.now + (_THRESHOLDS[queue[below]] - attained[below]) / k[below])) + 1e-6
 
 
 class AFS(_Base):
-    """AFS-L (spec §5.5 [A]): elastic, energy-unaware, packed placement, all GPUs at ``f_mhz``."""
+    """AFS-L (docs §8): elastic, energy-unaware, packed placement, all GPUs at ``f_mhz``."""
 
     name = "afs"
 
@@ -336,10 +363,10 @@ class AFS(_Base):
             self.name = name
 
     @property
-    def sim_config(self) -> dict[str, Any]:
-        return {"profiling": False, "predictor": "oracle", "placement": "packed", "power_constraint": "none"}
+    def env_config(self) -> dict[str, Any]:
+        return {**super().env_config, "placement": "packed"}
 
-    def schedule(self, v) -> dict[int, tuple[int, int]]:
+    def _decide(self, v) -> dict[int, tuple[int, int]]:
         f = _flevel(v, self.f_mhz)
         J = len(v.jobs)
         g = v.num_gpus - int(v.n[v.pinned].sum())
@@ -379,11 +406,10 @@ class AFS(_Base):
 
 # ------------------------------------------------------------------------------------------------ registry
 
-_KINDS = ("PowerFlow",)
-
 
 def _reg(name: str, factory, description: str) -> None:
-    register_policy(name, factory, family="powerflow", kinds=_KINDS, description=description)
+    # every kind and action mode: the policies act through the env's action type (``encode``)
+    register_policy(name, factory, family="powerflow", description=description)
 
 
 _reg("powerflow", lambda **kw: PowerFlow(mode="faithful", **kw),

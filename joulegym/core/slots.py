@@ -12,6 +12,7 @@ next committed decision.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -35,35 +36,39 @@ class SlotTable:
         self.overflow = 0
         self.overflow_steps = 0
         self._wakeup: float | None = None
+        self._free = list(range(self.num_slots))  # a heap: the lowest free slot first
+        self.freed: list[tuple[int, int]] = []  # (slot, item) freed by the last sync
+        self.seated: list[tuple[int, int]] = []  # (slot, item) seated by the last sync
 
     def sync(self, present: Iterable[int]) -> bool:
         """Free the slots of items no longer present, then seat new ones in ``present``'s order.
 
+        O(present items) with a heap of free slots (not O(K)); :attr:`freed` and :attr:`seated` record what
+        changed.
+
         :param present: the schedulable item ids now, in priority order (e.g. arrival order).
         :returns: whether the seating changed.
         """
-        present = [int(j) for j in present]
+        present = present.tolist() if hasattr(present, "tolist") else [int(j) for j in present]
         keep = set(present)
-        changed = False
-        items, slot_of = self.items, self.slot_of
-        for k, j in enumerate(items):
-            if j >= 0 and j not in keep:
-                items[k] = -1
-                del slot_of[j]
-                changed = True
-        free = [k for k, j in enumerate(items) if j < 0]
-        free.reverse()  # pop() takes the lowest free slot
-        for j in present:
+        items, slot_of, free = self.items, self.slot_of, self._free
+        self.freed, self.seated = [], []
+        for j in sorted(slot_of.keys() - keep):
+            k = slot_of.pop(j)
+            items[k] = -1
+            heapq.heappush(free, k)
+            self.freed.append((k, j))
+        for j in present if len(slot_of) < len(keep) else ():  # someone is still without a slot
             if j in slot_of:
                 continue
             if not free:
                 break
-            k = free.pop()
+            k = heapq.heappop(free)
             items[k] = j
             slot_of[j] = k
-            changed = True
+            self.seated.append((k, j))
         self.overflow = len(keep) - len(slot_of)
-        return changed
+        return bool(self.freed or self.seated)
 
     def count_step(self) -> None:
         """Count a decision step (for ``overflow_steps``: steps with items left outside the slots)."""

@@ -9,15 +9,16 @@ on the env's own scenario trace (seed 0). The evaluated episodes of ``results`` 
 ``reproduce(out_dir, quick)``: the same sweep on Small100 (quick) or on the Alibaba1901-scale synthetic
 trace, with the Fig. 9 oracle curve (``powerflow-oracle``: true profiles, no pre-run/profiling), written as
 ``fig7_<scenario>.csv`` + ``.png``, ``improvement_<scenario>.csv`` (per baseline, the largest and smallest
-``JCT_baseline / JCT_PowerFlow`` at equal energy — the largest is the paper's "at most" factor, §6.2/§8) and
+``JCT_baseline / JCT_PowerFlow`` at equal energy — the largest is the paper's "at most" factor, §6.2) and
 ``matched_energy_<scenario>.csv`` (every baseline point against PowerFlow's curve at its energy); and Fig. 10
-(§6.4, :func:`sensitivity`): the 100-job Load/Cluster/JobSize scenarios, every policy's average JCT at the
-Zeus combinations' energy, written as ``fig10_sensitivity.csv``, ``fig10_improvement.csv`` and ``fig10.png``.
+(§6.4, :func:`sensitivity`): the 100-job Load/Cluster/JobSize sweeps (``small100`` with the kwargs of
+:func:`sensitivity_kwargs`), every policy's average JCT at the Zeus combinations' energy, written as
+``fig10_sensitivity.csv``, ``fig10_improvement.csv`` and ``fig10.png``.
 
-Comparison procedure (spec §7): :func:`curve_jct_at` joins a sweep's points in knob order and interpolates
-linearly at a given energy; :func:`curve_ratios` evaluates baseline/PowerFlow JCT ratios over the overlapping
-energy range; :func:`matched_energy` matches each baseline point, also just outside PowerFlow's range when
-within 5 % of its energy ("matched total energy (within 5 %)", issue #4).
+Comparison procedure (``docs/families/powerflow.md`` §13): :func:`curve_jct_at` joins a sweep's points in knob
+order and interpolates linearly at a given energy; :func:`curve_ratios` evaluates baseline/PowerFlow JCT ratios
+over the overlapping energy range; :func:`matched_energy` matches each baseline point, also just outside
+PowerFlow's range when within 5 % of its energy ("matched total energy (within 5 %)").
 """
 
 from __future__ import annotations
@@ -28,16 +29,18 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from joulegym import baselines
-from joulegym.core.plotting import new_figure
 from joulegym.core.io import save_figure, write_csv
+from joulegym.core.plotting import new_figure
+from joulegym.core.policy import make
+from joulegym.envs.powerflow.env import SIM_SETTINGS
+from joulegym.scenarios.powerflow import SMALL_SCALE, gavel_interval
 
 HEADLINE = ("avg_jct_h", "total_energy_kwh", "makespan_s", "energy_idle_j", "max_job_power_w")
-ETAS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)  # spec §7 [A]
+ETAS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)  # docs §13
 FREQS_MHZ = (1020.0, 1140.0, 1260.0, 1380.0, 1530.0)  # §6.2: nothing below 1020 MHz is plotted
 UNAWARE = ("gandiva", "tiresias", "afs", "fifo")
 ZEUS = ("gandiva-zeus", "tiresias-zeus")
-# Fig. 10 (spec §7 [A] sweep values); eta down to 0.1 so that PowerFlow's curve reaches the Zeus energy on the
+# Fig. 10 (docs §11 sweep values); eta down to 0.1 so that PowerFlow's curve reaches the Zeus energy on the
 # larger clusters (on 128 GPUs its eta = 0.3 point already uses 10 % more energy than Zeus).
 SENSITIVITY_PANELS = {"load": (0.5, 0.75, 1.0, 1.5, 2.0), "cluster": (16, 32, 64, 128), "jobsize": (1, 2, 4, 8)}
 SENSITIVITY_ETAS = (0.1, 0.2, *ETAS)
@@ -72,7 +75,7 @@ def sweep(jobs, cluster, *, etas=ETAS, freqs=FREQS_MHZ, policies=UNAWARE + ZEUS,
     for name in policies:
         knobs = [None] if name in ZEUS else list(freqs)
         for f in knobs:
-            pol = baselines.make(name) if f is None else baselines.make(name, f_mhz=f)
+            pol = make(name, family="powerflow") if f is None else make(name, family="powerflow", f_mhz=f)
             r = simulate(jobs, pol, cluster=cluster, **sim_kw)
             rows.append({"policy": name, "knob": "zeus" if f is None else "f_mhz", "value": f if f else np.nan,
                          "avg_jct_h": r.avg_jct_h, "total_energy_kwh": r.total_energy_kwh,
@@ -82,7 +85,7 @@ def sweep(jobs, cluster, *, etas=ETAS, freqs=FREQS_MHZ, policies=UNAWARE + ZEUS,
 
 def curve_jct_at(energy, jct, e: float) -> float:
     """Average JCT of a knob sweep at total energy ``e``: the points joined in knob order (eta or frequency
-    ascending) and linearly interpolated (spec §7); where the polyline passes ``e`` more than once (a very low
+    ascending) and linearly interpolated (docs §13); where the polyline passes ``e`` more than once (a very low
     eta can cost *more* energy, §5.2), the lowest JCT. NaN outside the curve's energy range."""
     energy = np.asarray(energy, dtype=float)
     jct = np.asarray(jct, dtype=float)
@@ -103,7 +106,7 @@ def _curve(table: pd.DataFrame, policy: str) -> pd.DataFrame:
 
 
 def matched_energy(table: pd.DataFrame, tol: float = 0.05, reference: str = "powerflow") -> pd.DataFrame:
-    """Every non-``reference`` point against the ``reference`` curve at the same total energy (spec §7/§8).
+    """Every non-``reference`` point against the ``reference`` curve at the same total energy (docs §13).
 
     Inside the reference sweep's energy range the reference JCT is interpolated at the point's energy
     (``how="interpolated"``); a point within ``tol`` (relative energy) of the range's nearer end is compared
@@ -123,7 +126,7 @@ def matched_energy(table: pd.DataFrame, tol: float = 0.05, reference: str = "pow
 
 def curve_ratios(table: pd.DataFrame, baseline: str, reference: str = "powerflow",
                  min_energy: float = -np.inf) -> list[tuple[float, float]]:
-    """``(E, JCT_baseline(E) / JCT_reference(E))`` over the curves' overlapping energy range (spec §7: both
+    """``(E, JCT_baseline(E) / JCT_reference(E))`` over the curves' overlapping energy range (docs §13: both
     curves linearly interpolated, evaluated at every point of either inside the overlap and at or above
     ``min_energy``); a one-point baseline (Zeus) is compared at its own energy if the reference curve
     covers it. Ratios above 1: the reference curve lies below the baseline there."""
@@ -140,7 +143,7 @@ def curve_ratios(table: pd.DataFrame, baseline: str, reference: str = "powerflow
 
 
 def improvement(table: pd.DataFrame, tol: float = 0.05, reference: str = "powerflow") -> pd.DataFrame:
-    """Per baseline: the paper's "at most" factor ``max_E JCT_baseline(E) / JCT_PowerFlow(E)`` (§6.2, spec §7).
+    """Per baseline: the paper's "at most" factor ``max_E JCT_baseline(E) / JCT_PowerFlow(E)`` (§6.2, docs §13).
 
     Both curves are linearly interpolated at equal energy over their overlapping energy range (evaluated at
     every point of either curve inside it); a single point (Zeus) and a frequency point just outside the
@@ -191,13 +194,18 @@ def _palette() -> list:
     return [colormaps["tab10"](i) for i in range(10)] + [colormaps["tab20"](2 * i + 1) for i in range(10)]
 
 
+POLICY_SETTINGS = ("profiling", "predictor", "placement", "power_constraint")  # what a policy's env_config sets
+RUN_SETTINGS = tuple(k for k in SIM_SETTINGS if k not in (*POLICY_SETTINGS, "eta"))  # the same for every policy
+
+
 def _scenario_jobs(env_id: str, seed: int = 0, env_kwargs: dict | None = None):
-    """The env's trace for ``seed`` and its cluster, run-wide settings and PowerFlow life-cycle settings."""
+    """The env's trace for ``seed`` and its cluster, its run-wide settings (every simulator setting but eta and
+    the policy's own) and PowerFlow life-cycle settings."""
     env = gym.make(env_id, **(env_kwargs or {}))
     base = env.unwrapped
     base.reset(seed=seed)
     jobs, cluster = base.sim.jobs, base.cluster
-    sim_kw = {k: base.config[k] for k in ("overhead", "truth_noise", "horizon_s")}
+    sim_kw = {k: base.config[k] for k in RUN_SETTINGS}
     ref_kw = {k: base.config[k] for k in ("predictor", "profiling")}
     env.close()
     return jobs, cluster, sim_kw, ref_kw
@@ -253,55 +261,71 @@ def _jct_matched(energy, jct, energy_kwh: float, tol: float) -> tuple[float, str
     return np.nan, "outside"
 
 
+SENSITIVITY_BASE = "joulegym/PowerFlow-small100-v0"
+
+
+def sensitivity_kwargs(panel: str, value, duration_scale: float | None = None) -> dict:
+    """The ``gym.make`` kwargs that turn ``small100`` into one Fig. 10 point (§6.4; docs §11).
+
+    ``panel="load"``: offered load rho = ``value`` (``trace.mean_interarrival_s = round(gavel_interval(rho), 1)``);
+    ``"cluster"``: ``value`` GPUs (``nodes = value // 8``); ``"jobsize"``: requested GPUs x ``value``
+    (``trace.size_multiplier``, capped at G by the generator). ``duration_scale`` replaces small100's 0.1 (an
+    RL-episode knob) and scales the arrival interval by the same factor, so the offered load is unchanged.
+
+    :raises ValueError: on an unknown panel, a cluster size that is not a positive multiple of 8, or
+        ``duration_scale <= 0``.
+    """
+    if panel not in SENSITIVITY_PANELS:
+        raise ValueError(f"panel={panel!r} is not one of {tuple(SENSITIVITY_PANELS)}")
+    if duration_scale is not None and not duration_scale > 0:
+        raise ValueError(f"duration_scale must be > 0, got {duration_scale!r}")
+    scale = SMALL_SCALE if duration_scale is None else float(duration_scale)
+    rho = float(value) if panel == "load" else 1.0
+    trace = {"mean_interarrival_s": round(gavel_interval(rho), 1) * (scale / SMALL_SCALE)}
+    if duration_scale is not None:
+        trace["duration_scale"] = scale
+    kwargs: dict = {"trace": trace}
+    if panel == "cluster":
+        if int(value) != value or value < 8 or int(value) % 8:
+            raise ValueError(f"cluster size must be a positive multiple of 8 GPUs (8 per node), got {value!r}")
+        kwargs["nodes"] = int(value) // 8
+    elif panel == "jobsize":
+        trace["size_multiplier"] = int(value)
+    return kwargs
+
+
 def sensitivity(panels: dict[str, tuple] | None = None, seeds=(0,), etas=SENSITIVITY_ETAS, freqs=FREQS_MHZ,
                 policies=SENSITIVITY_POLICIES, duration_scale: float | None = None,
                 horizon_s: float | None = None) -> pd.DataFrame:
-    """Fig. 10 (§6.4): PowerFlow and the baselines on the 100-job sensitivity scenarios at the Zeus energy.
+    """Fig. 10 (§6.4): PowerFlow and the baselines on the 100-job sensitivity traces at the Zeus energy.
 
-    For every ``panel`` value (scenario ``{panel}-{value}``: ``load`` rho, ``cluster`` G, ``jobsize`` m) and seed,
-    the scenario's trace is swept as in Fig. 7 (:func:`sweep`); the target energy is the mean of the two Zeus
-    combinations' energies ("Gandiva + Zeus and Tiresias + Zeus achieve similar total energy consumption (less
-    than 5% difference)", §6.4; their spread is recorded), and every other policy's average JCT is read at that
-    energy with :func:`jct_at_energy` (the paper picks "results that have comparable total energy consumption
+    For every ``panel`` value (``small100`` with :func:`sensitivity_kwargs`: ``load`` rho, ``cluster`` G,
+    ``jobsize`` m) and seed, the trace is swept as in Fig. 7 (:func:`sweep`); the target energy is the mean of the
+    two Zeus combinations' energies ("Gandiva + Zeus and Tiresias + Zeus achieve similar total energy consumption
+    (less than 5% difference)", §6.4; their spread is recorded), and every other policy's average JCT is read at
+    that energy with :func:`jct_at_energy` (the paper picks "results that have comparable total energy consumption
     (less than 5% difference)"; we interpolate along the knob sweep). The Zeus combinations keep their own point.
 
     Columns: ``panel, value, seed, policy, target_energy_kwh, zeus_spread, energy_kwh, avg_jct_h, how,
     improvement`` (``JCT_policy / JCT_PowerFlow`` at the policy's energy: the target, or a Zeus point's own
     energy) and ``truncated_runs`` (runs of that sweep that hit ``horizon_s`` with jobs unfinished: left out).
 
-    ``duration_scale`` replaces the scenarios' (0.1, an RL-episode knob, §6.3 [A]) keeping the offered load;
-    the paper's Gavel traces are unscaled (1.0), which needs a longer ``horizon_s`` (jobs run up to ~7 days).
+    ``duration_scale`` replaces small100's (0.1, an RL-episode knob, docs §11) keeping the offered load; the
+    paper's Gavel traces are unscaled (1.0), which needs a longer ``horizon_s`` (jobs run up to ~7 days).
     """
     panels = SENSITIVITY_PANELS if panels is None else panels
     rows = []
     for panel, values in panels.items():
         for value in values:
+            kwargs = sensitivity_kwargs(panel, value, duration_scale)
+            if horizon_s is not None:
+                kwargs["horizon_s"] = float(horizon_s)
             for seed in seeds:
-                name = f"{panel}-{value}"
-                kwargs = {} if horizon_s is None else {"horizon_s": float(horizon_s)}
-                if duration_scale is not None:
-                    kwargs["trace"] = _rescaled_trace(name, float(duration_scale))
-                jobs, cluster, sim_kw, ref_kw = _scenario_jobs(f"joulegym/PowerFlow-{name}-v0", seed, kwargs)
+                jobs, cluster, sim_kw, ref_kw = _scenario_jobs(SENSITIVITY_BASE, seed, kwargs)
                 table = sweep(jobs, cluster, etas=etas, freqs=freqs, policies=policies, reference_kw=ref_kw,
                               **sim_kw)
                 rows += _sensitivity_rows(table, panel, value, seed)
     return pd.DataFrame(rows)
-
-
-def _rescaled_trace(scenario: str, duration_scale: float) -> dict:
-    """The scenario's Gavel trace with durations scaled by ``duration_scale`` and the arrival interval by the same
-    factor relative to the scenario's (so the offered load rho is unchanged)."""
-    from joulegym.scenarios.powerflow import SCENARIOS
-
-    trace = dict(SCENARIOS[scenario].config["trace"])
-    if trace.get("kind") != "gavel":
-        raise ValueError(f"duration_scale applies to Gavel-trace scenarios, not {scenario!r}")
-    if not duration_scale > 0:
-        raise ValueError(f"duration_scale must be > 0, got {duration_scale!r}")
-    factor = duration_scale / float(trace["duration_scale"])
-    trace["duration_scale"] = duration_scale
-    trace["mean_interarrival_s"] = float(trace["mean_interarrival_s"]) * factor
-    return trace
 
 
 def _sensitivity_rows(table: pd.DataFrame, panel: str, value, seed: int) -> list[dict]:
@@ -387,7 +411,6 @@ def reproduce_fig7(out_dir, quick: bool = True) -> list[Path]:
     """Fig. 7 + Fig. 9: the knob sweep on Small100 (``quick``) or the Alibaba1901-scale trace, with the oracle
     curve; see the module docstring for the files."""
     from joulegym.envs.powerflow import ClusterSpec
-    from joulegym.scenarios.powerflow import gavel_interval
     from joulegym.workloads import dl_jobs
 
     out_dir = Path(out_dir)

@@ -1,23 +1,20 @@
-"""PowerFlow named scenarios (spec §9 "Named scenarios", §6.3, §7 Fig. 10) and the registration of ``PowerFlow``.
+"""PowerFlow named scenarios (paper §6.1, §6.3-§6.4; ``docs/families/powerflow.md`` §11) and the family descriptor.
 
-Each scenario is data: overrides of :meth:`joulegym.envs.powerflow.env.PowerFlowEnv.default_config`.
-Values the spec leaves open are joulegym choices [A], stated here:
+Each scenario is data: overrides of :meth:`joulegym.envs.powerflow.env.PowerFlowEnv.default_config`. Values the
+paper leaves open are our choices, stated here and in the docs page:
 
-- ``motivating2gpu``: §3.1 — 1 x 2 **A100** (the paper's example runs on A100s; spec §2.2 keeps the A100 preset for
-  this scenario; ``device="v100"`` overrides), VGG16 BS 64 n_req 1 and GPT-2 BS 32 n_req 2, 1000 iterations each at
-  t = 0, no pre-run/profiling (true profiles), no reconfiguration overhead, eta = 1.0 (the example has no budget).
+- ``motivating2gpu``: §3.1 — 1 x 2 **A100** (the paper's example runs on A100s; ``device="v100"`` overrides),
+  VGG16 BS 64 n_req 1 and GPT-2 BS 32 n_req 2, 1000 iterations each at t = 0, no pre-run/profiling (true
+  profiles), no reconfiguration overhead, eta = 1.0 (the example has no budget).
 - ``tiny``: 1 x 8, 12 Gavel jobs, duration_scale 0.05, mean interval 120 s, K = 16.
-- ``small100``: 4 x 8, 100 Gavel jobs, duration_scale 0.1, K = 32, mean interval 358 s = offered load
-  rho = 1.0 on 32 GPUs (E[n] = 1.9, E[duration] = 6036 s at scale 0.1; spec §6.3 generator).
+- ``small100``: 4 x 8, 100 Gavel jobs, duration_scale 0.1, K = 32, mean interval 358.4 s = offered load
+  rho = 1.0 on 32 GPUs (E[n] = 1.9, E[duration] = 6036 s at scale 0.1; :func:`gavel_interval`). The Fig. 10 base.
 - ``alibaba1901``: 16 x 8 V100, the synthetic Alibaba-like trace (1901 jobs / 24 h, rho = 0.8), K = 64.
-- ``alibaba1901-long``: the same generator stretched in time x 16 (joulegym choice): the 1901 arrivals spread over
+- ``alibaba1901-long``: the same generator stretched in time x 16: the 1901 arrivals spread over
   16 days and, at the same rho = 0.8, every duration x 16 (median ~4 h, mean ~11 h, ~9 % over a day). This is the
   paper's premise for its 4-minute pre-run ("DL training jobs usually run for hours or even days, this
   pre-running overhead is rather small", §4): the pre-run is ~2.4 % of PowerFlow's average JCT there, against
   11-15 % on ``alibaba1901``'s 16-minute median jobs. Horizon 60 days (the slowest baseline finishes in ~29).
-- ``load-{0.5,0.75,1.0,1.5,2.0}``: Small100 with the interval giving that rho (Fig. 10a).
-- ``cluster-{16,32,64,128}``: the Small100 trace on G GPUs (Fig. 10b).
-- ``jobsize-{1,2,4,8}``: Small100 with requested GPUs multiplied by m, capped at G (Fig. 10c).
 - ``philly-103959`` / ``philly-24h``: real traces read with :func:`joulegym.workloads.traces.load_trace` from a
   ``trace_path=`` kwarg (the data is not shipped): ElasticFlow's ``philly_103959.csv`` (876 jobs over 92 days,
   model names and iteration counts; 4 x 8 **A100**: the file's iterations were derived from ElasticFlow's A100
@@ -25,6 +22,15 @@ Values the spec leaves open are joulegym choices [A], stated here:
   the trace is ~4x overloaded and never drains; horizon 130 days) and the 24 h Pollux Philly slice
   ``philly_2017-10-13_24h.csv`` (1896 jobs, durations only; 16 x 8 V100; offered load ~3 from a heavy tail of
   multi-day jobs, so the horizon is 40 days).
+
+The Fig. 10 sensitivity sweeps are keyword arguments on ``small100``, not ids (the core merges a dict-valued
+kwarg into the scenario's key by key):
+
+- load rho: ``trace={"mean_interarrival_s": round(gavel_interval(rho), 1)}``;
+- cluster size G: ``nodes=G // 8``;
+- job size m: ``trace={"size_multiplier": m}`` (requested GPUs x m, capped at G).
+
+:func:`joulegym.evaluation.powerflow.sensitivity_kwargs` builds them.
 """
 
 from __future__ import annotations
@@ -43,15 +49,24 @@ LONG_HORIZON_S = 60 * 86400.0
 
 def gavel_interval(rho: float, num_gpus: int = SMALL_G, duration_scale: float = SMALL_SCALE,
                    size_multiplier: int = 1) -> float:
-    """Mean interarrival (s) giving offered load ``rho = E[n dur] / (interval G)`` for the Gavel generator."""
+    """The mean interarrival time (s) at which the Gavel generator offers load ``rho`` to ``num_gpus`` GPUs.
+
+    Offered load is the GPU-time asked for per unit of time and GPU: ``rho = E[n] m E[duration] s / (interval G)``
+    with ``E[n] = 1.9`` requested GPUs, ``E[duration] = 60363 s`` (the generator's mixture), ``m`` the size
+    multiplier and ``s`` the duration scale (docs §3). So ``interval = 1.9 m 60363 s / (rho G)``; e.g.
+    ``gavel_interval(1.0)`` = 358.4 s for ``small100`` (32 GPUs, scale 0.1), ``gavel_interval(0.5)`` = 716.8 s.
+
+    :raises ValueError: if ``rho`` or ``num_gpus`` is not positive.
+    """
+    if not rho > 0 or not num_gpus > 0:
+        raise ValueError(f"rho and num_gpus must be > 0, got rho={rho!r}, num_gpus={num_gpus!r}")
     return GAVEL_MEAN_N * size_multiplier * GAVEL_MEAN_DURATION_S * duration_scale / (rho * num_gpus)
 
 
-def _small(**trace) -> dict:
-    base = {"kind": "gavel", "num_jobs": 100, "duration_scale": SMALL_SCALE,
-            "mean_interarrival_s": round(gavel_interval(1.0), 1), "size_multiplier": 1}
-    base.update(trace)
-    return {"nodes": 4, "gpus_per_node": 8, "max_slots": 32, "trace": base}
+def _small() -> dict:
+    return {"nodes": 4, "gpus_per_node": 8, "max_slots": 32,
+            "trace": {"kind": "gavel", "num_jobs": 100, "duration_scale": SMALL_SCALE,
+                      "mean_interarrival_s": round(gavel_interval(1.0), 1), "size_multiplier": 1}}
 
 
 PHILLY_HINTS = {
@@ -80,29 +95,19 @@ def _build() -> list[Scenario]:
                  {"nodes": 16, "gpus_per_node": 8, "max_slots": 64, "horizon_s": LONG_HORIZON_S,
                   "trace": {"kind": "alibaba", "num_jobs": 1901, "rho": 0.8, "span_s": LONG_SPAN_S}}),
     ]
-    for rho in (0.5, 0.75, 1.0, 1.5, 2.0):
-        out.append(Scenario(f"load-{rho}", f"Fig. 10a: Small100 at offered load rho = {rho}",
-                            _small(mean_interarrival_s=round(gavel_interval(rho), 1))))
-    for g in (16, 32, 64, 128):
-        cfg = _small()
-        cfg["nodes"] = g // 8
-        out.append(Scenario(f"cluster-{g}", f"Fig. 10b: the Small100 trace on {g} GPUs", cfg))
-    for m in (1, 2, 4, 8):
-        out.append(Scenario(f"jobsize-{m}", f"Fig. 10c: Small100 with requested GPUs x {m}",
-                            _small(size_multiplier=m)))
     out.append(Scenario("philly-103959", "ElasticFlow's Philly VC 103959 (876 jobs / 92 days, model names; 4 x 8 "
                         "A100); needs trace_path=",
                         {"nodes": 4, "gpus_per_node": 8, "max_slots": 32, "device": "a100", "horizon_s": 130 * 86400.0,
-                         "trace": {"kind": "file", "format": "philly", "hint": PHILLY_HINTS["philly-103959"]}}))
+                         "trace": {"kind": "file", "hint": PHILLY_HINTS["philly-103959"]}}))
     out.append(Scenario("philly-24h", "Pollux Philly 2017-10-13 (1896 jobs / 24 h); needs trace_path=",
                         {"nodes": 16, "gpus_per_node": 8, "max_slots": 64, "horizon_s": 40 * 86400.0,
-                         "trace": {"kind": "file", "format": "philly", "hint": PHILLY_HINTS["philly-24h"]}}))
+                         "trace": {"kind": "file", "hint": PHILLY_HINTS["philly-24h"]}}))
     return out
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
-MODES = {"PowerFlow": "alloc"}
+MODES = {"PowerFlow": "alloc"}  # the other action modes ("request", "micro", "priority") are the action_mode= kwarg
 KINDS = {
     "PowerFlow": ("joulegym.envs.powerflow.env:PowerFlowEnv",
                   "PowerFlow: GPUs and frequency per DL training job, min average JCT under power budget eta*G*P_max"),
@@ -112,10 +117,12 @@ KINDS = {
 FAMILY = FamilyDescriptor(
     name="powerflow",
     title='PowerFlow: energy-efficient GPU-cluster scheduling of DL training jobs (Gu et al.)',
-    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description) for kind, (entry_point, description) in KINDS.items()),
+    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description)
+                for kind, (entry_point, description) in KINDS.items()),
     scenarios=SCENARIOS,
     policies="joulegym.baselines.powerflow",
     reference_policy="powerflow",
     evaluation="joulegym.evaluation.powerflow",
     docs="docs/families/powerflow.md",
+    contract_id="joulegym/PowerFlow-tiny-v0",
 )

@@ -1,5 +1,5 @@
-"""Placement (PowerFlow §5.3; spec §5.3, §5.5): buddy packing with migration; first-fit (Tiresias) and affinity
-(Gandiva) placement for the non-elastic baselines."""
+"""Placement (PowerFlow §5.3; docs/families/powerflow.md §2.2): buddy packing with migration; first-fit
+(Tiresias) and affinity (Gandiva) placement for the non-elastic baselines."""
 
 from __future__ import annotations
 

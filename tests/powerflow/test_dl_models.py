@@ -1,4 +1,4 @@
-"""Throughput/energy models (PowerFlow §4, Eqs. 1-15) and their fits (spec §3, §6.2, §8)."""
+"""Throughput/energy models (PowerFlow §4, Eqs. 1-15) and their fits (docs/families/powerflow.md §4)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from joulegym.envs.powerflow.simulator import catalog_p_max
 from joulegym.workloads import dl_models as dm
 from tests.reference_data import ref_file
 
-# spec §6.2 golden values (T_iter s, E_iter J), given to 4 significant digits / 0.1 J (computed there with
-# beta_g = 0.417; the normalisation gives 0.4168, a 0.03 % energy difference)
+# golden values of the default V100 parameterisation (docs §4; T_iter s, E_iter J), to 4 significant digits /
+# 0.1 J (computed with beta_g = 0.417; the normalisation gives 0.4168, a 0.03 % energy difference)
 GOLDEN = [
     ("resnet18", 128, 1, 600, 0.2567, 22.7), ("resnet18", 128, 1, 1020, 0.1651, 18.8),
     ("resnet18", 128, 1, 1530, 0.1215, 26.4), ("resnet18", 128, 8, 1020, 0.0280, 21.7),
@@ -27,11 +27,12 @@ GOLDEN = [
 
 @pytest.mark.parametrize("model,bs,n,f,t_ref,e_ref", GOLDEN)
 def test_spec_golden_values(model, bs, n, f, t_ref, e_ref):
-    """Eqs. 2-15 with the spec §6.2 parameterisation (DeepSpeech2's ground truth is re-fitted to Zeus data)."""
+    """Eqs. 2-15 with the default V100 parameterisation (docs §4; DeepSpeech2's ground truth is re-fitted to Zeus
+    data)."""
     hw = dm.hardware("v100")
     t, e = dm.iteration(dm.spec_params(model, hw), hw, bs, n, f / 1000.0)
     assert float(t) == pytest.approx(t_ref, abs=6e-5)
-    assert float(e) == pytest.approx(e_ref, abs=0.1)  # the spec rounds to 0.1 J and prints beta_g = 0.417
+    assert float(e) == pytest.approx(e_ref, abs=0.1)  # golden values are rounded to 0.1 J with beta_g = 0.417
 
 
 def test_p_max_matches_spec():

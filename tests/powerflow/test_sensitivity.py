@@ -4,21 +4,33 @@ from __future__ import annotations
 
 import math
 
+import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
 
 from joulegym.evaluation.powerflow import (
+    SENSITIVITY_BASE,
     SENSITIVITY_DURATION_SCALE,
     SENSITIVITY_HORIZON_S,
     ZEUS,
-    _rescaled_trace,
     _sensitivity_rows,
     jct_at_energy,
     reproduce_sensitivity,
     sensitivity,
+    sensitivity_kwargs,
 )
-from joulegym.scenarios.powerflow import SCENARIOS
+from joulegym.scenarios.powerflow import SCENARIOS, gavel_interval
+
+# regression pins of test_fig10_trends_vs_afs_on_the_papers_traces (measured, not paper numbers)
+FIG10_AFS_PINS = {
+    ("cluster", 16, 0): 1.2620787938763527, ("cluster", 16, 1): 1.0606249879611784,
+    ("cluster", 16, 2): 1.1205695202337909, ("cluster", 32, 0): 1.124712384311599,
+    ("cluster", 32, 1): 0.9492691280175003, ("cluster", 32, 2): 0.5420898990529609,
+    ("jobsize", 1, 0): 1.124712384311599, ("jobsize", 1, 1): 0.9492691280175003,
+    ("jobsize", 1, 2): 0.5420898990529609, ("jobsize", 4, 0): 1.3486486973081782,
+    ("jobsize", 4, 1): 1.2342262954841234, ("jobsize", 4, 2): 1.1650937555309355,
+}
 
 
 def _table(rows):
@@ -70,18 +82,46 @@ def test_sensitivity_rows_leave_truncated_runs_out_of_the_curves():
     assert (rows.truncated_runs == 1).all()
 
 
-@pytest.mark.parametrize("name", ["load-0.5", "cluster-128", "jobsize-8"])
-def test_rescaled_trace_keeps_the_offered_load(name):
-    base = SCENARIOS[name].config["trace"]
-    trace = _rescaled_trace(name, 1.0)
-    ratio = trace["duration_scale"] / base["duration_scale"]
-    assert ratio == pytest.approx(10.0)
-    assert trace["mean_interarrival_s"] == pytest.approx(base["mean_interarrival_s"] * ratio)
-    assert SCENARIOS[name].config["trace"] == base  # the registered scenario is not modified
+def test_gavel_interval_gives_the_offered_load():
+    """rho = E[n] E[duration] / (interval G): 1.9 GPUs x 6036.3 s (scale 0.1) / (358.4 s x 32 GPUs) = 1.0."""
+    assert gavel_interval(1.0) == pytest.approx(1.9 * 6036.3 / 32)
+    assert gavel_interval(0.5) == pytest.approx(2 * gavel_interval(1.0))
+    assert gavel_interval(1.0, num_gpus=64, size_multiplier=2) == pytest.approx(gavel_interval(1.0))
+    assert SCENARIOS["small100"].config["trace"]["mean_interarrival_s"] == round(gavel_interval(1.0), 1) == 358.4
+    with pytest.raises(ValueError, match="rho"):
+        gavel_interval(0.0)
+
+
+@pytest.mark.parametrize(("panel", "value", "nodes", "interval", "multiplier"), [
+    ("load", 0.5, 4, 716.8, 1), ("load", 2.0, 4, 179.2, 1), ("cluster", 16, 2, 358.4, 1),
+    ("cluster", 128, 16, 358.4, 1), ("jobsize", 8, 4, 358.4, 8)])
+def test_sensitivity_kwargs_make_the_fig10_points(panel, value, nodes, interval, multiplier):
+    """The Fig. 10 points are kwargs on small100 (no ids): the same Gavel generator, the swept knob changed."""
+    kwargs = sensitivity_kwargs(panel, value)
+    env = gym.make(SENSITIVITY_BASE, **kwargs).unwrapped
+    trace = env.config["trace"]
+    assert env.config["nodes"] == nodes and env.cluster.num_gpus == 8 * nodes
+    assert trace["mean_interarrival_s"] == pytest.approx(interval) and trace["size_multiplier"] == multiplier
+    assert trace["num_jobs"] == 100 and trace["duration_scale"] == 0.1
+    assert SCENARIOS["small100"].config["trace"]["size_multiplier"] == 1  # the scenario itself is not modified
+
+
+@pytest.mark.parametrize("panel", ["load", "cluster", "jobsize"])
+def test_rescaled_durations_keep_the_offered_load(panel):
+    value = {"load": 0.75, "cluster": 64, "jobsize": 2}[panel]
+    base, scaled = sensitivity_kwargs(panel, value), sensitivity_kwargs(panel, value, duration_scale=1.0)
+    assert scaled["trace"]["duration_scale"] == 1.0
+    assert scaled["trace"]["mean_interarrival_s"] == pytest.approx(base["trace"]["mean_interarrival_s"] * 10.0)
+    assert {k: v for k, v in scaled.items() if k != "trace"} == {k: v for k, v in base.items() if k != "trace"}
+
+
+def test_sensitivity_kwargs_reject_bad_points():
     with pytest.raises(ValueError, match="duration_scale must be > 0"):
-        _rescaled_trace(name, 0.0)
-    with pytest.raises(ValueError, match="Gavel-trace scenarios"):
-        _rescaled_trace("alibaba1901", 1.0)
+        sensitivity_kwargs("load", 1.0, duration_scale=0.0)
+    with pytest.raises(ValueError, match="panel='size'"):
+        sensitivity_kwargs("size", 1)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        sensitivity_kwargs("cluster", 12)
 
 
 def test_reproduce_sensitivity_writes_one_row_per_policy_and_consistent_ratios(tmp_path):
@@ -91,7 +131,12 @@ def test_reproduce_sensitivity_writes_one_row_per_policy_and_consistent_ratios(t
     assert all(p.stat().st_size > 0 for p in written)
     assert set(table.policy) == {"powerflow", "gandiva", "tiresias", "afs", *ZEUS}
     pf = table[table.policy == "powerflow"].iloc[0]
-    assert pf.improvement == 1.0 and pf.how == "interpolated"
+    assert pf.how == "interpolated" and pf.energy_kwh == pf.target_energy_kwh
+    zeus = table[table.policy.isin(ZEUS)]
+    assert pf.target_energy_kwh == pytest.approx(zeus.energy_kwh.mean())
+    for _, row in table[~table.policy.isin([*ZEUS, "powerflow"])].iterrows():  # read at PowerFlow's energy
+        assert row.energy_kwh == pf.target_energy_kwh
+        assert row.improvement == pytest.approx(row.avg_jct_h / pf.avg_jct_h, rel=1e-12, nan_ok=True)
     assert (table.truncated_runs == 0).all()
     finite = table[np.isfinite(table.avg_jct_h)]
     assert (finite.avg_jct_h > 0).all()
@@ -118,3 +163,5 @@ def test_fig10_trends_vs_afs_on_the_papers_traces():
     for seed in (0, 1, 2):
         assert afs["cluster", 16, seed] > afs["cluster", 32, seed]
         assert afs["jobsize", 4, seed] > afs["jobsize", 1, seed]
+    # regression pins (measured, not paper numbers): JCT_AFS / JCT_PowerFlow at the Zeus energy
+    assert afs.to_dict() == pytest.approx(FIG10_AFS_PINS, rel=1e-6)

@@ -1,12 +1,15 @@
-"""The discrete-event simulator and ``simulate`` (spec §5.4, §9; acceptance: conservation, bad input)."""
+"""The discrete-event simulator and ``simulate`` (docs/families/powerflow.md §6-§7, §12; conservation, bad input)."""
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
-from joulegym import baselines
-from joulegym.envs.powerflow import ClusterSpec, PowerFlowSim, SimConfig, simulate
+import joulegym.envs.powerflow.env as env_module
+from joulegym.core.policy import env_config_for, make
+from joulegym.core.rollout import rollout
+from joulegym.envs.powerflow import ClusterSpec, simulate
 from joulegym.workloads import dl_jobs
 from joulegym.workloads.traces import JobTrace
 
@@ -14,27 +17,60 @@ POLICIES = ["powerflow", "powerflow-strict", "powerflow-oracle", "gandiva", "tir
             "tiresias-zeus", "afs", "fifo"]
 
 
+# regression pins (measured with this simulator, not paper numbers)
+MOTIVATING_PINS = {"v100": (545.0057979486171, 616.8443016306537, 293104.971914364, 301053.4928448578),
+                   "a100": (92.56663474469777, 221.76132804100507, 56119.012650750665, 76310.75737231143)}
+PHILLY_PINS = {"fifo": 64619.221442315866, "tiresias": 58696.61287462769, "gandiva": 59944.93919761213,
+               "powerflow": 40835.37916125539}
+
+
 def small_trace(seed: int = 0, n: int = 30) -> JobTrace:
     return dl_jobs.gavel_trace(n, seed=seed, mean_interarrival_s=200.0, duration_scale=0.05, max_gpus=16)
+
+
+class CheckedApply:
+    """Wraps a policy: around every ``sim.apply`` of the episode, checks that a profiling/restarting (pinned) job
+    is never moved or re-profiled and that no job holds GPUs that do not exist."""
+
+    def __init__(self, policy, cluster: ClusterSpec) -> None:
+        self.policy, self.cluster = policy, cluster
+        self.name, self.privileged = policy.name, policy.privileged
+        self.applied = 0
+
+    def reset(self, env, seed=None) -> None:
+        self.policy.reset(env, seed)
+        sim = self.sim = env.unwrapped.sim
+        apply = sim.apply
+
+        def checked(alloc, wakeup_s=None):
+            ready = sim.ready_jobs()
+            pinned = {int(j): (sim.gpus[int(j)], sim.profile_until[int(j)]) for j in ready[sim.pinned_mask(ready)]}
+            apply(alloc, wakeup_s)
+            self.applied += 1
+            for j, (gpus, until) in pinned.items():
+                assert sim.gpus[j] == gpus and sim.profile_until[j] == until
+            held = [g for j in sim.running for g in sim.gpus[int(j)]]
+            assert len(held) == len(set(held)) and all(0 <= g < self.cluster.num_gpus for g in held)
+            assert int(sim.n.sum()) <= self.cluster.num_gpus
+
+        sim.apply = checked
+
+    def act(self, obs, info):
+        return self.policy.act(obs, info)
 
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_conservation_and_capacity(policy):
     """GPU-seconds, iterations and energy balance in every run; no job holds GPUs that do not exist."""
     jobs = dl_jobs.to_powerflow_jobs(small_trace(), seed=0)
-    pol = baselines.make(policy)
+    pol = make(policy, family="powerflow")
     cluster = ClusterSpec(2, 8)
-    sim = PowerFlowSim(jobs, cluster, SimConfig(eta=0.7, **pol.sim_config))
-    while sim.advance():
-        ready = sim.ready_jobs()
-        pinned = {int(j): (sim.gpus[int(j)], sim.profile_until[int(j)]) for j in ready[sim.pinned_mask(ready)]}
-        sim.apply(pol.schedule(sim.view()), getattr(pol, "wakeup_s", None))
-        for j, (gpus, until) in pinned.items():  # a profiling/restarting job is never moved or re-profiled
-            assert sim.gpus[j] == gpus and sim.profile_until[j] == until
-        held = [g for j in sim.running for g in sim.gpus[int(j)]]
-        assert len(held) == len(set(held)) and all(0 <= g < cluster.num_gpus for g in held)
-        assert int(sim.n.sum()) <= cluster.num_gpus
-    assert sim.finished and not sim.truncated
+    env = gym.make("joulegym/PowerFlow-v0", nodes=2, eta=0.7, max_slots=len(jobs), action_mode="request",
+                   **env_config_for(pol))
+    checked = CheckedApply(pol, cluster)
+    episode = rollout(env, checked, 0, options={"trace": jobs})
+    sim = checked.sim
+    assert episode.terminated and sim.finished and not sim.truncated and checked.applied == episode.length
     b = sim.balance()
     assert b["gpu_s_jobs"] + b["gpu_s_idle"] + b["gpu_s_off"] == pytest.approx(b["gpu_s_capacity"], rel=1e-12)
     assert b["energy_breakdown_j"] == pytest.approx(b["energy_integral_j"], rel=1e-12)
@@ -47,6 +83,7 @@ def test_conservation_and_capacity(policy):
     jct = sim.finish - sim._arrive
     assert m["avg_jct_s"] == pytest.approx(jct.mean()) and m["avg_jct_s"] * len(jobs) == pytest.approx(
         sim.jct_integral, rel=1e-9)
+    assert m == simulate(jobs, pol, cluster=cluster, eta=0.7).metrics  # simulate() is this episode
 
 
 @pytest.mark.parametrize("eta", [0.3, 0.6, 1.0])
@@ -84,6 +121,44 @@ def test_bad_inputs_raise_clear_errors():
         simulate(big, "gandiva", cluster=(2, 8))
     with pytest.raises(ValueError, match="unknown simulate"):
         simulate(trace, "powerflow", cluster=(2, 8), bogus=1)
+    with pytest.raises(ValueError, match="unknown simulate"):
+        simulate(trace, "powerflow", cluster=(2, 8), max_slots=4)  # an env key, not a simulator setting
+    with pytest.raises(ValueError, match="policy='nope' is unknown for family 'powerflow'"):
+        simulate(trace, "nope", cluster=(2, 8))
+    with pytest.raises(ValueError, match="trace must be a JobTrace or DLJobs"):
+        simulate([1, 2, 3], "powerflow", cluster=(2, 8))
+
+
+def test_simulate_reruns_an_episode_that_would_overflow(monkeypatch):
+    """simulate() starts with few slots and reruns with more as soon as a schedulable job finds none: the result
+    is the one-slot-per-job run's, bit for bit."""
+    jobs = dl_jobs.to_powerflow_jobs(small_trace(4), seed=0)
+    reference = simulate(jobs, "tiresias", cluster=(2, 8), eta=0.6)
+    built = []
+    original = env_module.PowerFlowEnv
+
+    class Counting(original):
+        def __init__(self, *args, **kwargs):
+            built.append(kwargs["max_slots"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(env_module, "PowerFlowEnv", Counting)
+    monkeypatch.setattr(env_module, "SIMULATE_SLOTS", 1)
+    rerun = simulate(jobs, "tiresias", cluster=(2, 8), eta=0.6)
+    assert rerun.metrics == reference.metrics
+    assert built[0] == 1 and built[-1] > built[0] and len(built) >= 2
+    assert built[-1] == min(len(jobs), 4 ** (len(built) - 1))
+
+
+def test_simulate_takes_the_policy_object_and_its_env_config():
+    """A policy object is used as given (its own kwargs, its env_config), under the caller's settings."""
+    jobs = dl_jobs.to_powerflow_jobs(small_trace(5), seed=0)
+    slow = make("gandiva", family="powerflow", f_mhz=1020.0)
+    fast = make("gandiva", family="powerflow")
+    r_slow, r_fast = (simulate(jobs, p, cluster=(2, 8)) for p in (slow, fast))
+    assert r_slow.avg_jct_s > r_fast.avg_jct_s and r_slow.energy_breakdown_j["prerun"] == 0.0
+    with_prerun = simulate(jobs, fast, cluster=(2, 8), profiling=True)  # the caller's setting wins
+    assert with_prerun.energy_breakdown_j["prerun"] > 0
 
 
 @pytest.mark.parametrize("device", ["v100", "a100"])
@@ -98,14 +173,15 @@ def test_motivating_example_direction(device):
     assert pf.total_energy_j < tir.total_energy_j
     # Tiresias runs them one after the other (B needs both GPUs): one GPU idles while A runs
     assert tir.energy_breakdown_j["idle"] > 0
+    # regression pins (measured, not paper numbers): (PowerFlow, Tiresias) average JCT (s) and energy (J)
+    measured = (pf.avg_jct_s, tir.avg_jct_s, pf.total_energy_j, tir.total_energy_j)
+    assert measured == pytest.approx(MOTIVATING_PINS[device], rel=1e-6)
 
 
 def test_philly_103959_replays_with_the_reference_policies():
     """PROVENANCE: replay ElasticFlow's real Philly VC 103959 jobs (876, model-labelled) with FIFO, Tiresias
     and Gandiva — and PowerFlow — through the ``philly-103959`` scenario (4 x 8 A100, the hardware its
     iteration counts were derived for): every job finishes inside the horizon; PowerFlow has the lowest JCT."""
-    import gymnasium as gym
-
     from tests.reference_data import ref_file
 
     env = gym.make("joulegym/PowerFlow-philly-103959-v0", trace_path=str(ref_file("elasticflow", "philly_103959.csv")))
@@ -118,3 +194,4 @@ def test_philly_103959_replays_with_the_reference_policies():
         assert not r.truncated and r.metrics["jobs_done"] == 876, policy
         jct[policy] = r.avg_jct_s
     assert jct["powerflow"] < min(jct["fifo"], jct["tiresias"], jct["gandiva"]), jct
+    assert jct == pytest.approx(PHILLY_PINS, rel=1e-6)  # regression pins (measured, not paper numbers)

@@ -1,8 +1,8 @@
-"""Cluster topology and job placement of the PowerFlow family (Gu et al. §4.1, §5.3; spec §5.3).
+"""Cluster topology and job placement of the PowerFlow family (Gu et al. §4.1, §5.3; docs/families/powerflow.md §2).
 
 The cluster is ``nodes x gpn`` homogeneous GPUs indexed ``0 .. G-1`` with ``node = index // gpn``.
 A GPU is dedicated to one job (no sharing, §2.2). Nodes without an allocated GPU are shut down
-(0 W); free GPUs on powered nodes draw ``P_idle`` (§3.1, spec §5.3).
+(0 W); free GPUs on powered nodes draw ``P_idle`` (§3.1, docs §2.1).
 
 Three placements:
 
@@ -18,10 +18,10 @@ Three placements:
   idle energy there, with the compaction 3.9 kWh (total 403 vs 415 kWh, for 44 % more migrations and +0.13 h
   average JCT at that throttled budget; ``placement="packed-sticky"`` in the simulator keeps the former).
 - :func:`first_fit_place` — Tiresias's (and FIFO's) non-migrating "consolidated placement if possible, else
-  spread" (spec §5.5): a job that keeps its size keeps its GPUs; a new job goes to the powered node with the
+  spread" (docs §2.2): a job that keeps its size keeps its GPUs; a new job goes to the powered node with the
   fewest free GPUs that fits it (consolidated), else is spread over nodes (most free first). Jobs of any
   size; fragmentation (idle GPUs on powered nodes, multi-node jobs) can happen, as the paper argues.
-- :func:`affinity_place` — Gandiva's affinity placement (spec §5.5 [A], after Gandiva [65] §4): non-migrating;
+- :func:`affinity_place` — Gandiva's affinity placement (docs §2.2, after Gandiva [65] §4): non-migrating;
   a new job goes to the first node already hosting a job of the same size that has room, else to the first
   node with room (first-fit), else (or for a job larger than a node: first to whole free nodes) over the
   lowest-numbered free GPUs. No cross-job packing: nobody is moved to make room, so fragmentation happens.
@@ -38,7 +38,7 @@ import numpy as np
 class ClusterSpec:
     """``nodes`` x ``gpus_per_node`` GPUs of one device type."""
 
-    nodes: int = 16  # spec §2.1 [A]: 16 x 8 V100 (ElasticFlow's n16g8)
+    nodes: int = 16  # docs §2.1: 16 x 8 V100 (ElasticFlow's n16g8)
     gpus_per_node: int = 8
     device: str = "v100"
 
@@ -62,7 +62,7 @@ def buddy_place(sizes: dict[int, int], previous: dict[int, tuple[int, ...]], num
                 gpn: int | None = None) -> dict[int, tuple[int, ...]]:
     """Aligned power-of-two blocks for ``sizes`` (job -> n); ``previous`` job -> GPUs held before.
 
-    Buddy allocation (HiveD [67]) with migration (spec §5.3), in two passes:
+    Buddy allocation (HiveD [67]) with migration (paper §5.3, docs §2.2), in two passes:
 
     1. *Sticky pass.* Pinned jobs keep their GPUs. The others, in descending size (ties: jobs with a
        previous block first), keep their previous block when it is still free; otherwise they take a free

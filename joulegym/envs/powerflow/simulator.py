@@ -1,10 +1,13 @@
-"""Discrete-event simulator of a DL-training GPU cluster under a power budget (Gu et al. §5-§6; spec §5.4, §9).
+"""Discrete-event simulator of a DL-training GPU cluster under a power budget (Gu et al. §5-§6;
+``docs/families/powerflow.md`` §5-§7).
 
-No Gymnasium here (DESIGN.md layer 3): :class:`PowerFlowSim` has ``reset``, ``view()`` (what a
-scheduler sees at a decision point), ``apply(alloc)`` and ``advance()`` (to the next decision point),
-and ``metrics()``; :func:`simulate` runs a whole trace with a scheduler.
+No Gymnasium here: :class:`PowerFlowSim` follows the core simulator protocol
+(:mod:`joulegym.core.simulator`): ``reset``, ``view()`` (what a scheduler sees at a decision point),
+``apply(alloc)`` and ``advance()`` (to the next decision point), ``metrics()``, ``done`` and ``truncated``.
+:func:`joulegym.envs.powerflow.simulate` runs a whole trace through the env
+(:class:`~joulegym.envs.powerflow.env.PowerFlowEnv`), so a standalone run and an env episode are one code path.
 
-Engine: SimPy (DESIGN.md's default). The calendar holds every arrival and pre-run end, each running job's
+Engine: SimPy. The calendar holds every arrival and pre-run end, each running job's
 next rate change (its completion or the end of its overhead/profiling window, re-armed whenever the job is
 reconfigured; superseded timeouts are skipped by a per-job generation number, since SimPy cannot cancel
 one), the policy's wake-up and an idle tick. Each calendar event integrates up to its time and processes
@@ -15,7 +18,7 @@ Alibaba1901-scale PowerFlow episode (3,908 decisions, 42,302 reconfigurations, 5
 replayed with no model) is 0.25-0.31 s of the 3.4-3.7 s episode (7-9 %), so it is not the bottleneck (a
 previous plain-loop core, replaced by this one, produced identical trajectories).
 
-Events (spec §9): ``ARRIVAL`` (pre-run starts), ``PRERUN_DONE`` (the schedulable "submission" event),
+Events (docs §7): ``ARRIVAL`` (pre-run starts), ``PRERUN_DONE`` (the schedulable "submission" event),
 ``COMPLETION``, ``PROFILING_DONE`` (the "job scaling" event), ``OVERHEAD_DONE`` (rate change only) and
 ``TICK`` (a policy wake-up, e.g. a Tiresias queue threshold, or an idle tick when nothing can happen).
 Decision points: submission, completion, profiling done, tick.
@@ -24,8 +27,8 @@ Exact integration: between events each job has a constant rate (1/T_iter; 0 duri
 overhead; the frequency-averaged rate during online profiling) and constant power, so progress,
 GPU-seconds and energy integrate exactly; completions are recomputed after every change.
 
-Placement (spec §5.3): packed jobs get buddy blocks with migration (:func:`~.cluster.buddy_place`: sticky
-best-fit, then a node is emptied by migration whenever that powers one node fewer); pinned jobs (profiling,
+Placement (paper §5.3, docs §2.2): packed jobs get buddy blocks with migration (:func:`~.cluster.buddy_place`:
+sticky best-fit, then a node is emptied by migration whenever that powers one node fewer); pinned jobs (profiling,
 restarting) never move, and a job that finds no aligned block around them is halved (``placement_shrinks``,
 flagged as a repair). Schedulers see a pinned job's *planned* power (its predicted draw once running, the
 profiling mean while it profiles), not its idle draw while it restarts.
@@ -33,16 +36,16 @@ The non-elastic baselines place jobs of any size without migration: ``"first-fit
 consolidated, else spread, :func:`~.cluster.first_fit_place`) or ``"affinity"`` (Gandiva: nodes hosting jobs of
 the same size first, else first-fit, :func:`~.cluster.affinity_place`).
 
-Energy scope (§2.1, spec §7 [A]): GPU energy only = busy (training) + profiling (online profiling
+Energy scope (paper §2.1, docs §5): GPU energy only = busy (training) + profiling (online profiling
 windows) + overhead (GPUs held during reconfiguration, at ``P_idle``) + idle (free GPUs on powered
 nodes at ``P_idle``) + pre-run (offline, 240 s split evenly over the frequency grid on one GPU).
 
-Life-cycle (spec §5.4): with ``profiling=True`` (PowerFlow, not oracle) a job is pre-run for
+Life-cycle (paper §5.1-§5.2, docs §6): with ``profiling=True`` (PowerFlow, not oracle) a job is pre-run for
 ``prerun_s`` before it becomes schedulable, and each new GPU count is profiled online for
 ``profile_s`` (pinned: n, GPUs and the frequency cycle are fixed). ``profile_scope="model"`` (default,
-joulegym reading [I]): a (model, BS, n) profiled once — by the pre-run or any job's window — is not
+our reading): a (model, BS, n) profiled once — by the pre-run or any job's window — is not
 profiled again, since every job of that (model, BS) has the same profile and PowerFlow pools fits per DNN
-(spec §3 priors); this makes profiling the transient cost of "the first few hours" that Fig. 8b describes.
+(docs §4); this makes profiling the transient cost of "the first few hours" that Fig. 8b describes.
 ``"job"`` is the literal per-job rule, under which elastic re-allocation at every event keeps many jobs in
 profiling on the Alibaba-scale trace (measured at eta 0.6: 1.24 windows per job, 19 % of the energy, JCT
 +7 %, against 0.09 windows per job and 2.5 % under ``"model"``).
@@ -55,11 +58,13 @@ overhead (§6.1). Every scheduler, PowerFlow included, knows each job's remainin
 termination condition, §5.2), so AFS-L's remaining-time knowledge is no extra information.
 
 Ground truth: the §6.2 model (V100) or the ElasticFlow-fitted A100 model, times a deterministic
-per-configuration lognormal factor (``truth_noise``, spec §6.2 "optional realism").
+per-configuration lognormal factor (``truth_noise``, docs §4 "noisy ground truth").
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,7 +96,7 @@ POWER_CONSTRAINTS = ("none", "repair")
 
 
 def overhead_s(mode: str, n: int, flat_s: float = 30.0) -> float:
-    """Reconfiguration overhead (spec §9 step 5 [A]): ElasticFlow ``2 + 27 + 2 (log2 n + 1)`` s, flat, or 0."""
+    """Reconfiguration overhead (docs §6): ElasticFlow ``2 + 27 + 2 (log2 n + 1)`` s, flat, or 0."""
     if mode == "none" or n <= 0:
         return 0.0
     if mode == "flat":
@@ -114,7 +119,7 @@ class SimConfig:
     node_shutdown: bool = True
     horizon_s: float = 14 * 86400.0
     idle_tick_s: float = 600.0
-    p_max_w: float | None = None  # default: mean per-GPU power at (n=1, f_max) over the catalog pool (spec §2.4)
+    p_max_w: float | None = None  # default: mean per-GPU power at (n=1, f_max) over the catalog pool (docs §5)
     record_timeline: bool = True
     profile_scope: str = "model"  # "model": a (model, BS, n) profiled once serves later jobs; "job": per job
     pin_overhead: bool = True  # a job in its reconfiguration (checkpoint-restart) cannot be resized again
@@ -137,7 +142,7 @@ class SimConfig:
 
 @lru_cache(maxsize=8)
 def catalog_p_max(device: str = "v100") -> float:
-    """P_max (spec §2.4 [A]): mean per-GPU power at (n = 1, f_max) over the Table 1 (model, BS) pool."""
+    """P_max (paper §5.2, docs §5): mean per-GPU power at (n = 1, f_max) over the Table 1 (model, BS) pool."""
     hw = dm.hardware(device)
     vals = [float(dm.power_w(dm.perf_params(m, device), hw, bs, 1, hw.fmax_ghz))
             for m, spec in dm.CATALOG.items() for bs in spec.bs_pool]
@@ -173,6 +178,12 @@ class _Profiles:
         self._pred = _Profiles._PRED.setdefault(key, {})
         self._tables = _Profiles._TABLES.setdefault(key, {})
         self._means = _Profiles._MEANS.setdefault(key, {})
+
+    def __getstate__(self) -> dict[str, Any]:  # a copy re-attaches the shared class-level caches
+        return {"args": (self.device, self.gpn, self.noise, self.predictor, self.fit_sigma)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(*state["args"])
 
     def predicted_tables(self, model: str, bs: int, n_values: tuple[int, ...]):
         """Stacked predicted ``(T, E)`` of shape ``(len(n_values), F)`` (cached per model, BS)."""
@@ -434,7 +445,7 @@ class PowerFlowSim:
         return pinned
 
     def needs_profiling(self, j: int, k: int) -> bool:
-        """Whether running job ``j`` on ``k`` GPUs starts an online-profiling window (spec §5.4)."""
+        """Whether running job ``j`` on ``k`` GPUs starts an online-profiling window (docs §6)."""
         if not self.cfg.profiling or k in self.profiled[j]:
             return False
         if self.cfg.profile_scope == "model":
@@ -443,6 +454,11 @@ class PowerFlowSim:
 
     @property
     def finished(self) -> bool:
+        return self.done_count == len(self.jobs)
+
+    @property
+    def done(self) -> bool:
+        """Every job has finished (the core simulator protocol's ``done``)."""
         return self.done_count == len(self.jobs)
 
     # ------------------------------------------------------------------------------------------ power
@@ -579,10 +595,10 @@ class PowerFlowSim:
         return float(e[f] / t[f])
 
     def _repair_power(self, target: dict[int, tuple[int, int]], pinned: set[int]) -> dict[int, tuple[int, int]]:
-        """Spec §9 step 4 "repair": lower every running job's f one level while the true job power exceeds
-        the limit (1e-3 slack); at f_min halve the latest arrival's GPUs, de-allocating it at one GPU
-        (the spec de-allocates at once; halving first avoids starving a job whose profiling window at
-        n GPUs alone exceeds the budget)."""
+        """``power_constraint="repair"`` (docs §10): lower every running job's f one level while the true job power
+        exceeds the limit (1e-3 slack); at f_min halve the latest arrival's GPUs, de-allocating it at one GPU
+        (de-allocating at once, the first reading, starves a job whose profiling window at n GPUs alone exceeds
+        the budget; docs §9)."""
         target = dict(target)
         limit = self.power_limit * (1 + 1e-3)
 
@@ -761,6 +777,43 @@ class PowerFlowSim:
         return decision
 
     # ------------------------------------------------------------------------------------------ metrics
+    # ------------------------------------------------------------------------------------------ copies
+    def __getstate__(self) -> dict[str, Any]:
+        """Copies (``copy.deepcopy``, ``pickle``; search-based planners, checkpoints) carry the SimPy calendar as
+        data: every pending event's exact time, priority, order and callback, rebuilt by :meth:`__setstate__`."""
+        state = self.__dict__.copy()
+        env = state.pop("env")
+        calendar = [(t, priority, eid, [self._callback_spec(cb) for cb in event.callbacks or ()])
+                    for t, priority, eid, event in env._queue]
+        state["_calendar"] = (env.now, calendar)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        now, calendar = state.pop("_calendar")
+        self.__dict__.update(state)
+        env = simpy.Environment(initial_time=now)
+        last = -1
+        for t, priority, eid, specs in calendar:
+            event = simpy.Event(env)
+            event._ok, event._value = True, None  # a triggered timeout
+            event.callbacks = [self._callback(spec) for spec in specs]
+            env._queue.append((t, priority, eid, event))
+            last = max(last, eid)
+        heapq.heapify(env._queue)  # (time, priority, eid) are unique: the same order as the original's
+        env._eid = itertools.count(last + 1)
+        self.env = env
+
+    @staticmethod
+    def _callback_spec(callback: Any) -> tuple:
+        if isinstance(callback, partial):  # _on_job(j, generation) or _on_wake(generation)
+            return (callback.func.__name__, *callback.args)
+        return (callback.__name__,)  # _on_time
+
+    def _callback(self, spec: tuple) -> Any:
+        name, *args = spec
+        method = getattr(self, name)
+        return partial(method, *args) if args else method
+
     def metrics(self) -> dict[str, float]:
         J = len(self.jobs)
         done = self.status == DONE
@@ -813,58 +866,6 @@ class PowerFlowSim:
                          energy_breakdown_j=dict(self.energy), metrics=m, jct_s=self.finish - self._arrive,
                          finish_s=self.finish.copy(), timeline=tl, truncated=self.truncated,
                          balance=self.balance())
-
-
-# ---------------------------------------------------------------------------------------------- simulate
-
-
-def _as_jobs(trace: Any, device: str, seed: int, gpn: int) -> DLJobs:
-    if isinstance(trace, DLJobs):
-        return trace
-    from joulegym.workloads.dl_jobs import to_powerflow_jobs
-    from joulegym.workloads.traces import JobTrace
-
-    if isinstance(trace, JobTrace):
-        return to_powerflow_jobs(trace, device=device, seed=seed, gpn=gpn)
-    raise ValueError(f"trace must be a JobTrace or DLJobs, got {type(trace).__name__}")
-
-
-def simulate(trace: Any, policy: Any = "powerflow", *, cluster: ClusterSpec | tuple[int, int] | None = None,
-             eta: float = 0.6, seed: int = 0, **config: Any) -> SimResult:
-    """Run ``trace`` (a :class:`~joulegym.workloads.traces.JobTrace` or :class:`DLJobs`) with ``policy``.
-
-    :param policy: a scheduler object with ``schedule(view) -> {job: (n, f_level)}`` (and optional
-        ``sim_config`` defaults such as ``profiling``/``placement``/``power_constraint``), or a registered
-        policy name (``"powerflow"``, ``"tiresias"``, ...; built with :func:`joulegym.baselines.make`).
-    :param cluster: a :class:`ClusterSpec` or ``(nodes, gpus_per_node)``; default 16 x 8 V100.
-    :param eta: power budget fraction, ``power_limit = eta * G * P_max`` (must be in (0, 1]).
-    :param config: further :class:`SimConfig` fields (``predictor``, ``overhead``, ``truth_noise``, ...).
-    :returns: :class:`SimResult` with ``avg_jct_s``, ``total_energy_j``, ``makespan_s`` and the breakdown.
-    """
-    if isinstance(policy, str):
-        from joulegym import baselines
-
-        policy = baselines.make(policy)
-    if cluster is None:
-        cluster = ClusterSpec()
-    elif isinstance(cluster, tuple):
-        cluster = ClusterSpec(*cluster)
-    defaults = dict(getattr(policy, "sim_config", {}) or {})
-    defaults.update(config)
-    unknown = set(defaults) - set(SimConfig.__dataclass_fields__)
-    if unknown:
-        raise ValueError(f"unknown simulate() options {sorted(unknown)}; "
-                         f"allowed: {sorted(SimConfig.__dataclass_fields__)}")
-    cfg = SimConfig(eta=eta, **defaults)
-    jobs = _as_jobs(trace, cluster.device, seed, cluster.gpus_per_node)
-    sim = PowerFlowSim(jobs, cluster, cfg)
-    if hasattr(policy, "begin"):
-        policy.begin(sim)
-    while sim.advance():
-        view = sim.view()
-        alloc = policy.schedule(view)
-        sim.apply(alloc, getattr(policy, "wakeup_s", None))
-    return sim.result()
 
 
 def check_feasible(k: int, bs: int, num_gpus: int) -> bool:
