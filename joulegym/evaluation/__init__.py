@@ -1,12 +1,12 @@
 """Evaluation (docs/architecture.md): one loop for reference policies and agents, leaderboards, plots.
 
-``evaluate.py`` is :func:`joulegym.evaluation.cli.main`; the loop is :mod:`joulegym.evaluation.runner`;
-per-family plots and paper reproductions register through :mod:`joulegym.evaluation.hooks`.
+``evaluate.py`` is :func:`joulegym.evaluation.cli.main`; :mod:`joulegym.evaluation.runner` runs policies over
+held-out seeds through :func:`joulegym.core.rollout.rollout` and summarises them; per-family plots and paper
+reproductions are the module each family descriptor names (:mod:`joulegym.evaluation.hooks`).
 """
 
 from joulegym.evaluation.runner import (
     EVAL_SEED_BASE,
-    EpisodeTrace,
     PolicyEntry,
     eval_seeds,
     evaluate,
@@ -17,7 +17,6 @@ from joulegym.evaluation.runner import (
 
 __all__ = [
     "EVAL_SEED_BASE",
-    "EpisodeTrace",
     "PolicyEntry",
     "eval_seeds",
     "evaluate",

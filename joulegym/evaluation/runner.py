@@ -52,9 +52,6 @@ class PolicyEntry:
         return baselines.make(self.name, family=self.family, **self.kwargs)
 
 
-EpisodeTrace = Episode  # the recorded episode of a policy (rewards and infos per step)
-
-
 def eval_seeds(n: int) -> list[int]:
     """The ``n`` held-out evaluation seeds."""
     if n < 1:
@@ -126,7 +123,7 @@ def run_episode(env: gym.Env, policy: baselines.Policy, seed: int, *, record: bo
 
 def evaluate(env_id: str, entries: Sequence[PolicyEntry], seeds: Sequence[int],
              env_kwargs: dict[str, Any] | None = None, *, record: bool = True,
-             ) -> tuple[pd.DataFrame, dict[str, EpisodeTrace], list[str]]:
+             ) -> tuple[pd.DataFrame, dict[str, Episode], list[str]]:
     """Run every policy on every seed of ``env_id``.
 
     Returns the per-episode table, the trace of each policy's first episode (if ``record``) and the
