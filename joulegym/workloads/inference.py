@@ -48,6 +48,23 @@ class InferenceApp:
     power_w: float | None = None
 
     def __post_init__(self) -> None:
+        def number(field: str, value: Any, optional: bool = False) -> None:
+            if optional and value is None:
+                return
+            if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+                raise ValueError(f"app {self.model!r}: {field} must be a number, got {value!r}")
+
+        if not isinstance(self.model, str):
+            raise ValueError(f"app model must be a workload name (a string), got {self.model!r}")
+        number("frequency_mhz", self.frequency_mhz)
+        number("weight", self.weight)
+        number("power_w", self.power_w, optional=True)
+        number("demand_rps", self.demand_rps, optional=True)
+        for field, value in (("arrival", self.arrival), ("departure", self.departure)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | np.integer)):
+                raise ValueError(f"app {self.model!r}: {field} must be a whole epoch number, got {value!r}")
+        if not (np.isfinite(self.weight) and 1e-6 <= self.weight <= 1e6):
+            raise ValueError(f"app {self.model!r}: weight must be in [1e-6, 1e6], got {self.weight}")
         if not (np.isfinite(self.weight) and self.weight > 0):
             raise ValueError(f"app {self.model!r}: weight must be > 0, got {self.weight}")
         if self.power_w is not None and not (np.isfinite(self.power_w) and self.power_w > 0):

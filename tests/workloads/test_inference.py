@@ -22,7 +22,8 @@ def test_app_profile_and_override():
 
 
 @pytest.mark.parametrize(("kwargs", "field", "allowed"), [
-    ({"weight": 0.0}, "weight", "> 0"), ({"weight": -1.0}, "weight", "> 0"), ({"weight": math.nan}, "weight", "> 0"),
+    ({"weight": 0.0}, "weight", "in [1e-6, 1e6]"), ({"weight": -1.0}, "weight", "in [1e-6, 1e6]"),
+    ({"weight": math.nan}, "weight", "in [1e-6, 1e6]"),
     ({"power_w": -1.0}, "power_w", "> 0"), ({"power_w": math.inf}, "power_w", "> 0"),
     ({"arrival": -1}, "arrival", "0 <= arrival < departure"),
     ({"arrival": 5, "departure": 5}, "departure", "0 <= arrival < departure"),

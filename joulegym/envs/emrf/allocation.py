@@ -84,19 +84,29 @@ class EMRFSolverError(RuntimeError):
 
 
 # --- validation --------------------------------------------------------------------------------------
+# The domain of the pure functions: capacities and weights within 60 orders of magnitude keep every product of
+# the allocations finite; values outside raise (physical GFLOPS and weights are far inside).
+MAGNITUDE = (1e-30, 1e30)
+XI_DENORMAL = 1e-300  # a CPU fraction this close to 0 or 1 is taken as exactly 0 or 1
+
+
 def as_instance(capacities, xi_cpu, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated ``(C, xi_cpu, w)`` float arrays, or ``ValueError`` naming the bad field."""
+    low, high = MAGNITUDE
     c = np.asarray(capacities, dtype=float).ravel()
-    if c.size != 2 or not np.all(np.isfinite(c)) or np.any(c <= 0):
-        raise ValueError(f"capacities must be two finite numbers > 0 (C_cpu, C_gpu) in GFLOPS, got {capacities!r}")
+    if c.size != 2 or not np.all(np.isfinite(c)) or np.any(c < low) or np.any(c > high):
+        raise ValueError(f"capacities must be two finite numbers in [{low:g}, {high:g}] (C_cpu, C_gpu) in GFLOPS, "
+                         f"got {capacities!r}")
+
     xi = np.asarray(xi_cpu, dtype=float).ravel()
     if xi.size == 0 or not np.all(np.isfinite(xi)) or np.any(xi < 0) or np.any(xi > 1):
         raise ValueError(f"xi_cpu must be a non-empty list of CPU fractions in [0, 1], got {xi_cpu!r}")
     w = np.asarray(weights, dtype=float).ravel()
     if w.size != xi.size:
         raise ValueError(f"weights must have one entry per user ({xi.size}), got {w.size}")
-    if not np.all(np.isfinite(w)) or np.any(w <= 0):
-        raise ValueError(f"weights must be finite numbers > 0, got {weights!r}")
+    if not np.all(np.isfinite(w)) or np.any(w < low) or np.any(w > high):
+        raise ValueError(f"weights must be finite numbers in [{low:g}, {high:g}], got {weights!r}")
+    xi = np.where(xi < XI_DENORMAL, 0.0, np.where(xi > 1.0 - XI_DENORMAL, 1.0, xi))  # denormal splits are 0 / 1
     return c, xi, w
 
 

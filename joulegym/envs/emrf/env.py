@@ -90,7 +90,15 @@ import numpy as np
 
 from joulegym.core.actions import ActionType, validated_box_list, validated_discrete_action
 from joulegym.core.cache import BoundedCache
-from joulegym.core.config import check_bool, check_choice, check_int, check_keys, check_positive, check_unit_interval
+from joulegym.core.config import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_keys,
+    check_number,
+    check_positive,
+    check_unit_interval,
+)
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
@@ -111,6 +119,9 @@ from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX, 
 SLOT_FEATURES = 10
 GLOBAL_FEATURES = 7
 REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "max-utilisation", "fair-share")
+WINDOW_S_RANGE = (1e-3, 3600.0)  # ΔT (s): below 1 ms or above an hour a window is not a scheduling window
+MAX_USERS_LIMIT = 256  # slots; bounds the observation and the per-window work (fail fast)
+MAX_JOB_SIGMA = 5.0  # lognormal sigma of job sizes: above ~5 the mean-preserving factor exp(-sigma^2/2) underflows
 APP_KEYS = ("app", "name", "xi_cpu", "weight", "jobs", "job_gflop", "arrival", "arrival_rate", "job_sigma")
 RANDOM_KEYS = ("n_users", "apps", "weights", "xi_jitter", "job_sigma", "arrival_rate", "initial_jobs")
 FLOOR_LAMBDA = 50.0  # λ of the floor preset (docs/families/emrf.md, assumption A10)
@@ -444,7 +455,7 @@ class EMRFEnv(JoulegymEnv):
                 raise ValueError(f"eta_choices must be None or a non-empty list of values in [0, 1], "
                                  f"got {cfg['eta_choices']!r}")
             cfg["eta_choices"] = [check_unit_interval("eta_choices[]", v) for v in cfg["eta_choices"]]
-        cfg["window_s"] = check_positive("window_s", cfg["window_s"])
+        cfg["window_s"] = check_number("window_s", cfg["window_s"], *WINDOW_S_RANGE)
         cfg["solo_seconds"] = check_positive("solo_seconds", cfg["solo_seconds"])
         cfg["xi_noise"] = check_positive("xi_noise", cfg["xi_noise"], allow_zero=True)
         if cfg["task_gflop"] is not None:
@@ -454,7 +465,7 @@ class EMRFEnv(JoulegymEnv):
         if cfg["phase_delta"] is not None:
             cfg["phase_delta"] = check_unit_interval("phase_delta", cfg["phase_delta"])
         cfg["horizon"] = check_int("horizon", cfg["horizon"], 1)
-        cfg["max_users"] = check_int("max_users", cfg["max_users"], 1)
+        cfg["max_users"] = check_int("max_users", cfg["max_users"], 1, MAX_USERS_LIMIT)
         cfg["knob_levels"] = check_int("knob_levels", cfg["knob_levels"], 2)
         if cfg["capacities"] is not None:
             caps = cfg["capacities"]
@@ -487,7 +498,7 @@ class EMRFEnv(JoulegymEnv):
         for w in weights:
             check_positive("random.weights[]", w)
         check_unit_interval("random.xi_jitter", spec.get("xi_jitter", 0.0))
-        check_positive("random.job_sigma", spec.get("job_sigma", 0.0), allow_zero=True)
+        check_number("random.job_sigma", spec.get("job_sigma", 0.0), 0.0, MAX_JOB_SIGMA)
         check_positive("random.arrival_rate", spec.get("arrival_rate", 0.0), allow_zero=True)
         check_int("random.initial_jobs", spec.get("initial_jobs", 1), 0)
 
@@ -513,7 +524,7 @@ class EMRFEnv(JoulegymEnv):
             job_gflop=size, jobs=jobs,
             arrival=check_positive(f"apps[{index}].arrival", app.get("arrival", 0.0), allow_zero=True),
             arrival_rate=check_positive(f"apps[{index}].arrival_rate", app.get("arrival_rate", 0.0), allow_zero=True),
-            job_sigma=check_positive(f"apps[{index}].job_sigma", app.get("job_sigma", 0.0), allow_zero=True),
+            job_sigma=check_number(f"apps[{index}].job_sigma", app.get("job_sigma", 0.0), 0.0, MAX_JOB_SIGMA),
             xi_alt=xi_alt, co_run=co_run)
 
     def _capacities(self) -> tuple[float, float]:
@@ -521,6 +532,10 @@ class EMRFEnv(JoulegymEnv):
         if caps is not None:
             return float(caps[0]), float(caps[1])
         device = get_device(self.config["device"])
+        if not {"cpu", "gpu"} <= set(device.capacities):
+            raise ValueError(f"device={self.config['device']!r} has no CPU and GPU capacities (it is a "
+                             f"{device.kind!r}); EMRF needs an APU preset, e.g. 'amd-a8-3870k', or capacities=[C_cpu, "
+                             "C_gpu]")
         return float(device.capacities["cpu"]), float(device.capacities["gpu"])
 
     def _reward_spec(self) -> RewardSpec:

@@ -28,6 +28,12 @@ import numpy as np
 ArrayLike = Sequence[float] | np.ndarray
 
 
+# The domain of the pure functions: weights and powers within 60 orders of magnitude keep every product of
+# Algorithm 1 (t P / w, phi w T / W) finite; values outside raise (physical inputs are far inside).
+MAGNITUDE = (1e-30, 1e30)
+MAX_T_UNITS = 1_000_000  # Algorithm 1 hands out units one at a time: a bound on the work per call
+
+
 def validate_inputs(weights: ArrayLike, demands: ArrayLike | None, power: ArrayLike, phi: float,
                     T: int | None = None, whole_demands: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Arrays of weights, demands and powers, or ``ValueError`` naming the bad field."""
@@ -40,18 +46,19 @@ def validate_inputs(weights: ArrayLike, demands: ArrayLike | None, power: ArrayL
         raise ValueError(
             f"weights, demands and power must have the same length, got {w.size}, {d.size}, {p.size}"
         )
-    if not np.all(np.isfinite(w)) or np.any(w <= 0):
-        raise ValueError(f"weights must be finite and > 0, got {w.tolist()}")
-    if not np.all(np.isfinite(p)) or np.any(p <= 0):
-        raise ValueError(f"power must be finite and > 0 (W), got {p.tolist()}")
+    low, high = MAGNITUDE
+    if not np.all(np.isfinite(w)) or np.any(w < low) or np.any(w > high):
+        raise ValueError(f"weights must be finite numbers in [{low:g}, {high:g}], got {w.tolist()}")
+    if not np.all(np.isfinite(p)) or np.any(p < low) or np.any(p > high):
+        raise ValueError(f"power must be finite numbers in [{low:g}, {high:g}] (W), got {p.tolist()}")
     if np.any(np.isnan(d)) or np.any(d < 0):
         raise ValueError(f"demands must be >= 0 units or inf, got {d.tolist()}")
     if whole_demands and np.any(np.isfinite(d) & (d != np.floor(d))):
         raise ValueError(f"demands must be whole units (slices are indivisible) or inf, got {d.tolist()}")
     if not (isinstance(phi, int | float | np.floating | np.integer) and 0.0 <= float(phi) <= 1.0):
         raise ValueError(f"phi must be in [0, 1], got {phi!r}")
-    if T is not None and (int(T) != T or T < 0):
-        raise ValueError(f"T must be a non-negative whole number of units, got {T!r}")
+    if T is not None and (isinstance(T, bool) or not np.isfinite(T) or int(T) != T or not 0 <= T <= MAX_T_UNITS):
+        raise ValueError(f"T must be a whole number of units in [0, {MAX_T_UNITS}], got {T!r}")
     return w, d, p
 
 

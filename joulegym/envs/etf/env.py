@@ -91,6 +91,7 @@ GLOBAL_FEATURES = 6
 GUARANTEE_MODES = ("project", "none")
 REWARD_WINDOWS = ("epoch", "cumulative")
 SCHEDULERS = {"etf": None, "tf": 1.0, "ef": 0.0}  # the dvfs mode's fixed scheduler -> its phi (None: the env's)
+MAX_APPS_LIMIT = 256  # slots; bounds the observation and the per-epoch work (fail fast, not a minutes-long hang)
 MIX_KEYS = tuple(n for n in inspect.signature(random_mix).parameters if n not in ("rng", "device", "horizon",
                                                                                     "max_apps"))
 # Keys that only one or two action modes read: set on another mode they raise (a scenario's own value is
@@ -202,7 +203,7 @@ class ETFEnv(JoulegymEnv):
             cfg["phi_choices"] = [check_unit_interval("phi_choices[]", v) for v in cfg["phi_choices"]]
         cfg["T_units"] = check_int("T_units", cfg["T_units"], 1)
         cfg["horizon"] = check_int("horizon", cfg["horizon"], 1)
-        cfg["max_apps"] = check_int("max_apps", cfg["max_apps"], 1)
+        cfg["max_apps"] = check_int("max_apps", cfg["max_apps"], 1, MAX_APPS_LIMIT)
         cfg["phi_levels"] = check_int("phi_levels", cfg["phi_levels"], 2)
         cfg["unit_s"] = check_positive("unit_s", cfg["unit_s"])
         cfg["epoch_s"] = check_positive("epoch_s", cfg["epoch_s"])
@@ -249,6 +250,9 @@ class ETFEnv(JoulegymEnv):
             cfg["mix"] = check_keys("mix", cfg["mix"], MIX_KEYS)
             for model in cfg["mix"].get("models", ()):
                 self.device.profile(model)
+            for key in ("arrival_rate", "mean_lifetime"):
+                if key in cfg["mix"]:
+                    cfg["mix"][key] = check_positive(f"mix.{key}", cfg["mix"][key])
             for key in ("random_frequency_apps", "app_frequencies_mhz"):
                 if cfg[key]:
                     raise ValueError(f"{key} refers to apps; it has no effect with a random mix (mix={cfg['mix']})")
@@ -288,8 +292,11 @@ class ETFEnv(JoulegymEnv):
                 checked.append(f)
             cfg["app_frequencies_mhz"] = checked
         fixed = [InferenceApp.from_config(a) for a in entries]
-        for app in fixed:
+        for k, app in enumerate(fixed):
             app.service_time_and_power(self.device)  # an unknown model or frequency fails here
+            if app.arrival >= cfg["horizon"]:
+                raise ValueError(f"apps[{k}].arrival={app.arrival} is at or after the horizon ({cfg['horizon']} "
+                                 "epochs): the app would never run")
         return fixed
 
     def _configure_dvfs(self) -> None:

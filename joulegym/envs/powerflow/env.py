@@ -97,6 +97,7 @@ SLOT_FEATURES = 26
 GLOBAL_FEATURES = 14
 POWER_MODES = ("repair", "penalty", "none")
 TRACE_KINDS = ("gavel", "alibaba", "motivating", "file")
+MAX_JOBS = 200_000  # jobs of a generated trace and slots K (a 10x margin over the largest public traces used here)
 TRACE_KEYS = ("kind", "num_jobs", "duration_scale", "mean_interarrival_s", "size_multiplier", "rho", "span_s", "hint")
 N_CAP = 64  # largest per-job allocation the alloc action can express (docs §10)
 SCALING_NS = (2, 4, 8, 16, 32, 64)
@@ -160,7 +161,7 @@ class PowerFlowEnv(JoulegymEnv):
             check_positive(key, c[key])
         if c["p_max_w"] is not None:
             check_positive("p_max_w", c["p_max_w"])
-        self.K = check_int("max_slots", c["max_slots"], 1)
+        self.K = check_int("max_slots", c["max_slots"], 1, MAX_JOBS)
         check_int("max_steps", c["max_steps"], 1)
         self._check_trace(c)
         self.cluster = ClusterSpec(nodes, gpn, c["device"])
@@ -187,9 +188,10 @@ class PowerFlowEnv(JoulegymEnv):
     def _check_trace(c: dict[str, Any]) -> None:
         trace = check_keys("trace", c["trace"], TRACE_KEYS)
         kind = check_choice("trace.kind", trace.get("kind"), TRACE_KINDS)
-        for key in ("num_jobs", "size_multiplier"):
-            if key in trace:
-                check_int(f"trace.{key}", trace[key], 1)
+        if "num_jobs" in trace:
+            check_int("trace.num_jobs", trace["num_jobs"], 1, MAX_JOBS)
+        if "size_multiplier" in trace:
+            check_int("trace.size_multiplier", trace["size_multiplier"], 1, 64)
         for key in ("duration_scale", "mean_interarrival_s", "rho", "span_s"):
             if key in trace:
                 check_positive(f"trace.{key}", trace[key])
@@ -202,6 +204,9 @@ class PowerFlowEnv(JoulegymEnv):
                                  f"gym.make; the file is {hint}")
             if not Path(path).is_file():
                 raise ValueError(f"trace_path={path!r} does not exist (expected {hint})")
+        elif c["trace_path"] is not None or c["trace_format"] != "auto":
+            raise ValueError(f"trace_path/trace_format are read only with trace kind 'file' (a real trace); this "
+                             f"config's trace kind is {kind!r}")
 
     def _reward_spec(self) -> RewardSpec:
         # the jct part is bounded: at most every job is active for the whole horizon
