@@ -92,10 +92,6 @@ def reference_policy_name(env: gym.Env) -> str | None:
     return preferred if preferred in names else (names[0] if names else None)
 
 
-def _median(values: list[float]) -> float:
-    return float(np.median(values))
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--family", help="only ids of this family (etf, emrf, powerflow)")
@@ -126,9 +122,9 @@ def main(argv: list[str] | None = None) -> None:
             noop.append(steps_per_second(noop_env, args.steps, FixedActionPolicy()))
             with_policy.append(steps_per_second(env, args.steps, policy))
             fixed.append(steps_per_second(env, args.steps, FixedActionPolicy()))
-        ref = _median(noop)
-        print(f"{env_id:<48} {name or '-':<14} {_median(with_policy):>10,.0f} {ref / _median(with_policy):>7.1f} "
-              f"{_median(fixed):>10,.0f} {ref / _median(fixed):>7.1f}")
+        ref = np.median(noop)
+        print(f"{env_id:<48} {name or '-':<14} {np.median(with_policy):>10,.0f} {ref / np.median(with_policy):>7.1f} "
+              f"{np.median(fixed):>10,.0f} {ref / np.median(fixed):>7.1f}")
     print("ratio = no-op steps/s / env steps/s (lower is better; measured in this run)")
 
 

@@ -70,8 +70,9 @@ class TrainingInterrupted(Exception):
 
 
 def _prepare_out(out_dir: Path, resume: bool, overwrite: bool) -> None:
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"--out {str(out_dir)!r} is a file, not a directory")
+    from joulegym.core.io import check_result_dir
+
+    check_result_dir(out_dir)
     busy = out_dir.is_dir() and any(out_dir.iterdir())
     if resume:
         if not (out_dir / "config.json").is_file():
@@ -82,13 +83,7 @@ def _prepare_out(out_dir: Path, resume: bool, overwrite: bool) -> None:
                          "--overwrite to replace it")
     if busy:
         shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    probe = out_dir / ".write-test"
-    try:
-        probe.write_text("")
-        probe.unlink()
-    except OSError as err:
-        raise ValueError(f"--out {str(out_dir)!r} is not writable ({err.strerror})") from None
+    check_result_dir(out_dir, create=True)
 
 
 def _checkpoint_paths(out_dir: Path) -> tuple[Path, Path, Path]:
@@ -114,7 +109,7 @@ def save_checkpoint(model: Any, out_dir: Path) -> Path:
     return zip_path
 
 
-def _callbacks(out_dir: Path, every: int, n_envs: int):
+def _callbacks(out_dir: Path, every: int):
     from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
     from joulegym.agents.callbacks import EpisodeMetricsCallback
@@ -193,7 +188,7 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     if not resume:
         _write_config(out_dir, config)
     model, vec_env = _build(config, out_dir, resume, tensorboard, verbose, threads)
-    callbacks, checkpoints = _callbacks(out_dir, checkpoint_every, n_envs)
+    callbacks, checkpoints = _callbacks(out_dir, checkpoint_every)
     remaining = timesteps - int(model.num_timesteps)
     start = time.perf_counter()
     previous_handlers = {}

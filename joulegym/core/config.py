@@ -122,6 +122,13 @@ def check_unit_interval(name: str, value: Any) -> float:
     return number
 
 
+def check_unit_interval_list(name: str, value: Any) -> list[float]:
+    """``value`` as a non-empty list of floats in [0, 1] (e.g. a per-episode choice set)."""
+    if not isinstance(value, list | tuple) or not value:
+        raise ValueError(f"{name} must be a non-empty list of values in [0, 1], got {value!r}")
+    return [check_unit_interval(f"{name}[]", v) for v in value]
+
+
 def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
     """``value`` as a finite float > 0 (or >= 0), or ``ValueError`` naming ``name``."""
     sign = ">=" if allow_zero else ">"

@@ -47,18 +47,24 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
     return path
 
 
-def check_result_dir(out: str | Path) -> Path:
-    """``out`` as a directory a run may write its results into: not a file, its parent writable.
+def check_result_dir(out: str | Path, *, create: bool = False) -> Path:
+    """``out`` as a directory a run may write its results into, checked before any work is done: not a file,
+    and writable (its parent, where :class:`ResultDir` builds the new directory; ``out`` itself with
+    ``create=True``, which creates it).
 
-    :raises ValueError: naming ``out`` and the problem, before any work is done.
+    :raises ValueError: naming ``out`` and the problem.
     """
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {str(out)!r} is a file, not a directory")
-    parent = out.parent if str(out.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    if not os.access(parent, os.W_OK) or (out.is_dir() and not os.access(out, os.W_OK)):
-        raise ValueError(f"--out {str(out)!r} is not writable")
+    target = out if create else out.absolute().parent
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        probe = target / f".write-test{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise ValueError(f"--out {str(out)!r} is not writable ({err.strerror or err})") from None
     return out
 
 

@@ -106,22 +106,22 @@ def _build() -> list[Scenario]:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
-MODES = {"EMRF": "weights", "EMRFResidual": "residual_weights", "EMRFKnob": "knob", "EMRFKnobDiscrete": "knob_discrete"}
 ENTRY_POINT = "joulegym.envs.emrf.env:EMRFEnv"  # one class; the kind fixes its action_mode
-KINDS = {
-    "EMRF": (ENTRY_POINT, "EMRF weights: per-user weights, WFQ-scaled until a device saturates (APU sharing)"),
-    "EMRFResidual": (ENTRY_POINT,
-                     "EMRF residual weights: split the capacity left after the eta F^max fairness floor"),
-    "EMRFKnob": (ENTRY_POINT, "EMRF knob: the agent sets eta in [0, 1] each window; EMRF allocates"),
-    "EMRFKnobDiscrete": (ENTRY_POINT, "EMRF discrete knob: eta in {0, 0.1, ..., 1} each window (DQN)"),
-}
+KINDS = (
+    EnvKind("EMRF", ENTRY_POINT, "weights",
+            "EMRF weights: per-user weights, WFQ-scaled until a device saturates (APU sharing)"),
+    EnvKind("EMRFResidual", ENTRY_POINT, "residual_weights",
+            "EMRF residual weights: split the capacity left after the eta F^max fairness floor"),
+    EnvKind("EMRFKnob", ENTRY_POINT, "knob", "EMRF knob: the agent sets eta in [0, 1] each window; EMRF allocates"),
+    EnvKind("EMRFKnobDiscrete", ENTRY_POINT, "knob_discrete",
+            "EMRF discrete knob: eta in {0, 0.1, ..., 1} each window (DQN)"),
+)
 
 
 FAMILY = FamilyDescriptor(
     name="emrf",
     title='EMRF: elastic multi-resource fairness on a coupled CPU-GPU APU (Tang et al.)',
-    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description)
-                for kind, (entry_point, description) in KINDS.items()),
+    kinds=KINDS,
     scenarios=SCENARIOS,
     policies="joulegym.baselines.emrf",
     reference_policy="emrf",

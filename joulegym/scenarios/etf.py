@@ -108,27 +108,24 @@ def _build() -> list[Scenario]:
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
 # The action mode each kind fixes; every kind is the one env class.
-MODES = {"ETF": "split", "ETFPhi": "phi", "ETFDVFS": "dvfs"}
+# Every kind is the one env class with a fixed action mode. The base ids' descriptions end with their defaults (the
+# Fig. 5 apps of ``default_config``); scenario ids reuse the part before the first ":" and add the scenario's line.
 ENTRY_POINT = "joulegym.envs.etf.env:ETFEnv"
-# The base ids' descriptions end with their defaults (the Fig. 5 apps of ``default_config``); scenario ids
-# reuse the part before the first ":" and add the scenario's own line.
-KINDS = {
-    "ETF": (ENTRY_POINT,
+KINDS = (
+    EnvKind("ETF", ENTRY_POINT, "split",
             "ETF time-share: the agent splits each scheduling interval above Algorithm 1's guarantee "
             "(Fig. 5 apps, phi = 0.7, reward 'etf')"),
-    "ETFPhi": (ENTRY_POINT,
-               "ETF phi knob: the agent sets the time-fair factor phi each epoch (Fig. 5 apps, reward F_S)"),
-    "ETFDVFS": (ENTRY_POINT,
-                "ETF tenant DVFS: ResNet50@1300.5 picks its GPU level against MobileNetV2 under ETF(0.7) "
-                "(reward: its inferences/s)"),
-}
-
+    EnvKind("ETFPhi", ENTRY_POINT, "phi",
+            "ETF phi knob: the agent sets the time-fair factor phi each epoch (Fig. 5 apps, reward F_S)"),
+    EnvKind("ETFDVFS", ENTRY_POINT, "dvfs",
+            "ETF tenant DVFS: ResNet50@1300.5 picks its GPU level against MobileNetV2 under ETF(0.7) "
+            "(reward: its inferences/s)"),
+)
 
 FAMILY = FamilyDescriptor(
     name="etf",
     title="ETF: energy-time fair time-sharing of one GPU with per-app DVFS (Liang et al., SEC '23)",
-    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description)
-                for kind, (entry_point, description) in KINDS.items()),
+    kinds=KINDS,
     scenarios=SCENARIOS,
     policies="joulegym.baselines.etf",
     reference_policy="etf",

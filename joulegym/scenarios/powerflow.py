@@ -107,18 +107,17 @@ def _build() -> list[Scenario]:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
-MODES = {"PowerFlow": "alloc"}  # the other action modes ("request", "micro", "priority") are the action_mode= kwarg
-KINDS = {
-    "PowerFlow": ("joulegym.envs.powerflow.env:PowerFlowEnv",
-                  "PowerFlow: GPUs and frequency per DL training job, min average JCT under power budget eta*G*P_max"),
-}
+# One kind, action_mode "alloc"; the other modes ("request", "micro", "priority") are the action_mode= kwarg.
+KINDS = (
+    EnvKind("PowerFlow", "joulegym.envs.powerflow.env:PowerFlowEnv", "alloc",
+            "PowerFlow: GPUs and frequency per DL training job, min average JCT under power budget eta*G*P_max"),
+)
 
 
 FAMILY = FamilyDescriptor(
     name="powerflow",
     title='PowerFlow: energy-efficient GPU-cluster scheduling of DL training jobs (Gu et al.)',
-    kinds=tuple(EnvKind(kind, entry_point, MODES[kind], description)
-                for kind, (entry_point, description) in KINDS.items()),
+    kinds=KINDS,
     scenarios=SCENARIOS,
     policies="joulegym.baselines.powerflow",
     reference_policy="powerflow",

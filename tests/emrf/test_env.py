@@ -28,7 +28,8 @@ from joulegym.core.simulator import Simulator
 from joulegym.envs.emrf import allocation
 from joulegym.envs.emrf.env import AllocationRule, EMRFEnv, ReferenceAllocations
 from joulegym.scenarios import registered_ids
-from joulegym.scenarios.emrf import MODES, SCENARIOS
+from joulegym.scenarios.emrf import KINDS as FAMILY_KINDS
+from joulegym.scenarios.emrf import SCENARIOS
 from tests.emrf.helpers import Probe, policy
 
 IDS = registered_ids("emrf")
@@ -48,7 +49,7 @@ def test_every_scenario_registered_for_every_kind_on_one_class():
         assert name in SCENARIOS
     for env_id in IDS:
         assert gym.spec(env_id).entry_point == "joulegym.envs.emrf.env:EMRFEnv"
-    for kind, mode in MODES.items():
+    for kind, mode in ((k.name, k.action_mode) for k in FAMILY_KINDS):
         env = gym.make(f"joulegym/{kind}-v0").unwrapped
         assert type(env) is EMRFEnv and isinstance(env, JoulegymEnv)
         assert env.kind == kind and env.action_mode == mode and env.action_type.name == mode

@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 
 from joulegym import baselines
 from joulegym.core.rollout import Episode, rollout
+from tests.probe import Probe
 
-
-class Probe:
-    """Wraps a policy: records the ``(obs, info)`` it acts on and runs ``check(obs, info, action)``."""
-
-    def __init__(self, inner: Any, check: Callable[[Any, dict, Any], None] | None = None) -> None:
-        self.inner, self.check = inner, check
-        self.name, self.privileged = inner.name, inner.privileged
-        self.seen: list[tuple[Any, dict]] = []
-
-    def reset(self, env: gym.Env, seed: int | None = None) -> None:
-        self.env = env
-        self.seen = []
-        self.inner.reset(env, seed=seed)
-
-    def act(self, obs: Any, info: dict) -> Any:
-        action = self.inner.act(obs, info)
-        self.seen.append((obs, info))
-        if self.check is not None:
-            self.check(obs, info, action)
-        return action
+__all__ = ["Probe", "episode", "final_metrics", "infos", "policy"]
 
 
 def policy(name_or_policy: Any, **kwargs: Any) -> Any:

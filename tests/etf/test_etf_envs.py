@@ -251,7 +251,7 @@ def test_encode_is_the_inverse_of_decode():
     """``action_type.encode(units)`` is the action the ETF policy takes: it decodes to the same units."""
     env = gym.make("joulegym/ETF-tx2-fig9-dynamic-v0", guarantee_mode="project").unwrapped
 
-    def check(obs, info, action):
+    def check(_env, obs, info, action):
         units = list(expected_units(info["scheduler_inputs"]))
         assert env.action_type.decode(env.action_type.encode(units)) == units
         assert np.array_equal(env.action_type.encode(units), action)
@@ -269,7 +269,7 @@ def test_etf_policy_from_observation_alone(env_id):
     decode = env.unwrapped.action_type.decode
     blind = policy("etf")
 
-    def check(obs, info, action):
+    def check(_env, obs, info, action):
         assert decode(action) == decode(blind.act(obs, {}))
 
     for seed in range(3):
@@ -347,7 +347,7 @@ def test_etf_objective_never_beats_algorithm1():
         env = gym.make(env_id).unwrapped
         decode = env.action_type.decode
 
-        def check(obs, info, action, env=env, decode=decode):
+        def check(_env, obs, info, action, env=env, decode=decode):
             active = list(env.sim.active)
             best = env._etf_objective(decode(action), active)
             assert 0.0 <= best <= 1.0
@@ -656,7 +656,7 @@ def test_arrivals_never_exceed_max_apps(env_id):
         sim = env.unwrapped.sim
         seen_active: set[int] = set()
 
-        def check(obs, info, action, sim=sim, seen_active=seen_active):
+        def check(_env, obs, info, action, sim=sim, seen_active=seen_active):
             assert sum(sim.active) <= sim.max_apps
             seen_active.update(k for k in sim.slot_app if k >= 0)
 

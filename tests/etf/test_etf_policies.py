@@ -137,7 +137,7 @@ def test_decision_caches_are_keyed_by_content():
     assert len(etf._cache) == 1
     knob = gym.make("joulegym/ETFPhi-tx2-fig5-v0")
     oracle = policy("fs-oracle")
-    driver = Probe(policy("random"), check=lambda obs, info, action: oracle.act(obs, info))
+    driver = Probe(policy("random"), check=lambda _env, obs, info, action: oracle.act(obs, info))
     oracle.reset(knob)
     episode(knob, driver, seed=0)
     assert len({info["phi"] for _, info in driver.seen}) > 5  # the agent moved phi around

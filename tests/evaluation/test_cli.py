@@ -47,6 +47,8 @@ def test_out_problems_are_reported_before_any_work(tmp_path, capsys):
     target.write_text("x")
     assert main(["--out", str(target), "--seeds", "1"]) == 2
     assert "is a file" in capsys.readouterr().err
+    assert main(["--out", "/proc/joulegym-run", "--seeds", "1"]) == 2  # not writable, even by root
+    assert "not writable" in capsys.readouterr().err
     assert main(["--env-kwargs", '{"T_units": 1e400}', "--out", str(tmp_path / "y"), "--seeds", "1"]) == 2
     err = capsys.readouterr().err
     assert "T_units" in err and err.count("\n") == 1

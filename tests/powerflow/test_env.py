@@ -22,6 +22,7 @@ from joulegym.scenarios import registered_ids
 from joulegym.scenarios.powerflow import SCENARIOS
 from joulegym.workloads import dl_jobs
 from joulegym.workloads.traces import JobTrace
+from tests.probe import WatchApply
 from tests.reference_data import REF
 
 IDS = registered_ids("powerflow")
@@ -258,35 +259,14 @@ def test_reference_actions_are_valid():
             assert info["action_mask"].dtype == bool and action["action_mask"].shape == info["action_mask"].shape
 
 
-class WatchApply:
-    """Wraps a policy; after every ``sim.apply`` of the episode, calls ``watch(sim)`` (the GPUs just placed)."""
-
-    def __init__(self, policy, watch) -> None:
-        self.policy, self.watch = policy, watch
-        self.name, self.privileged = policy.name, policy.privileged
-
-    def reset(self, env, seed=None) -> None:
-        self.policy.reset(env, seed)
-        sim = env.unwrapped.sim
-        apply = sim.apply
-
-        def watched(alloc, wakeup_s=None):
-            apply(alloc, wakeup_s)
-            self.watch(sim)
-
-        sim.apply = watched
-
-    def act(self, obs, info):
-        return self.policy.act(obs, info)
-
-
 def test_request_mode_runs_requests_that_are_not_powers_of_two():
     """The non-elastic baselines run the requested GPU count, a power of two or not (alloc rounds it down)."""
     jobs = dl_jobs.to_powerflow_jobs(JobTrace.from_dataframe(
         dl_jobs.gavel_trace(4, seed=0).to_dataframe().assign(num_gpus=[3, 6, 1, 5], submit_time_s=[0, 0, 0, 0])))
     held: dict[int, set[int]] = {}
 
-    def watch(sim):
+    def watch(sim, apply, *args):
+        apply(*args)
         for j in sim.running.tolist():
             held.setdefault(j, set()).add(int(sim.n[j]))
 

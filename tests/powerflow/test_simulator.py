@@ -12,6 +12,7 @@ from joulegym.core.rollout import rollout
 from joulegym.envs.powerflow import ClusterSpec, simulate
 from joulegym.workloads import dl_jobs
 from joulegym.workloads.traces import JobTrace
+from tests.probe import WatchApply
 
 POLICIES = ["powerflow", "powerflow-strict", "powerflow-oracle", "gandiva", "tiresias", "gandiva-zeus",
             "tiresias-zeus", "afs", "fifo"]
@@ -28,35 +29,24 @@ def small_trace(seed: int = 0, n: int = 30) -> JobTrace:
     return dl_jobs.gavel_trace(n, seed=seed, mean_interarrival_s=200.0, duration_scale=0.05, max_gpus=16)
 
 
-class CheckedApply:
-    """Wraps a policy: around every ``sim.apply`` of the episode, checks that a profiling/restarting (pinned) job
-    is never moved or re-profiled and that no job holds GPUs that do not exist."""
+def checked_apply(policy, cluster: ClusterSpec) -> WatchApply:
+    """``policy`` wrapped so that around every ``sim.apply`` of the episode a profiling/restarting (pinned) job is
+    never moved or re-profiled and no job holds GPUs that do not exist; ``.applied`` counts the decisions."""
 
-    def __init__(self, policy, cluster: ClusterSpec) -> None:
-        self.policy, self.cluster = policy, cluster
-        self.name, self.privileged = policy.name, policy.privileged
-        self.applied = 0
+    def check(sim, apply, *args):
+        ready = sim.ready_jobs()
+        pinned = {int(j): (sim.gpus[int(j)], sim.profile_until[int(j)]) for j in ready[sim.pinned_mask(ready)]}
+        apply(*args)
+        wrapped.applied += 1
+        for j, (gpus, until) in pinned.items():
+            assert sim.gpus[j] == gpus and sim.profile_until[j] == until
+        held = [g for j in sim.running for g in sim.gpus[int(j)]]
+        assert len(held) == len(set(held)) and all(0 <= g < cluster.num_gpus for g in held)
+        assert int(sim.n.sum()) <= cluster.num_gpus
 
-    def reset(self, env, seed=None) -> None:
-        self.policy.reset(env, seed)
-        sim = self.sim = env.unwrapped.sim
-        apply = sim.apply
-
-        def checked(alloc, wakeup_s=None):
-            ready = sim.ready_jobs()
-            pinned = {int(j): (sim.gpus[int(j)], sim.profile_until[int(j)]) for j in ready[sim.pinned_mask(ready)]}
-            apply(alloc, wakeup_s)
-            self.applied += 1
-            for j, (gpus, until) in pinned.items():
-                assert sim.gpus[j] == gpus and sim.profile_until[j] == until
-            held = [g for j in sim.running for g in sim.gpus[int(j)]]
-            assert len(held) == len(set(held)) and all(0 <= g < self.cluster.num_gpus for g in held)
-            assert int(sim.n.sum()) <= self.cluster.num_gpus
-
-        sim.apply = checked
-
-    def act(self, obs, info):
-        return self.policy.act(obs, info)
+    wrapped = WatchApply(policy, check)
+    wrapped.applied = 0
+    return wrapped
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -67,7 +57,7 @@ def test_conservation_and_capacity(policy):
     cluster = ClusterSpec(2, 8)
     env = gym.make("joulegym/PowerFlow-v0", nodes=2, eta=0.7, max_slots=len(jobs), action_mode="request",
                    **env_config_for(pol))
-    checked = CheckedApply(pol, cluster)
+    checked = checked_apply(pol, cluster)
     episode = rollout(env, checked, 0, options={"trace": jobs})
     sim = checked.sim
     assert episode.terminated and sim.finished and not sim.truncated and checked.applied == episode.length

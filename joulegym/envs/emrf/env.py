@@ -98,6 +98,7 @@ from joulegym.core.config import (
     check_number,
     check_positive,
     check_unit_interval,
+    check_unit_interval_list,
 )
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.plotting import new_figure
@@ -451,10 +452,7 @@ class EMRFEnv(JoulegymEnv):
         check_choice("lp_solver", cfg["lp_solver"], SOLVERS)
         cfg["eta"] = check_unit_interval("eta", cfg["eta"])
         if cfg["eta_choices"] is not None:
-            if not isinstance(cfg["eta_choices"], list | tuple) or not cfg["eta_choices"]:
-                raise ValueError(f"eta_choices must be None or a non-empty list of values in [0, 1], "
-                                 f"got {cfg['eta_choices']!r}")
-            cfg["eta_choices"] = [check_unit_interval("eta_choices[]", v) for v in cfg["eta_choices"]]
+            cfg["eta_choices"] = check_unit_interval_list("eta_choices", cfg["eta_choices"])
         cfg["window_s"] = check_number("window_s", cfg["window_s"], *WINDOW_S_RANGE)
         cfg["solo_seconds"] = check_positive("solo_seconds", cfg["solo_seconds"])
         cfg["xi_noise"] = check_positive("xi_noise", cfg["xi_noise"], allow_zero=True)

@@ -75,6 +75,7 @@ from joulegym.core.config import (
     check_keys,
     check_positive,
     check_unit_interval,
+    check_unit_interval_list,
 )
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.plotting import new_figure
@@ -197,10 +198,7 @@ class ETFEnv(JoulegymEnv):
         self.device = get_device(cfg["device"])
         cfg["phi"] = check_unit_interval("phi", cfg["phi"])
         if cfg["phi_choices"] is not None:
-            if not isinstance(cfg["phi_choices"], list | tuple) or not cfg["phi_choices"]:
-                raise ValueError(f"phi_choices must be None or a non-empty list of values in [0, 1], "
-                                 f"got {cfg['phi_choices']!r}")
-            cfg["phi_choices"] = [check_unit_interval("phi_choices[]", v) for v in cfg["phi_choices"]]
+            cfg["phi_choices"] = check_unit_interval_list("phi_choices", cfg["phi_choices"])
         cfg["T_units"] = check_int("T_units", cfg["T_units"], 1)
         cfg["horizon"] = check_int("horizon", cfg["horizon"], 1)
         cfg["max_apps"] = check_int("max_apps", cfg["max_apps"], 1, MAX_APPS_LIMIT)
