@@ -151,13 +151,6 @@ def registered_ids(family: str | None = None) -> list[str]:
     return [i for i, (fam, _) in CATALOG.items() if family is None or fam == family]
 
 
-def family_of_id(env_id_: str) -> str:
-    _ensure_builtin()
-    if env_id_ not in CATALOG:
-        raise ValueError(f"env={env_id_!r} is not a registered joulegym id; see `python -m joulegym list`")
-    return CATALOG[env_id_][0]
-
-
 def load_policies(family: str) -> None:
     """Import ``family``'s policy module once (it registers its policies)."""
     if family in _LOADED_POLICIES:
