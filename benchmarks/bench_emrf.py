@@ -25,6 +25,9 @@ Usage::
     python benchmarks/bench_emrf.py                         # EMRF-v0 and EMRF-apu-random-v0
     python benchmarks/bench_emrf.py --steps 20000 --ids joulegym/EMRF-v0
     python benchmarks/bench_emrf.py --config '{"admit_at_window": true}'   # config overrides (JSON) for every id
+    python benchmarks/bench_emrf.py --users 8 16 32 64 --steps 5000       # cost growth in users (random actions)
+    python benchmarks/bench_emrf.py --vector 1 16 256 --steps 20000       # the batched entry point (issue 14)
+    python benchmarks/bench_emrf.py --vector 256 --vector-ids joulegym/EMRFKnob-v0 joulegym/EMRFKnobDiscrete-v0
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from functools import partial
@@ -162,8 +166,75 @@ def highs_cost(env_id: str, samples: int = 50, **overrides) -> tuple[float, floa
     return costs[0], costs[1]
 
 
+def _random_sps(env: gym.Env, steps: int, seed: int) -> float:
+    """Steps per CPU second of ``env`` under uniform random actions (sampled by the action space, as an agent's
+    exploration would be; the no-op samples its own), resetting at episode ends."""
+    env.action_space.seed(seed)
+    env.reset(seed=seed)
+    done = 0
+    start = time.process_time()
+    while done < steps:
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        done += 1
+        if terminated or truncated:
+            env.reset()
+    return done / max(time.process_time() - start, 1e-9)
+
+
+def users_scaling(users: list[int], steps: int, repeats: int) -> None:
+    """Issue 14: ``EMRF-v0`` with random actions at ``max_users = n_users = U``; ratio to the no-op measured
+    interleaved (no-op, env, no-op, env, ...), CPU time, median of ``repeats``; us per step and per user."""
+    noop_env = gym.make(NOOP_ID)
+    print(f"EMRF-v0, random actions, U users always present (random.n_users = [U, U]); median of {repeats}, "
+          "CPU time, no-op interleaved")
+    print(f"{'users':>5} {'steps/s':>10} {'no-op/s':>10} {'ratio':>7} {'us/step':>8} {'us/step/user':>13}")
+    for u in users:
+        env = gym.make("joulegym/EMRF-v0", max_users=u, random={**allocation_mix(), "n_users": [u, u]})
+        runs = []
+        for r in range(repeats):
+            noop = _random_sps(noop_env, 100_000, r)
+            rate = _random_sps(env, steps, r)
+            runs.append((noop / rate, rate, noop))
+        ratio, rate, noop = sorted(runs)[len(runs) // 2]
+        print(f"{u:>5} {rate:>10,.0f} {noop:>10,.0f} {ratio:>7.1f} {1e6 / rate:>8.1f} {1e6 / rate / u:>13.2f}")
+
+
+def allocation_mix() -> dict:
+    from joulegym.workloads.rodinia import RANDOM_MIX
+
+    return dict(RANDOM_MIX)
+
+
+def vector_throughput(sizes: list[int], steps: int, repeats: int, env_id: str = "joulegym/EMRF-v0") -> None:
+    """Issue 14: aggregate steps/s of the batched entry point (``vectorization_mode="vector_entry_point"``) with
+    random actions (pre-sampled batches), CPU time, median of ``repeats``, beside the no-op single env."""
+    noop = statistics.median(_random_sps(gym.make(NOOP_ID), 100_000, r) for r in range(repeats))
+    print(f"{env_id} batched entry point, random actions; no-op single env {noop:,.0f} steps/s")
+    print(f"{'N':>5} {'aggregate steps/s':>18} {'per instance us':>16}")
+    for n in sizes:
+        vec = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
+        vec.action_space.seed(0)
+        batches = [vec.action_space.sample() for _ in range(16)]
+        rates = []
+        for r in range(repeats):
+            vec.reset(seed=r)
+            calls = max(steps // n, 10)
+            start = time.process_time()
+            for k in range(calls):
+                vec.step(batches[k % 16])
+            rates.append(n * calls / max(time.process_time() - start, 1e-9))
+        rate = statistics.median(rates)
+        print(f"{n:>5} {rate:>18,.0f} {1e6 / rate:>16.1f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", nargs="*", type=int,
+                        help="cost growth in users instead: EMRF-v0 random actions at these user counts")
+    parser.add_argument("--vector", nargs="*", type=int,
+                        help="batched entry point instead: aggregate steps/s at these num_envs")
+    parser.add_argument("--vector-ids", nargs="*", default=["joulegym/EMRF-v0"],
+                        help="ids timed by --vector (e.g. joulegym/EMRFKnob-v0 joulegym/EMRFKnobDiscrete-v0)")
     parser.add_argument("--ids", nargs="*", default=["joulegym/EMRF-v0", "joulegym/EMRF-apu-random-v0"])
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3, help="best of N runs per figure (shared machines)")
@@ -173,6 +244,13 @@ def main(argv: list[str] | None = None) -> None:
     overrides = args.config
     if NOOP_ID not in gym.registry:
         gym.register(NOOP_ID, entry_point=NoOpEnv, max_episode_steps=1000)  # episodes end: rollout runs them
+    if args.users:
+        users_scaling(args.users, args.steps, args.repeats)
+        return
+    if args.vector:
+        for env_id in args.vector_ids:
+            vector_throughput(args.vector, args.steps, args.repeats, env_id)
+        return
 
     def best(make_env, steps: int, make_policy) -> float:
         return max(steps_per_second(make_env(), steps, make_policy()) for _ in range(args.repeats))

@@ -35,6 +35,11 @@ CASES = [
     ("joulegym/PowerFlow-v0", {"eta": True}, "eta"),
     ("joulegym/PowerFlow-v0", {"profiling": "no"}, "profiling"),
     ("joulegym/PowerFlow-v0", {"reward_weights": {"power_violation": float("nan")}}, "reward_weights"),
+    # unhashable values (a list or dict from a JSON --env-kwargs) used to raise TypeError (found by tests/test_fuzz.py)
+    ("joulegym/ETF-v0", {"reward": []}, "reward"),
+    ("joulegym/EMRF-v0", {"reward": {"a": 1}}, "reward"),
+    ("joulegym/ETF-v0", {"device": []}, "device"),
+    ("joulegym/PowerFlow-v0", {"device": ["v100"]}, "device"),
 ]
 
 

@@ -21,13 +21,13 @@ Policies (``joulegym.baselines.make(name, **kw)``):
 ==================  ============================================================================
 
 Every policy is ``reset(env, seed)`` and ``act(obs, info)`` (:class:`joulegym.core.policy.Policy`). On
-``ETF-v0`` and ``ETFPhi-v0`` they read ``info["scheduler_inputs"]`` (Algorithm 1's exact inputs; the ETF
-policy's action then reproduces Algorithm 1 bit for bit) and fall back to decoding the observation,
-which carries the same inputs: the active set, demands and Algorithm 1's guarantee exactly, weights and
-powers as float32 ratios. From the observation alone ETF is still Algorithm 1 exactly (ties included)
-unless two weighted energies differ by less than :data:`DECODE_RTOL` (relative) without being equal.
-Decisions are cached by the content of those inputs (:class:`joulegym.core.cache.BoundedCache`): the same
-app set recurs across epochs, phi levels and resets.
+``ETF-v0`` and ``ETFPhi-v0`` they read ``info["scheduler_inputs"]`` where the env gives it (``info_level="full"``:
+Algorithm 1's exact inputs; the ETF policy's action then reproduces Algorithm 1 bit for bit) and otherwise decode
+the observation (the lean default info), which carries the same inputs: the active set, demands and Algorithm
+1's guarantee exactly, weights and powers as float32 ratios. From the observation alone ETF is still Algorithm 1
+exactly (ties included) unless two weighted energies differ by less than :data:`DECODE_RTOL` (relative) without
+being equal. Decisions are cached by the content of those inputs (:class:`joulegym.core.cache.BoundedCache`, or of
+the observation features they come from): the same app set recurs across epochs, phi levels and resets.
 """
 
 from __future__ import annotations
@@ -304,13 +304,13 @@ class ETFPolicy(_ETFPolicyBase):
         self.phi = value
 
     def act(self, obs: np.ndarray, info: dict[str, Any]):
-        inputs, exact = self._inputs(obs, info)
+        if not (info and "scheduler_inputs" in info):
+            return self._act_on_observation(obs)
+        inputs, _ = self._inputs(obs, info)
         if self._mode == "phi":
             phi = self.phi if self.phi is not None else inputs.get("nominal_phi", inputs["phi"])
             return self._base.action_type.level_of(phi)
         phi = self.phi if self.phi is not None else inputs["phi"]
-        if not exact:
-            return self._decoded_action(inputs, phi)
         key = _content_key(inputs["active"], inputs["weights"], inputs["power_w"], inputs["demand_units"],
                            inputs["action_floor_units"], inputs["T_units"], phi)
         return self._cached(key, lambda: self._exact_action(inputs, phi))
@@ -323,6 +323,20 @@ class ETFPolicy(_ETFPolicyBase):
             units[act] = etf_allocate(inputs["weights"][act], inputs["demand_units"][act], inputs["power_w"][act],
                                       inputs["T_units"], phi)
         return units_to_action(units, inputs["action_floor_units"], act)
+
+    def _act_on_observation(self, obs: np.ndarray):
+        """The action from the observation alone (the lean info), cached by the features it reads: slot features
+        0-4 and phi (the same app set recurs across epochs and resets)."""
+        base = self._base
+        obs = np.asarray(obs)
+        head = base.max_apps * SLOT_FEATURES
+        obs_phi = float(obs[head])
+        phi = self.phi if self.phi is not None else obs_phi
+        if self._mode == "phi":
+            return base.action_type.level_of(phi)
+        key = ("obs", obs[:head].reshape(base.max_apps, SLOT_FEATURES)[:, :5].tobytes(), obs.dtype.str, obs_phi, phi)
+        return self._cached(key, lambda: self._decoded_action(
+            inputs_from_observation(obs, base.max_apps, base.T, project=base.uses_guarantee), phi))
 
     def _decoded_action(self, inputs: dict[str, Any], phi: float) -> np.ndarray:
         act = inputs["active"]

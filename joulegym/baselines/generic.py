@@ -26,8 +26,11 @@ class RandomPolicy:
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
         self._env = env
-        self._space = env.action_space
+        self._space = space = env.action_space
         self._rng = np.random.default_rng(seed)
+        if isinstance(space, gym.spaces.Box):  # the bounds once per episode, not per step (an RL inner loop)
+            self._box = (np.where(np.isfinite(space.low), space.low, -1.0),
+                         np.where(np.isfinite(space.high), space.high, 1.0), space.dtype)
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         space = self._space
@@ -36,13 +39,13 @@ class RandomPolicy:
         mask = info.get("action_mask")
         if isinstance(space, gym.spaces.Discrete):
             choices = np.arange(space.n) if mask is None else np.flatnonzero(mask)
-            return int(space.start + self._rng.choice(choices))
+            # rng.integers(len) is the draw Generator.choice makes (the same stream), without its overhead
+            return int(space.start + choices[self._rng.integers(len(choices))])
         if isinstance(space, gym.spaces.MultiDiscrete):
             return _sample_multidiscrete(space, mask, self._rng)
         if isinstance(space, gym.spaces.Box):
-            low = np.where(np.isfinite(space.low), space.low, -1.0)
-            high = np.where(np.isfinite(space.high), space.high, 1.0)
-            return self._rng.uniform(low, high).astype(space.dtype)
+            low, high, dtype = self._box
+            return self._rng.uniform(low, high).astype(dtype)
         raise PolicyNotApplicable(f"RandomPolicy cannot sample from {space}")
 
 

@@ -23,7 +23,8 @@ A family supplies, as methods of its env class:
 ``_observe()``              the observation (inside ``observation_space``)
 ``_terminated()`` /         episode end: the task is done / a time limit
 ``_truncated()``
-``_extra_info()``           the family's per-step info keys (keep it lean)
+``_extra_info()``           the family's lean per-step info keys (every step; few and flat)
+``_diagnostic_info()``      heavy per-step diagnostics, only with ``info_level="full"``
 ``metrics()``               the paper's metrics of the episode so far
 ``_render_ansi()`` /        the two render modes
 ``_render_figure()``
@@ -31,8 +32,12 @@ A family supplies, as methods of its env class:
 
 Core config keys (in every family): ``scenario``, ``action_mode``, ``reward`` (weight preset; ``None``:
 the action mode's default), ``reward_weights`` (``{part: weight}`` overrides), ``vector_reward``
-(return the parts vector, MO-Gymnasium style) and ``info_metrics`` (``"episode_end"``: ``info["metrics"]``
-on the last step only, the default; ``"every_step"``).
+(return the parts vector, MO-Gymnasium style), ``info_metrics`` (``"episode_end"``: ``info["metrics"]``
+on the last step only, the default; ``"every_step"``) and ``info_level`` (``"lean"``: the core keys and the
+family's lean keys, the default; ``"full"``: plus the family's diagnostics). A lean info matters in the RL
+inner loop: Gymnasium's ``SyncVectorEnv`` merges every info key of every sub-env into arrays, and that merge
+cost grows with the number of keys (issue 14). Whatever the level, the info of every step of an episode
+has the same keys (``metrics`` aside, on the last step).
 
 Stepping after the episode ended raises :class:`gymnasium.error.ResetNeeded`; so does stepping before
 the first ``reset()``.
@@ -52,6 +57,7 @@ from joulegym.core.plotting import figure_to_rgb
 from joulegym.core.rewards import RewardPart, RewardSpec, weighted_sum
 
 INFO_METRICS = ("episode_end", "every_step")
+INFO_LEVELS = ("lean", "full")
 
 
 class JoulegymEnv(gym.Env):
@@ -76,6 +82,11 @@ class JoulegymEnv(gym.Env):
         cfg = self.config
         check_bool("vector_reward", cfg["vector_reward"])
         check_choice("info_metrics", cfg["info_metrics"], INFO_METRICS)
+        check_choice("info_level", cfg["info_level"], INFO_LEVELS)
+        # Read once: the config is fixed for the env's life, and step() should not look keys up.
+        self._full_info = cfg["info_level"] == "full"
+        self._every_step_metrics = cfg["info_metrics"] == "every_step"
+        self._vector_reward = cfg["vector_reward"]
         self.action_mode = mode
         self._configure()
         self.action_type = self.action_types[mode](self)
@@ -94,7 +105,8 @@ class JoulegymEnv(gym.Env):
     def default_config(cls) -> dict[str, Any]:
         """Every config key with its default. Families extend ``super().default_config()``."""
         return {"scenario": None, "action_mode": next(iter(cls.action_types), None), "reward": None,
-                "reward_weights": None, "vector_reward": False, "info_metrics": "episode_end"}
+                "reward_weights": None, "vector_reward": False, "info_metrics": "episode_end",
+                "info_level": "lean"}
 
     @classmethod
     def scenario_table(cls) -> Mapping[str, Scenario]:
@@ -135,6 +147,11 @@ class JoulegymEnv(gym.Env):
         raise NotImplementedError
 
     def _extra_info(self) -> dict[str, Any]:
+        """The family's lean per-step keys (a new dict each call)."""
+        return {}
+
+    def _diagnostic_info(self) -> dict[str, Any]:
+        """The family's heavy per-step diagnostics, added with ``info_level="full"`` only."""
         return {}
 
     def metrics(self) -> dict[str, Any]:
@@ -163,7 +180,7 @@ class JoulegymEnv(gym.Env):
         terminated = bool(self._terminated())
         truncated = bool(self._truncated()) and not terminated
         self._episode_over = terminated or truncated
-        if self.config["vector_reward"]:
+        if self._vector_reward:
             reward: Any = np.array(parts, dtype=np.float64)
         else:
             reward = float(weighted_sum(self.reward_weights, parts))
@@ -171,11 +188,14 @@ class JoulegymEnv(gym.Env):
 
     def _info(self, final: bool) -> dict[str, Any]:
         info = self._extra_info()
+        if self._full_info:
+            info.update(self._diagnostic_info())
+        action_type = self.action_type
         info["reward_parts"] = dict(zip(self.reward_spec.names, self.last_reward_parts))
-        info["repaired"] = bool(self.action_type.repaired)
-        if self.action_type.has_mask:
-            info["action_mask"] = self.action_type.mask()
-        if final or self.config["info_metrics"] == "every_step":
+        info["repaired"] = bool(action_type.repaired)
+        if action_type.has_mask:
+            info["action_mask"] = action_type.mask()
+        if final or self._every_step_metrics:
             info["metrics"] = self.metrics()
         return info
 

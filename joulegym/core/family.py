@@ -33,6 +33,10 @@ class EnvKind:
     :param action_mode: the ``action_mode`` the kind fixes.
     :param description: one line for ``python -m joulegym list``.
     :param version: the ``-vN`` suffix (bumped when the kind's behaviour changes).
+    :param vector_entry_point: optional ``"module:Class"`` of a batched vector env, registered as Gymnasium's
+        ``vector_entry_point`` so ``gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")``
+        builds it; it is called as ``Class(num_envs=N, **kwargs)`` with the id's kwargs (``action_mode``,
+        ``scenario``) and the user's.
     """
 
     name: str
@@ -40,6 +44,7 @@ class EnvKind:
     action_mode: str | None
     description: str
     version: int = 0
+    vector_entry_point: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,8 @@ def register_family(descriptor: FamilyDescriptor) -> list[str]:
         for id_, kwargs, description in entries:
             if id_ not in gym.registry:
                 mode = {} if kind.action_mode is None else {"action_mode": kind.action_mode}
-                gym.register(id=id_, entry_point=kind.entry_point, kwargs={**mode, **kwargs})
+                gym.register(id=id_, entry_point=kind.entry_point, kwargs={**mode, **kwargs},
+                             vector_entry_point=kind.vector_entry_point)
             CATALOG[id_] = (descriptor.name, description)
             ids.append(id_)
     return ids

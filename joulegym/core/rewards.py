@@ -81,7 +81,7 @@ class RewardSpec:
     def weights(self, preset: str | None, overrides: Mapping[str, float] | None = None) -> tuple[float, ...]:
         """The weight of every part: ``preset`` (``None``: the default) updated by ``overrides``."""
         name = self.default_preset if preset is None else preset
-        if name not in self.presets:
+        if not isinstance(name, str) or name not in self.presets:  # a list or dict is unhashable: same error
             raise ValueError(f"reward={name!r} is not one of {tuple(self.presets)}")
         chosen = dict(self.presets[name])
         if overrides is not None:

@@ -92,7 +92,7 @@ def get_device(name: str) -> Device:
     """The preset registered under ``name``."""
     try:
         entry = _REGISTRY[name]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: an unhashable name (a list from a JSON config)
         raise ValueError(f"device={name!r} is unknown; available: {available_devices()}") from None
     if not isinstance(entry, Device):
         entry = entry()

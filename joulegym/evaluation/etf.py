@@ -104,7 +104,7 @@ def phi_sweep(env_id: str, phis) -> pd.DataFrame:
 
 
 def fig9_table() -> pd.DataFrame:
-    env = gym.make("joulegym/ETF-tx2-fig9-dynamic-v0")
+    env = gym.make("joulegym/ETF-tx2-fig9-dynamic-v0", info_level="full")  # reads the per-slot diagnostics
     _, trace = run_episode(env, baselines.make("etf", family="etf"), seed=0, record=True)
     sim = env.unwrapped.sim
     env.close()
@@ -134,7 +134,7 @@ def fig10_table() -> pd.DataFrame:
     for label, policy in (("ETF (phi=0.7)", "etf"), ("TF", "tf")):
         rates = {}
         for scenario in ("tx2-fig10-incentive", "tx2-fig10-same"):
-            env = gym.make(f"joulegym/ETF-{scenario}-v0")
+            env = gym.make(f"joulegym/ETF-{scenario}-v0", info_level="full")  # reads the per-slot diagnostics
             _, trace = run_episode(env, baselines.make(policy, family="etf"), seed=0, record=True)
             epoch_s = env.unwrapped.config["epoch_s"]
             env.close()

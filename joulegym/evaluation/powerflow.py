@@ -19,10 +19,16 @@ Comparison procedure (``docs/families/powerflow.md`` §13): :func:`curve_jct_at`
 order and interpolates linearly at a given energy; :func:`curve_ratios` evaluates baseline/PowerFlow JCT ratios
 over the overlapping energy range; :func:`matched_energy` matches each baseline point, also just outside
 PowerFlow's range when within 5 % of its energy ("matched total energy (within 5 %)").
+
+``reproduce_real_traces(out_dir)`` (issue 12): the public Philly and Gavel traces of virtual cluster 103959
+(:data:`REAL_TRACES`, whole traces) under FIFO, Gandiva, Tiresias, AFS and PowerFlow, with the load each trace
+actually offers, as ``real_traces.csv`` and ``real_traces.md``; ``docs/families/powerflow.md`` §13 explains every
+ordering that differs from the Tiresias and Gandiva papers'.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -194,7 +200,8 @@ def _palette() -> list:
     return [colormaps["tab10"](i) for i in range(10)] + [colormaps["tab20"](2 * i + 1) for i in range(10)]
 
 
-POLICY_SETTINGS = ("profiling", "predictor", "placement", "power_constraint")  # what a policy's env_config sets
+# what a policy's env_config sets (switch_overhead_s: Gandiva's suspend/resume cost, issue 12 #1)
+POLICY_SETTINGS = ("profiling", "predictor", "placement", "power_constraint", "switch_overhead_s")
 RUN_SETTINGS = tuple(k for k in SIM_SETTINGS if k not in (*POLICY_SETTINGS, "eta"))  # the same for every policy
 
 
@@ -400,11 +407,131 @@ def reproduce_sensitivity(out_dir, seeds=(0,), panels: dict[str, tuple] | None =
 
 
 def reproduce(out_dir, quick: bool = True) -> list[Path]:
-    """Fig. 7 (Small100 when ``quick``, else the Alibaba1901-scale trace) and Fig. 10 (seed 0 when ``quick``,
-    else seeds 0-2)."""
+    """Fig. 7 (Small100 when ``quick``, else the Alibaba1901-scale trace), Fig. 10 (seed 0 when ``quick``,
+    else seeds 0-2) and, unless ``quick``, the public-trace report (:func:`reproduce_real_traces`, when
+    ``../shared/reference-data`` is beside the checkout)."""
     written = reproduce_fig7(out_dir, quick)
     written += reproduce_sensitivity(out_dir, seeds=(0,) if quick else (0, 1, 2))[1]
+    if quick:
+        return written
+    if all((REFERENCE_DATA / spec["path"]).is_file() for spec in REAL_TRACES.values()):
+        written += reproduce_real_traces(out_dir)[1]
+    else:
+        warnings.warn(f"public-trace report skipped: {REFERENCE_DATA} (../shared/reference-data) is absent",
+                      UserWarning, stacklevel=2)
     return written
+
+
+# ------------------------------------------------------------------------------------------ public traces
+
+#: ``../shared/reference-data`` beside the checkout (read at run time, never copied into the repository).
+REFERENCE_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference-data"
+#: The two public traces of issue 12 (same Philly virtual cluster 103959, two mappings to models), each on the
+#: cluster it is replayed on. Philly: ElasticFlow's CSV (876 jobs / 91.6 days, model names and A100 run times) on
+#: the ``philly-103959`` scenario's 4 x 8 A100. Gavel: its ``msr/seed=0/103959.trace`` (986 jobs / 91.6 days) with
+#: run times from Gavel's V100 throughput table, on 2 x 8 V100: 16 GPUs offer it a load of 0.89, under which the
+#: schedulers' differences show (on 32 GPUs it is 0.44). Whole traces, no prefix: every run takes seconds to a few
+#: minutes.
+REAL_TRACES: dict[str, dict] = {
+    "philly-103959": {"path": Path("elasticflow", "philly_103959.csv"), "nodes": 4, "device": "a100"},
+    "gavel-103959": {"path": Path("gavel", "traces", "msr", "seed=0", "103959.trace"), "nodes": 2,
+                     "device": "v100"},
+}
+#: The schedulers of the report: the energy-unaware ones at f_max (the setting of the Tiresias and Gandiva
+#: papers: no power cap), PowerFlow at eta 1 (the whole cluster's power: its JCT-optimal point) and at 0.6 (the
+#: env default budget).
+REAL_TRACE_RUNS: tuple[tuple[str, float], ...] = (("fifo", 1.0), ("gandiva", 1.0), ("tiresias", 1.0), ("afs", 1.0),
+                                                   ("powerflow", 1.0), ("powerflow", 0.6))
+
+
+def real_trace_jobs(name: str, reference_data: Path | None = None):
+    """``(jobs, cluster, trace)`` of a :data:`REAL_TRACES` entry, converted with the default
+    ``duration_mode`` (``"trace"``: every job keeps its source's isolated run time); the conversion's warnings
+    (Gavel's model substitutions) are re-raised to the caller. An entry's ``window_days`` keeps the jobs submitted
+    in its first days (a documented prefix, named in the report's ``window`` column)."""
+    from joulegym.envs.powerflow import ClusterSpec
+    from joulegym.workloads import dl_jobs
+    from joulegym.workloads.traces import load_trace
+
+    spec = REAL_TRACES[name]
+    trace = load_trace((reference_data or REFERENCE_DATA) / spec["path"])
+    if spec.get("window_days") is not None:
+        trace = trace.select(np.flatnonzero(trace.submit_time_s < spec["window_days"] * 86400.0))
+    cluster = ClusterSpec(spec["nodes"], 8, spec["device"])
+    jobs = dl_jobs.to_powerflow_jobs(trace, device=cluster.device, gpn=cluster.gpus_per_node)
+    return jobs, cluster, trace
+
+
+def offered_load(trace, num_gpus: int) -> dict[str, float]:
+    """GPU-hours the trace asks for (isolated run times x requested GPUs), the capacity of ``num_gpus`` over its
+    submission span, and their ratio (the load actually offered)."""
+    hours = float(np.sum(trace.duration_s * trace.num_gpus)) / 3600.0
+    span_h = float(np.max(trace.submit_time_s) - np.min(trace.submit_time_s)) / 3600.0
+    return {"gpu_hours_offered": hours, "span_days": span_h / 24.0, "capacity_gpu_hours": num_gpus * span_h,
+            "offered_load": hours / (num_gpus * span_h)}
+
+
+def real_trace_table(names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS, reference_data: Path | None = None,
+                     horizon_s: float = 10 * 365 * 86400.0) -> pd.DataFrame:
+    """One row per (trace, run): average JCT over the jobs counted, energy, makespan, and the load offered.
+
+    Every run must finish every job: ``horizon_s`` (default 10 years) only bounds a runaway run, and a truncated
+    run is marked (``jobs_counted < jobs_total``), never averaged silently.
+    """
+    import time
+
+    from joulegym.envs.powerflow import simulate
+
+    rows = []
+    for name in names:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # Gavel's substitutions: described in the docs table
+            jobs, cluster, trace = real_trace_jobs(name, reference_data)
+        load = offered_load(trace, cluster.num_gpus)
+        days = REAL_TRACES[name].get("window_days")
+        window = "whole trace" if days is None else f"jobs submitted in the first {days:g} days"
+        for policy, eta in runs:
+            start = time.perf_counter()
+            r = simulate(jobs, policy, cluster=cluster, eta=eta, horizon_s=horizon_s)
+            rows.append({"trace": name, "cluster": f"{cluster.nodes} x {cluster.gpus_per_node} {cluster.device}",
+                         "jobs_total": int(r.metrics["jobs_total"]), "window": window, **load,
+                         "policy": policy, "eta": eta, "avg_jct_h": r.avg_jct_h,
+                         "jobs_counted": int(r.metrics["jobs_counted"]), "truncated": bool(r.truncated),
+                         "total_energy_kwh": r.total_energy_kwh, "makespan_days": r.makespan_s / 86400.0,
+                         "wall_s": time.perf_counter() - start})
+    return pd.DataFrame(rows)
+
+
+def reproduce_real_traces(out_dir, names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS,
+                          reference_data: Path | None = None) -> tuple[pd.DataFrame, list[Path]]:
+    """The public-trace report (issue 12): :func:`real_trace_table` as ``real_traces.csv`` and a Markdown table
+    ``real_traces.md`` (avg JCT per scheduler, the offered load, the ordering)."""
+    table = real_trace_table(names, runs, reference_data)
+    return table, write_real_trace_report(table, out_dir)
+
+
+def write_real_trace_report(table: pd.DataFrame, out_dir) -> list[Path]:
+    """``real_traces.csv`` and ``real_traces.md`` from a :func:`real_trace_table` table."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for name, part in table.groupby("trace", sort=False):
+        first = part.iloc[0]
+        lines += [f"### {name} ({first.cluster}, {first.jobs_total} jobs over {first.span_days:.1f} days, "
+                  f"{first.window})", "",
+                  f"Offered: {first.gpu_hours_offered:,.0f} GPU-hours of isolated run time on "
+                  f"{first.capacity_gpu_hours:,.0f} GPU-hours of capacity = load {first.offered_load:.2f}.", "",
+                  "| scheduler | eta | avg JCT (h) | jobs counted | energy (MWh) | makespan (days) |",
+                  "|---|---|---|---|---|---|"]
+        for row in part.itertuples():
+            lines.append(f"| {row.policy} | {row.eta:g} | {row.avg_jct_h:.2f} | {row.jobs_counted} / {row.jobs_total} "
+                         f"| {row.total_energy_kwh / 1000:.2f} | {row.makespan_days:.1f} |")
+        order = " < ".join(f"{r.policy}" + (f"({r.eta:g})" if r.policy == "powerflow" else "")
+                           for r in part.sort_values("avg_jct_h").itertuples())
+        lines += ["", f"Ordering by avg JCT: {order}", ""]
+    md = out_dir / "real_traces.md"
+    md.write_text("\n".join(lines) + "\n")
+    return [write_csv(table, out_dir / "real_traces.csv"), md]
 
 
 def reproduce_fig7(out_dir, quick: bool = True) -> list[Path]:
@@ -432,5 +559,3 @@ def reproduce_fig7(out_dir, quick: bool = True) -> list[Path]:
     written.append(save_figure(plot_sweep(table, f"{name}: average JCT vs total energy (Fig. 7)"),
                                out_dir / f"fig7_{name}.png"))
     return written
-
-

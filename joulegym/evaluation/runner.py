@@ -132,7 +132,8 @@ def evaluate(env_id: str, entries: Sequence[PolicyEntry], seeds: Sequence[int],
     rows, traces, skipped = [], {}, []
     for entry in entries:
         policy = entry.build()
-        env = gym.make(env_id, **env_config_for(policy, env_kwargs))  # the policy's own settings, then the user's
+        # The policy's own settings, then the user's; a recorded trace (the episode plot) needs the full info.
+        env = gym.make(env_id, **{**({"info_level": "full"} if record else {}), **env_config_for(policy, env_kwargs)})
         try:
             for index, seed in enumerate(seeds):
                 row, trace = run_episode(env, policy, seed, record=record and index == 0, env_id=env_id,

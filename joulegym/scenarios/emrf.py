@@ -107,14 +107,19 @@ def _build() -> list[Scenario]:
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
 ENTRY_POINT = "joulegym.envs.emrf.env:EMRFEnv"  # one class; the kind fixes its action_mode
+# The batched vector env (gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")); issue 14.
+VECTOR_ENTRY_POINT = "joulegym.envs.emrf.vector:EMRFVectorEnv"
 KINDS = (
     EnvKind("EMRF", ENTRY_POINT, "weights",
-            "EMRF weights: per-user weights, WFQ-scaled until a device saturates (APU sharing)"),
+            "EMRF weights: per-user weights, WFQ-scaled until a device saturates (APU sharing)",
+            vector_entry_point=VECTOR_ENTRY_POINT),
     EnvKind("EMRFResidual", ENTRY_POINT, "residual_weights",
-            "EMRF residual weights: split the capacity left after the eta F^max fairness floor"),
-    EnvKind("EMRFKnob", ENTRY_POINT, "knob", "EMRF knob: the agent sets eta in [0, 1] each window; EMRF allocates"),
+            "EMRF residual weights: split the capacity left after the eta F^max fairness floor",
+            vector_entry_point=VECTOR_ENTRY_POINT),
+    EnvKind("EMRFKnob", ENTRY_POINT, "knob", "EMRF knob: the agent sets eta in [0, 1] each window; EMRF allocates",
+            vector_entry_point=VECTOR_ENTRY_POINT),
     EnvKind("EMRFKnobDiscrete", ENTRY_POINT, "knob_discrete",
-            "EMRF discrete knob: eta in {0, 0.1, ..., 1} each window (DQN)"),
+            "EMRF discrete knob: eta in {0, 0.1, ..., 1} each window (DQN)", vector_entry_point=VECTOR_ENTRY_POINT),
 )
 
 

@@ -111,15 +111,18 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 # Every kind is the one env class with a fixed action mode. The base ids' descriptions end with their defaults (the
 # Fig. 5 apps of ``default_config``); scenario ids reuse the part before the first ":" and add the scenario's line.
 ENTRY_POINT = "joulegym.envs.etf.env:ETFEnv"
+# The batched vector env (gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")); issue 14.
+VECTOR_ENTRY_POINT = "joulegym.envs.etf.vector:ETFVectorEnv"
 KINDS = (
     EnvKind("ETF", ENTRY_POINT, "split",
             "ETF time-share: the agent splits each scheduling interval above Algorithm 1's guarantee "
-            "(Fig. 5 apps, phi = 0.7, reward 'etf')"),
+            "(Fig. 5 apps, phi = 0.7, reward 'etf')", vector_entry_point=VECTOR_ENTRY_POINT),
     EnvKind("ETFPhi", ENTRY_POINT, "phi",
-            "ETF phi knob: the agent sets the time-fair factor phi each epoch (Fig. 5 apps, reward F_S)"),
+            "ETF phi knob: the agent sets the time-fair factor phi each epoch (Fig. 5 apps, reward F_S)",
+            vector_entry_point=VECTOR_ENTRY_POINT),
     EnvKind("ETFDVFS", ENTRY_POINT, "dvfs",
             "ETF tenant DVFS: ResNet50@1300.5 picks its GPU level against MobileNetV2 under ETF(0.7) "
-            "(reward: its inferences/s)"),
+            "(reward: its inferences/s)", vector_entry_point=VECTOR_ENTRY_POINT),
 )
 
 FAMILY = FamilyDescriptor(

@@ -17,11 +17,18 @@ paper leaves open are our choices, stated here and in the docs page:
   11-15 % on ``alibaba1901``'s 16-minute median jobs. Horizon 60 days (the slowest baseline finishes in ~29).
 - ``philly-103959`` / ``philly-24h``: real traces read with :func:`joulegym.workloads.traces.load_trace` from a
   ``trace_path=`` kwarg (the data is not shipped): ElasticFlow's ``philly_103959.csv`` (876 jobs over 92 days,
-  model names and iteration counts; 4 x 8 **A100**: the file's iterations were derived from ElasticFlow's A100
-  throughputs, which the A100 model reproduces within 3 % for VGG16/GPT-2/InceptionV3/DeepSpeech2 — on V100
-  the trace is ~4x overloaded and never drains; horizon 130 days) and the 24 h Pollux Philly slice
+  model names, A100 run times; 4 x 8 **A100**, ElasticFlow's hardware: every job keeps its A100 run time
+  (``duration_mode="trace"``, the default), and its ResNet-50 and BERT run as themselves, fitted to ElasticFlow's
+  A100 tables like VGG16/GPT-2/InceptionV3/DeepSpeech2, within 3 %: no model is substituted (issue 12 #3);
+  offered load 0.61; horizon 130 days) and the 24 h Pollux Philly slice
   ``philly_2017-10-13_24h.csv`` (1896 jobs, durations only; 16 x 8 V100; offered load ~3 from a heavy tail of
   multi-day jobs, so the horizon is 40 days).
+
+Gavel's Philly-derived ``traces/msr/seed=0/103959.trace`` runs on any id with ``trace={"kind": "file"}`` and its
+``trace_path`` (no id of its own): every job keeps the V100 run time of Gavel's throughput table; its Transformer
+jobs run as GPT-2 and its LM, Recommendation, A3C and CycleGAN jobs as random Table 1 models, with a warning
+listing them (docs/families/powerflow.md §3 "Real traces"). ``evaluate.py --reproduce powerflow`` replays it on
+2 x 8 V100 (load 0.89).
 
 The Fig. 10 sensitivity sweeps are keyword arguments on ``small100``, not ids (the core merges a dict-valued
 kwarg into the scenario's key by key):

@@ -51,7 +51,10 @@ Decisions:
   removed (:class:`TraceLoadReport`). Blank lines are not rows. Every other malformed row raises a
   ``ValueError`` "``<file> line <n>: <column> must be ..., got '<raw>'``" (1-based, the header is line
   1; in a headerless file the first row is line 1; if a quoted cell spans lines, rows are numbered as if
-  each took one line).
+  each took one line). Among them: a row with more fields than the header, a repeated job id, an integer
+  outside int64 (never wrapped), a submit time that is infinite or whose span overflows, a Pollux column
+  mixing stamps with and without a UTC offset (stamps that all carry one are compared in UTC). A file that
+  is not UTF-8 text (binary, latin-1, a NUL byte) raises naming the line and the character column.
 - **OpenB durations** are pod lifetimes (``deletion_time - creation_time``, the FGD convention), so they
   include any pending time, and ``Running`` pods are cut at the end of the trace; ``pod_phase`` and
   ``scheduled_time`` (NaN for ``Pending`` pods) are in ``extra`` for callers who filter.
@@ -71,6 +74,7 @@ import io
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,9 +332,29 @@ def _show(raw: Any) -> str:
 
 
 def _read_text(path: Path) -> str:
+    """The file as UTF-8 text; a byte that is not UTF-8 (a latin-1 or binary file) or a NUL byte is a
+    ``ValueError`` naming its line and column (1-based, in characters before the bad byte)."""
     if not path.is_file():
         raise FileNotFoundError(f"trace file not found: {path}")
-    return path.read_text(encoding="utf-8-sig")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line, column = _line_column(data[: err.start].decode("utf-8-sig", errors="replace"))
+        raise ValueError(
+            f"{path.name} line {line} column {column}: a trace file must be UTF-8 text, got byte "
+            f"0x{data[err.start]:02x} (a binary file, or another encoding such as latin-1: re-encode it as UTF-8)"
+        ) from None
+    nul = text.find("\0")
+    if nul >= 0:  # pandas would read it as part of a cell: a binary file, not a CSV
+        line, column = _line_column(text[:nul])
+        raise ValueError(f"{path.name} line {line} column {column}: a trace file must be text, got a NUL byte")
+    return text
+
+
+def _line_column(before: str) -> tuple[int, int]:
+    """1-based line and column of the character that follows ``before``."""
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
 
 
 def _read_table(
@@ -340,13 +364,19 @@ def _read_table(
     if not text.strip():
         raise ValueError(f"{path.name}: empty file (no header, no rows)")
     header = 0 if names is None else None
+    kind = "TSV" if sep == "\t" else "CSV"
     try:
-        df = pd.read_csv(
-            io.StringIO(text), sep=sep, header=header, names=list(names) if names else None, dtype=str,
-            keep_default_na=False, na_filter=False, skip_blank_lines=False, quoting=quoting, index_col=False,
-        )  # fmt: skip
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        kind = "TSV" if sep == "\t" else "CSV"
+        with warnings.catch_warnings():
+            # pandas truncates rows longer than the header with only a ParserWarning (index_col=False): an error here
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(
+                io.StringIO(text), sep=sep, header=header, names=list(names) if names else None, dtype=str,
+                keep_default_na=False, na_filter=False, skip_blank_lines=False, quoting=quoting, index_col=False,
+            )  # fmt: skip
+    except pd.errors.ParserWarning:
+        _fail_long_row(path, text, names, sep, quoting)
+        raise  # pragma: no cover (_fail_long_row raises)
+    except (pd.errors.ParserError, UnicodeDecodeError, csv.Error) as err:
         raise ValueError(f"{path.name}: not a well-formed {kind} file: {str(err).strip()}") from err
     df.columns = [str(c).strip() for c in df.columns]  # cells keep their spaces: numbers are stripped when parsed
     # With skip_blank_lines=False row k is physical line k + 1 (+1 for a header) unless a quoted cell spans lines.
@@ -364,6 +394,24 @@ def _read_table(
     if not len(df):
         raise ValueError(f"{path.name}: no job rows (empty trace)")
     return df, _Context(path.name, lines[keep])
+
+
+def _fail_long_row(path: Path, text: str, names: tuple[str, ...] | None, sep: str, quoting: int) -> None:
+    """Raise naming the first row with more fields than the header (pandas would drop the surplus cells)."""
+    reader = csv.reader(io.StringIO(text), delimiter=sep, quoting=quoting)
+    width = len(names) if names is not None else None
+    for row in reader:
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if width is None:
+            width = len(row)
+        elif len(row) > width:
+            raise ValueError(
+                f"{path.name} line {reader.line_num}: a row has {len(row)} fields, more than the header's {width} "
+                f"(extra cells {row[width:]!r}; nothing is dropped silently)"
+            )
+    raise ValueError(f"{path.name}: not a well-formed {'TSV' if sep == chr(9) else 'CSV'} file (a row is longer "
+                     "than the header)")  # fmt: skip
 
 
 def _require(ctx: _Context, df: pd.DataFrame, columns: list[str | tuple[str, ...]]) -> dict[str, str]:
@@ -461,12 +509,40 @@ def _ints(
     """Int64 column of integral values >= ``minimum``; missing cells become ``default`` (an error if None)."""
     must = what or ("a positive integer" if minimum == 1 else f"an integer >= {minimum}")
     vals, missing = _numbers(ctx, s, column, required=default is None, must=must)
-    ok = missing | ((vals == np.floor(vals)) & (vals >= minimum))
+    # < 2**63: a larger value would wrap to INT64_MIN in the int64 cast below
+    ok = missing | ((vals == np.floor(vals)) & (vals >= minimum) & (vals < 2.0**63))
     if not ok.all():
         pos = int(np.flatnonzero(~ok)[0])
-        ctx.fail(pos, column, must, s.iloc[pos])
+        ctx.fail(pos, column, must if vals[pos] < 2.0**63 else f"{must}, at most 2**63 - 1 (int64)", s.iloc[pos])
     out = np.where(missing, default if default is not None else 0, vals)
     return out.astype(np.int64)
+
+
+# A UTC offset after a time of day ("...06Z", "...06+02:00"); a bare date's "-13" is not one.
+_TZ_SUFFIX = r"\d:\d{2}(?::\d{2}(?:\.\d*)?)?\s*(?:Z|[+-]\d{2}(?::?\d{2})?)$"
+
+
+def _seconds_since_first(ctx: _Context, s: pd.Series, column: str) -> np.ndarray:
+    """Seconds since the earliest of the ISO-8601 date-times ``s``.
+
+    Stamps with a UTC offset are compared as instants (converted to UTC); a column that mixes stamps with and
+    without an offset is an error (a naive stamp's zone is unknown), naming the first row that differs from the
+    first row.
+    """
+    aware = s.str.strip().str.contains(_TZ_SUFFIX, regex=True).to_numpy(dtype=bool)
+    if aware.any() and not aware.all():
+        pos = int(np.flatnonzero(aware != aware[0])[0])
+        zone = "with a UTC offset" if aware[0] else "without a UTC offset"
+        ctx.fail(pos, column, f"a date-time {zone} like the first row's (time zones must not be mixed)", s.iloc[pos])
+    try:
+        stamps = pd.to_datetime(s, format="ISO8601", errors="coerce", utc=bool(aware.all()))
+    except (ValueError, OverflowError):
+        stamps = pd.Series(pd.NaT, index=s.index)  # unparsable as a whole: reported as the first row below
+    bad = stamps.isna().to_numpy()
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        ctx.fail(pos, column, "a date-time 'YYYY-MM-DD hh:mm:ss' (ISO 8601)", s.iloc[pos])
+    return ((stamps - stamps.min()) / pd.Timedelta(seconds=1)).to_numpy(dtype=float)
 
 
 def _strings(s: pd.Series) -> np.ndarray:
@@ -537,6 +613,7 @@ def _build(
     report: TraceLoadReport | None,
     gpu_column: str = "num_gpus",
     raw_gpus: Callable[[dict[str, np.ndarray], int], Any] | None = None,
+    id_column: str = "job_id",
 ) -> JobTrace:
     """Zero-GPU rule, stable sort by submit time, re-base to 0, dtypes; the one exit of every loader."""
     zero = core["num_gpus"] < 1
@@ -548,11 +625,24 @@ def _build(
         ctx, core, extra = _drop(ctx, ~zero, "zero_gpu", report, core, extra)
         if not len(core["num_gpus"]):
             raise ValueError(f"{ctx.name}: no jobs left after drop_zero_gpu=True (empty trace)")
+    job_id = np.asarray(core["job_id"], dtype=str)
+    unique, first = np.unique(job_id, return_index=True)
+    if unique.size < job_id.size:  # a job is one record: a repeated id is two jobs the simulators cannot tell apart
+        repeat = np.ones(job_id.size, dtype=bool)
+        repeat[first] = False
+        pos = int(np.flatnonzero(repeat)[0])
+        earlier = ctx.lines[first[np.searchsorted(unique, job_id[pos])]]
+        ctx.fail(pos, id_column, f"a unique job id (it is also on {ctx.unit} {earlier})", job_id[pos])
     order = np.argsort(core["submit_time_s"], kind="stable")
     submit = core["submit_time_s"][order].astype(np.float64)
-    submit = submit - submit[0]
+    with np.errstate(over="ignore"):
+        submit = submit - submit[0]
+    if not np.isfinite(submit[-1]):  # sorted, so the last is the largest; e.g. -1e308 and 1e308 in one file
+        pos = int(order[np.flatnonzero(~np.isfinite(submit))[0]])
+        ctx.fail(pos, "submit time", "within 1.7e308 s of the first job's (the span overflows float64)",
+                 core["submit_time_s"][pos])  # fmt: skip
     return JobTrace(
-        job_id=np.asarray(core["job_id"][order], dtype=str),
+        job_id=job_id[order],
         submit_time_s=submit,
         num_gpus=core["num_gpus"][order].astype(np.int64),
         duration_s=core["duration_s"][order].astype(np.float64),
@@ -601,6 +691,7 @@ def _load_openb(path: Path, text: str, report: TraceLoadReport, *, drop_zero_gpu
     extra = _extras(df, {"name", "creation_time"})
     extra["gpu_request"] = request
     return _build(ctx, str(path), core, extra, drop_zero_gpu=drop_zero_gpu, report=report, gpu_column="num_gpu",
+                  id_column="name",
                   raw_gpus=lambda ex, i: f"num_gpu={ex['num_gpu'][i]}, gpu_milli={ex['gpu_milli'][i]}")  # fmt: skip
 
 
@@ -693,12 +784,7 @@ def _load_philly(path: Path, text: str, report: TraceLoadReport, *, drop_zero_gp
     if "submit_time" not in df and "timestamp" in df:  # Pollux/AdaptDL philly.csv: absolute wall-clock stamps
         cols = _require(ctx, df, ["timestamp", ("num_gpus", "num_gpu")])
         report.format = "philly (pollux)"
-        stamps = pd.to_datetime(df["timestamp"], format="ISO8601", errors="coerce")
-        bad = stamps.isna().to_numpy()
-        if bad.any():
-            pos = int(np.flatnonzero(bad)[0])
-            ctx.fail(pos, "timestamp", "a date-time 'YYYY-MM-DD hh:mm:ss'", df["timestamp"].iloc[pos])
-        submit = ((stamps - stamps.min()) / pd.Timedelta(seconds=1)).to_numpy(dtype=float)
+        submit = _seconds_since_first(ctx, df["timestamp"], "timestamp")
         gpu_col, used = cols["num_gpus"], set()  # the raw timestamp stays in extra: submit times are re-based
     else:
         cols = _require(ctx, df, ["submit_time", ("num_gpu", "num_gpus")])
@@ -746,8 +832,69 @@ def _load_gavel(path: Path, text: str, report: TraceLoadReport, *, drop_zero_gpu
         "batch_size": np.where(has_bs, pd.to_numeric(parsed["bs"]).fillna(0).to_numpy(), 0).astype(np.int64),
         "iterations": _floats(ctx, df["total_steps"], "total_steps", minimum=0.0),
     }
-    return _build(ctx, str(path), core, _extras(df, {"arrival_time", "scale_factor", "total_steps"}),
+    extra = _extras(df, {"arrival_time", "scale_factor", "total_steps"})
+    table = find_gavel_throughputs(path)
+    if table is not None:  # isolated run times from Gavel's own measured throughputs (issue 12 #4)
+        core["duration_s"], used = gavel_durations(_strings(df["job_type"]), core["num_gpus"], core["iterations"],
+                                                   table)
+        extra["throughput_scale_factor"] = used
+    return _build(ctx, str(path), core, extra,
                   drop_zero_gpu=drop_zero_gpu, report=report, gpu_column="scale_factor")  # fmt: skip
+
+
+#: Gavel's measured throughput table (stanford-futuredata/gavel ``scheduler/simulation_throughputs.json``: steps/s
+#: per worker type and ``(job_type, scale_factor)``, key ``"null"`` = the job alone). In Gavel's repository, and in
+#: ``../shared/reference-data/gavel``, it sits above the ``traces/`` folder; a Gavel trace below it gets its
+#: isolated run times from it (:func:`gavel_durations`).
+GAVEL_THROUGHPUTS_FILE = "simulation_throughputs.json"
+#: The worker type whose throughputs give a Gavel job's run time: V100, the PowerFlow default GPU (§6.1).
+GAVEL_WORKER_TYPE = "v100"
+
+
+def find_gavel_throughputs(trace_path: str | os.PathLike[str], levels: int = 5) -> Path | None:
+    """``simulation_throughputs.json`` in the trace's folder or up to ``levels`` folders above it, else None."""
+    folder = Path(trace_path).resolve().parent
+    for candidate in [folder, *folder.parents][: levels + 1]:
+        if (candidate / GAVEL_THROUGHPUTS_FILE).is_file():
+            return candidate / GAVEL_THROUGHPUTS_FILE
+    return None
+
+
+def gavel_durations(job_types: np.ndarray, scale_factors: np.ndarray, total_steps: np.ndarray,
+                    throughputs: str | os.PathLike[str] | dict, worker_type: str = GAVEL_WORKER_TYPE
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Each Gavel job's isolated run time: ``total_steps / throughput[worker_type][(job_type, scale_factor)]``.
+
+    Gavel measured Recommendation, A3C and CycleGAN on one GPU only (they are not data-parallel in its workloads),
+    yet its Philly-derived traces give some of them 2 or 4 GPUs: such a job runs at the throughput of the largest
+    measured scale factor not above its own (1: the extra GPUs do not speed it up).
+
+    :param throughputs: the JSON file or its parsed content.
+    :returns: durations (s; NaN where the job type has no positive throughput) and the scale factor whose
+        throughput was used per job (0 where none).
+    :raises ValueError: if ``worker_type`` is not in the table.
+    """
+    if not isinstance(throughputs, dict):
+        import json
+
+        throughputs = json.loads(Path(throughputs).read_text())
+    if worker_type not in throughputs:
+        raise ValueError(f"worker_type={worker_type!r} is not in the Gavel throughput table; allowed: "
+                         f"{sorted(throughputs)}")
+    table = throughputs[worker_type]
+    measured: dict[str, dict[int, float]] = {}
+    for key, value in table.items():
+        match = re.fullmatch(r"\('(?P<type>.*)', (?P<sf>\d+)\)", key)
+        if match and isinstance(value, dict) and float(value.get("null", 0.0)) > 0:
+            measured.setdefault(match["type"], {})[int(match["sf"])] = float(value["null"])
+    out = np.full(len(job_types), np.nan)
+    used = np.zeros(len(job_types), dtype=np.int64)
+    for i, (job_type, sf) in enumerate(zip(job_types, scale_factors)):
+        sfs = [k for k in measured.get(str(job_type).strip(), {}) if k <= int(sf)]
+        if sfs:
+            used[i] = max(sfs)
+            out[i] = float(total_steps[i]) / measured[str(job_type).strip()][used[i]]
+    return out, used
 
 
 _KINDS: dict[str, Callable[[np.ndarray], bool]] = {

@@ -130,6 +130,8 @@ def test_bad_input_names_the_field(family):
         gym.make(env_id, reward_weights={"no-such-part": 1.0})
     with pytest.raises(ValueError, match="reward_weights"):
         gym.make(env_id, reward_weights={_descriptor_part(env_id): -1.0})
+    with pytest.raises(ValueError, match="info_level"):
+        gym.make(env_id, info_level="verbose")
     env = gym.make(env_id)
     env.reset(seed=0)
     for junk in (None, "1", {"a": 1}, object(), np.array([np.nan])):
@@ -189,6 +191,21 @@ def test_episode_end_has_metrics_and_stepping_on_raises(family):
     assert {"reward_parts", "repaired"} <= keys
     with pytest.raises(gym.error.ResetNeeded):
         env.unwrapped.step(env.action_space.sample())
+
+
+@pytest.mark.parametrize("family", _families())
+def test_info_level_full_adds_diagnostics_only(family):
+    """``info_level="full"`` adds the family's diagnostics to the lean keys and changes nothing else: same
+    observations, rewards and metrics (issue 14: a lean info by default, heavy diagnostics behind a flag)."""
+    env_id = _contract_id(family)
+    lean = rollout(gym.make(env_id), baselines.make("random"), seed=4, record=True)
+    full = rollout(gym.make(env_id, info_level="full"), baselines.make("random"), seed=4, record=True)
+    assert lean.length == full.length
+    np.testing.assert_equal(lean.metrics, full.metrics)
+    assert np.array_equal(np.asarray(lean.rewards), np.asarray(full.rewards))
+    for lean_info, full_info in zip(lean.infos, full.infos, strict=True):
+        assert set(lean_info) <= set(full_info)
+        np.testing.assert_equal(lean_info["reward_parts"], full_info["reward_parts"])
 
 
 @pytest.mark.parametrize("family", _families())

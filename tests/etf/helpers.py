@@ -10,7 +10,14 @@ from joulegym import baselines
 from joulegym.core.rollout import Episode, rollout
 from tests.probe import Probe
 
-__all__ = ["Probe", "episode", "final_metrics", "infos", "policy"]
+__all__ = ["Probe", "episode", "final_metrics", "infos", "make_env", "policy"]
+
+
+def make_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gym.make`` with the full info (``info_level="full"``, the per-slot diagnostics these tests read) unless
+    ``info_level`` is given; the lean default has its own tests."""
+    kwargs.setdefault("info_level", "full")
+    return gym.make(env_id, **kwargs)
 
 
 def policy(name_or_policy: Any, **kwargs: Any) -> Any:
@@ -19,7 +26,7 @@ def policy(name_or_policy: Any, **kwargs: Any) -> Any:
 
 def episode(env: str | gym.Env, name_or_policy: Any = "etf", seed: int = 0, **env_kwargs: Any) -> Episode:
     """One recorded episode of a policy (a name or an object) on an env (an id or an env)."""
-    env = gym.make(env, **env_kwargs) if isinstance(env, str) else env
+    env = make_env(env, **env_kwargs) if isinstance(env, str) else env
     return rollout(env, policy(name_or_policy), seed=seed, record=True)
 
 

@@ -22,7 +22,7 @@ from joulegym.envs.etf.env import ETFEnv, slot_legend_labels
 from joulegym.envs.etf.simulator import ETFSimulator
 from joulegym.scenarios import registered_ids
 from joulegym.workloads import InferenceApp
-from tests.etf.helpers import Probe, episode, policy
+from tests.etf.helpers import Probe, episode, make_env, policy
 
 sb3_env_checker = pytest.importorskip("stable_baselines3.common.env_checker")
 
@@ -33,7 +33,7 @@ BASE_IDS = [f"joulegym/{k}-v0" for k in KINDS]
 
 def observed(env, name_or_policy="random", seed: int = 0):
     """(observations, rewards, infos) of one episode: reset's, then every step's."""
-    env = gym.make(env) if isinstance(env, str) else env
+    env = make_env(env) if isinstance(env, str) else env
     obs_list: list = []
     run = rollout(env, policy(name_or_policy), seed=seed, record=True,
                   on_step=lambda obs, reward, info: obs_list.append(obs))
@@ -46,7 +46,7 @@ def test_one_class_three_kinds():
     for kind, mode in KINDS.items():
         env_id = f"joulegym/{kind}-v0"
         assert env_id in ETF_IDS and gym.spec(env_id).entry_point == "joulegym.envs.etf.env:ETFEnv"
-        base = gym.make(env_id).unwrapped
+        base = make_env(env_id).unwrapped
         assert type(base) is ETFEnv and base.kind == kind and base.action_mode == mode
     assert "joulegym/ETF-tx2-fig5-v0" in ETF_IDS and "joulegym/ETFDVFS-tx2-fig10-incentive-v0" in ETF_IDS
     assert "joulegym/ETFDVFS-toy-fig3-v0" not in ETF_IDS  # single-frequency device: no DVFS kind
@@ -58,7 +58,7 @@ def test_one_class_three_kinds():
 @pytest.mark.parametrize("env_id", ETF_IDS)
 def test_check_env(env_id):
     """Gymnasium's and Stable-Baselines3's env checkers (render checked once per kind, below)."""
-    env = gym.make(env_id).unwrapped
+    env = make_env(env_id).unwrapped
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Box observation space maximum value is infinity" is by design
         check_env(env, skip_render_check=True)
@@ -69,7 +69,7 @@ def test_check_env(env_id):
 @pytest.mark.parametrize("env_id", ETF_IDS)
 def test_render_modes(env_id):
     """Every id: ``ansi`` is a table naming each active app's model; ``rgb_array`` is an RGB image."""
-    env = gym.make(env_id, render_mode="ansi")
+    env = make_env(env_id, render_mode="ansi")
     env.reset(seed=0)
     env.step(env.action_space.sample())
     text = env.render()
@@ -79,7 +79,7 @@ def test_render_modes(env_id):
         if k >= 0:
             assert sim.apps[k].model in text
     env.close()
-    env = gym.make(env_id, render_mode="rgb_array")
+    env = make_env(env_id, render_mode="rgb_array")
     env.reset(seed=0)
     for _ in range(2):
         env.step(env.action_space.sample())
@@ -92,7 +92,7 @@ def test_render_modes(env_id):
 def test_render_legend_names_the_apps():
     """The allocation plot's legend says which app is which (not bare slot numbers); a reused slot lists
     its occupants."""
-    env = gym.make("joulegym/ETF-tx2-fig9-dynamic-v0", render_mode="rgb_array").unwrapped
+    env = make_env("joulegym/ETF-tx2-fig9-dynamic-v0", render_mode="rgb_array").unwrapped
     rollout(env, ActionSequencePolicy([np.ones(4, dtype=np.float32)]), seed=0)
     fig = env._render_figure()
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
@@ -100,13 +100,13 @@ def test_render_legend_names_the_apps():
     __import__("matplotlib.pyplot").pyplot.close(fig)
     assert slot_legend_labels([["A1 x"], [], ["A2 y", "A5 z", "A7 w"]]) == [
         "A1 x", "slot 1 (free)", "slot 2: A2 y, A5 z, +1 more"]
-    dvfs = gym.make("joulegym/ETFDVFS-tx2-fig10-incentive-v0")
+    dvfs = make_env("joulegym/ETFDVFS-tx2-fig10-incentive-v0")
     _, info = dvfs.reset(seed=0)
     assert info["slot_apps"][:2] == ("A1 resnet50@1300.5MHz", "A2 resnet50 (tenant, DVFS)")
 
 
 def test_render_without_mode_warns_and_returns_none():
-    env = gym.make("joulegym/ETF-v0").unwrapped
+    env = make_env("joulegym/ETF-v0").unwrapped
     env.reset(seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -119,7 +119,7 @@ def test_same_seed_same_trajectory(env_id):
     """Whole episodes of seeded random actions: two envs, and one env reset twice, repeat themselves."""
     a, b = observed(env_id, seed=11), observed(env_id, seed=11)
     assert data_equivalence(a, b, exact=True)
-    env = gym.make(env_id)
+    env = make_env(env_id)
     assert data_equivalence(observed(env, seed=5), observed(env, seed=5), exact=True)
 
 
@@ -129,17 +129,24 @@ def test_different_seeds_differ(env_id):
     """The seed actually drives the random scenarios (app sets / frequency / phi)."""
     firsts = set()
     for seed in range(8):
-        obs, _ = gym.make(env_id).reset(seed=seed)
+        obs, _ = make_env(env_id).reset(seed=seed)
         firsts.add(obs.tobytes())
     assert len(firsts) > 1
 
 
+LEAN_KEYS = {"reward_parts", "repaired"}  # plus action_mask on the discrete kinds
+DIAGNOSTIC_KEYS = {"phi", "scheduler_inputs", "slot_apps", "allocation_units", "app_time_s", "app_energy_j",
+                   "app_inferences"}
+
+
+@pytest.mark.parametrize("info_level", ["lean", "full"])
 @pytest.mark.parametrize("env_id", ETF_IDS)
-def test_one_info_structure_per_episode(env_id):
+def test_one_info_structure_per_episode(env_id, info_level):
     """Every info key has the same type (and length) at reset and at every step, so that Gymnasium's
-    vector-env info merge works; ``metrics`` comes on the last step only (the core's ``info_metrics``)."""
-    _, _, infos = observed(env_id)
-    env = gym.make(env_id)
+    vector-env info merge works; ``metrics`` comes on the last step only (the core's ``info_metrics``). The lean
+    default holds the core's keys only; ``info_level="full"`` adds the diagnostics."""
+    _, _, infos = observed(make_env(env_id, info_level=info_level))
+    env = make_env(env_id, info_level=info_level)
     _, first = env.reset(seed=0)
 
     def shape(info):
@@ -147,16 +154,31 @@ def test_one_info_structure_per_episode(env_id):
                 for k, v in info.items() if k != "metrics"}
 
     assert all(shape(info) == shape(first) for info in infos)
-    assert set(first["scheduler_inputs"]) == set(infos[-1]["scheduler_inputs"])
     assert "metrics" in infos[-1] and not any("metrics" in info for info in infos[:-1])
+    mask = {"action_mask"} if env.unwrapped.action_mode != "split" else set()
+    tenant = {"tenant_frequency_mhz"} if env.unwrapped.action_mode == "dvfs" else set()
+    if info_level == "lean":
+        assert set(first) == LEAN_KEYS | mask
+    else:
+        assert set(first) == LEAN_KEYS | mask | DIAGNOSTIC_KEYS | tenant
+        assert set(first["scheduler_inputs"]) == set(infos[-1]["scheduler_inputs"])
 
 
+def test_scheduler_inputs_property_matches_the_full_info():
+    env = make_env("joulegym/ETF-random-mix-v0")
+    _, info = env.reset(seed=3)
+    for _ in range(5):
+        assert env.unwrapped.scheduler_inputs == info["scheduler_inputs"]
+        _, _, _, _, info = env.step(env.action_space.sample())
+
+
+@pytest.mark.parametrize("info_level", ["lean", "full"])
 @pytest.mark.parametrize("env_id", ETF_IDS)
-def test_vector_env_smoke(env_id):
+def test_vector_env_smoke(env_id, info_level):
     """Every id runs in a synchronous vector env (autoreset across an episode end included)."""
     single = gym.make(env_id)
     steps = single.unwrapped.horizon + 2
-    vec = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync")
+    vec = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync", info_level=info_level)
     obs, infos = vec.reset(seed=[0, 1])
     assert obs.shape == (2, *single.observation_space.shape) and obs.dtype == np.float32
     vec.action_space.seed(0)
@@ -165,7 +187,7 @@ def test_vector_env_smoke(env_id):
         obs, reward, terminated, truncated, infos = vec.step(vec.action_space.sample())
         assert obs.shape[0] == 2 and reward.shape == (2,) and np.all(np.isfinite(reward))
         assert single.observation_space.contains(obs[0]) and single.observation_space.contains(obs[1])
-        assert "reward_parts" in infos and "scheduler_inputs" in infos
+        assert "reward_parts" in infos and ("scheduler_inputs" in infos) == (info_level == "full")
         if (terminated | truncated).any():
             assert "metrics" in infos
         ended |= terminated | truncated
@@ -179,7 +201,7 @@ def test_vector_env_determinism(env_id):
     """In a SyncVectorEnv the same seeds give the same trajectories, and each sub-env matches a single env."""
 
     def run_vec():
-        vec = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(3)])
+        vec = gym.vector.SyncVectorEnv([lambda: make_env(env_id) for _ in range(3)])
         obs, _ = vec.reset(seed=[1, 2, 3])
         vec.action_space.seed(9)
         trace = [obs]
@@ -194,7 +216,7 @@ def test_vector_env_determinism(env_id):
 
     (t1, actions), (t2, _) = run_vec(), run_vec()
     assert all(np.array_equal(x, y) for x, y in zip(t1, t2, strict=True))
-    single = gym.make(env_id)
+    single = make_env(env_id)
     obs, _ = single.reset(seed=2)
     assert np.array_equal(obs, t1[0][1])
     for k, action in enumerate(actions):
@@ -229,7 +251,7 @@ def assert_etf_policy_is_algorithm1(env, seed: int) -> int:
                                     "joulegym/ETF-toy-fig3-v0", "joulegym/ETF-tx2-phi-random-v0"])
 @pytest.mark.parametrize("guarantee_mode", ["project", "none"])
 def test_etf_policy_reproduces_algorithm1_bit_for_bit(env_id, guarantee_mode):
-    env = gym.make(env_id, guarantee_mode=guarantee_mode)
+    env = make_env(env_id, guarantee_mode=guarantee_mode)
     for seed in range(4):
         assert assert_etf_policy_is_algorithm1(env, seed) > 0
 
@@ -242,14 +264,14 @@ def test_etf_policy_is_algorithm1_on_random_app_sets(apps, phi, T, guarantee_mod
     """Any weights, powers, open-loop demands, phi and T on the toy device (unit service time)."""
     config = [{"model": "toy-a", "frequency_mhz": 1000.0, "weight": w, "power_w": p, "demand_rps": d}
               for w, p, d in apps]
-    env = gym.make("joulegym/ETF-v0", device="toy-etf", apps=config, phi=phi, T_units=T, unit_s=1.0 / T,
+    env = make_env("joulegym/ETF-v0", device="toy-etf", apps=config, phi=phi, T_units=T, unit_s=1.0 / T,
                    epoch_s=1.0, horizon=2, guarantee_mode=guarantee_mode)
     assert_etf_policy_is_algorithm1(env, seed=0)
 
 
 def test_encode_is_the_inverse_of_decode():
     """``action_type.encode(units)`` is the action the ETF policy takes: it decodes to the same units."""
-    env = gym.make("joulegym/ETF-tx2-fig9-dynamic-v0", guarantee_mode="project").unwrapped
+    env = make_env("joulegym/ETF-tx2-fig9-dynamic-v0", guarantee_mode="project").unwrapped
 
     def check(_env, obs, info, action):
         units = list(expected_units(info["scheduler_inputs"]))
@@ -265,7 +287,7 @@ def test_encode_is_the_inverse_of_decode():
 def test_etf_policy_from_observation_alone(env_id):
     """Without info the ETF policy decodes Algorithm 1's inputs from the float32 observation and still
     picks the same units (phi = 0.7 must not decode to a guarantee one unit short)."""
-    env = gym.make(env_id)
+    env = make_env(env_id)
     decode = env.unwrapped.action_type.decode
     blind = policy("etf")
 
@@ -288,7 +310,7 @@ blind_apps = st.lists(st.tuples(st.sampled_from([1.0, 2.0, 3.0]),
 def blind_env(apps, phi, T, guarantee_mode):
     config = [{"model": "toy-a", "frequency_mhz": 1000.0, "weight": w, "power_w": p, "demand_rps": d}
               for w, p, d in apps]
-    return gym.make("joulegym/ETF-v0", device="toy-etf", apps=config, phi=phi, T_units=T, unit_s=1.0 / T,
+    return make_env("joulegym/ETF-v0", device="toy-etf", apps=config, phi=phi, T_units=T, unit_s=1.0 / T,
                     epoch_s=1.0, horizon=2, guarantee_mode=guarantee_mode)
 
 
@@ -344,7 +366,7 @@ def test_etf_objective_never_beats_algorithm1():
     """Algorithm 1 maximises ``etf_objective`` (Thm. 3): no random action scores more in any state."""
     rng = np.random.default_rng(0)
     for env_id in ("joulegym/ETF-v0", "joulegym/ETF-random-mix-v0", "joulegym/ETF-open-loop-v0"):
-        env = gym.make(env_id).unwrapped
+        env = make_env(env_id).unwrapped
         decode = env.action_type.decode
 
         def check(_env, obs, info, action, env=env, decode=decode):
@@ -362,7 +384,7 @@ def test_etf_objective_never_beats_algorithm1():
 
 # --- spaces, observation, info ------------------------------------------------------------------------------------
 def test_observation_layout_fig5():
-    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    env = make_env("joulegym/ETF-tx2-fig5-v0")
     obs, info = env.reset(seed=0)
     assert obs.shape == (4 * 9 + 6,) and obs.dtype == np.float32
     slots = obs[:36].reshape(4, 9)
@@ -379,12 +401,12 @@ def test_observation_layout_fig5():
     assert info["scheduler_inputs"]["action_floor_units"] == (0, 0, 0, 0)
     assert info["slot_apps"] == ("A1 resnet50@1300.5MHz", "A2 mobilenetv2@726.75MHz", "", "")
     assert info["allocation_units"] == (0, 0, 0, 0)  # nothing allocated yet, same structure as a step's
-    base = gym.make("joulegym/ETF-v0")
+    base = make_env("joulegym/ETF-v0")
     obs, info = base.reset(seed=0)
     assert obs[[4, 13]].tolist() == pytest.approx([14 / 40, 14 / 40])
     assert info["scheduler_inputs"]["guarantee_units"] == (14, 14, 0, 0)
     assert info["scheduler_inputs"]["action_floor_units"] == (14, 14, 0, 0)
-    dvfs = gym.make("joulegym/ETFDVFS-tx2-fig10-incentive-v0")
+    dvfs = make_env("joulegym/ETFDVFS-tx2-fig10-incentive-v0")
     obs, info = dvfs.reset(seed=0)
     assert obs.shape == (4 * 9 + 6 + 4 + 2,)
     assert obs[42:46].tolist() == [0, 1, 0, 0]  # the tenant holds slot 1
@@ -393,7 +415,7 @@ def test_observation_layout_fig5():
 
 
 def test_info_contents():
-    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    env = make_env("joulegym/ETF-tx2-fig5-v0")
     env.reset(seed=0)
     _, reward, _, _, info = env.step(np.array([1.0, 1.0, 0.0, 0.0], dtype=np.float32))
     assert info["allocation_units"] == (20, 20, 0, 0)
@@ -406,7 +428,7 @@ def test_info_contents():
     for key in ("time_fairness", "energy_fairness", "system_fairness", "app_time_s", "app_energy_j"):
         assert key in m
     assert isinstance(info["scheduler_inputs"]["power_w"], tuple)
-    every = gym.make("joulegym/ETF-tx2-fig5-v0", info_metrics="every_step")
+    every = make_env("joulegym/ETF-tx2-fig5-v0", info_metrics="every_step")
     every.reset(seed=0)
     assert every.step(np.ones(4, dtype=np.float32))[4]["metrics"]["time_fairness"] == 1.0
 
@@ -422,7 +444,7 @@ def test_reward_presets_and_windows():
     for reward, window, weights in (("system_fairness", "epoch", None), ("system_fairness", "cumulative", None),
                                     ("scalarized", "epoch", {"time_fairness": 0.25, "energy_fairness": 0.75}),
                                     ("scalarized", "cumulative", {"time_fairness": 0.25, "energy_fairness": 0.75})):
-        env = gym.make("joulegym/ETF-tx2-fig5-v0", reward=reward, reward_window=window, reward_weights=weights)
+        env = make_env("joulegym/ETF-tx2-fig5-v0", reward=reward, reward_window=window, reward_weights=weights)
         run = rollout(env, ActionSequencePolicy([half, a2_only]), seed=0, record=True)
         rewards[reward, window] = tuple(run.rewards[:2])
         parts[window] = run.infos[1]["reward_parts"]
@@ -434,9 +456,9 @@ def test_reward_presets_and_windows():
     assert [parts["epoch"][k] for k in ("time_fairness", "energy_fairness")] == [0.0, 0.0]
     cumulative = [parts["cumulative"][k] for k in ("time_fairness", "energy_fairness")]
     assert cumulative == pytest.approx([1 / 3, cumulative_fe])
-    assert gym.make("joulegym/ETF-tx2-fig5-v0", reward="scalarized").unwrapped.reward_weights == (0.5, 0.5, 0.0, 0.0)
+    assert make_env("joulegym/ETF-tx2-fig5-v0", reward="scalarized").unwrapped.reward_weights == (0.5, 0.5, 0.0, 0.0)
     with pytest.raises(ValueError, match="reward_window='cumulative' needs a reward without etf_objective"):
-        gym.make("joulegym/ETF-v0", reward_window="cumulative")  # the default reward "etf" is per epoch
+        make_env("joulegym/ETF-v0", reward_window="cumulative")  # the default reward "etf" is per epoch
 
 
 @pytest.mark.parametrize(("env_id", "preset", "weights"), [
@@ -446,26 +468,26 @@ def test_reward_presets_and_windows():
     ("joulegym/ETFDVFS-v0", "throughput", (1.0, 0.0)),
 ])
 def test_default_presets(env_id, preset, weights):
-    base = gym.make(env_id).unwrapped
+    base = make_env(env_id).unwrapped
     assert base.config["reward"] == preset and base.reward_weights == weights
     assert base.reward_space.shape == (len(weights),)
 
 
 def test_reward_presets_per_mode():
-    assert gym.make("joulegym/ETF-v0", guarantee_mode="none").unwrapped.config["reward"] == "system_fairness"
-    assert gym.make("joulegym/ETFPhi-v0", reward="scalarized").unwrapped.reward_weights == (0.5, 0.5, 0.0, 0.0)
+    assert make_env("joulegym/ETF-v0", guarantee_mode="none").unwrapped.config["reward"] == "system_fairness"
+    assert make_env("joulegym/ETFPhi-v0", reward="scalarized").unwrapped.reward_weights == (0.5, 0.5, 0.0, 0.0)
     with pytest.raises(ValueError, match=r"reward='etf' is not one of \('system_fairness', 'scalarized'\)"):
-        gym.make("joulegym/ETFPhi-v0", reward="etf")
+        make_env("joulegym/ETFPhi-v0", reward="etf")
     with pytest.raises(ValueError, match="reward='scalarized' is not one of"):
-        gym.make("joulegym/ETFDVFS-v0", reward="scalarized")
+        make_env("joulegym/ETFDVFS-v0", reward="scalarized")
     for removed in ("beta", "energy_penalty"):
         with pytest.raises(ValueError, match=f"unknown config key '{removed}'"):
-            gym.make("joulegym/ETF-v0", **{removed: 0.5})
+            make_env("joulegym/ETF-v0", **{removed: 0.5})
 
 
 def test_dvfs_power_weight_is_the_old_energy_penalty():
     """reward = throughput - w * W, the same number the old ``energy_penalty=w`` gave."""
-    env = gym.make("joulegym/ETFDVFS-tx2-fig10-same-v0", reward_weights={"power": 2.0})
+    env = make_env("joulegym/ETFDVFS-tx2-fig10-same-v0", reward_weights={"power": 2.0})
     env.reset(seed=0)
     _, reward, _, _, info = env.step(9)
     parts = info["reward_parts"]
@@ -474,7 +496,7 @@ def test_dvfs_power_weight_is_the_old_energy_penalty():
 
 
 def test_all_zero_action_means_equal_shares():
-    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    env = make_env("joulegym/ETF-tx2-fig5-v0")
     env.reset(seed=0)
     _, _, _, _, info = env.step(np.zeros(4, dtype=np.float32))
     assert info["allocation_units"] == (20, 20, 0, 0)
@@ -482,7 +504,7 @@ def test_all_zero_action_means_equal_shares():
 
 
 def test_inactive_slots_are_ignored():
-    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    env = make_env("joulegym/ETF-tx2-fig5-v0")
     env.reset(seed=0)
     _, _, _, _, info = env.step(np.array([0.0, 0.0, 1.0, 1.0], dtype=np.float32))
     assert info["allocation_units"] == (20, 20, 0, 0)
@@ -492,14 +514,14 @@ def test_inactive_slots_are_ignored():
 
 
 def test_phi_knob_and_dvfs_actions():
-    env = gym.make("joulegym/ETFPhi-tx2-fig5-v0")
+    env = make_env("joulegym/ETFPhi-tx2-fig5-v0")
     env.reset(seed=0)
     _, _, _, _, info = env.step(10)  # phi = 1: TF
     assert info["allocation_units"][:2] == (20, 20) and info["phi"] == 1.0
     _, _, _, _, info = env.step(0)  # phi = 0: EF
     assert info["allocation_units"][:2] == (7, 33)
     assert info["action_mask"].all() and env.unwrapped.action_masks().shape == (11,)
-    dvfs = gym.make("joulegym/ETFDVFS-tx2-fig10-same-v0")
+    dvfs = make_env("joulegym/ETFDVFS-tx2-fig10-same-v0")
     dvfs.reset(seed=0)
     _, reward, _, _, info = dvfs.step(12)
     assert info["tenant_frequency_mhz"] == 1300.5
@@ -512,7 +534,7 @@ def test_phi_knob_and_dvfs_actions():
 
 def test_reward_space_bounds_the_dvfs_parts():
     """The tenant's throughput is at most 1 / its fastest service time, its power at most its top level's."""
-    env = gym.make("joulegym/ETFDVFS-tx2-fig10-same-v0", scheduler="ef").unwrapped
+    env = make_env("joulegym/ETFDVFS-tx2-fig10-same-v0", scheduler="ef").unwrapped
     space = env.reward_space
     assert space.high[0] == pytest.approx(1 / 0.057005, rel=1e-5)
     assert space.low[1] == pytest.approx(-4.261, rel=1e-5)
@@ -532,7 +554,7 @@ def test_reward_space_bounds_the_dvfs_parts():
     (np.array([-0.5, 0, 0, 0], dtype=np.float32), r"action must lie in \[0.0, 1.0\]"),
 ])
 def test_bad_box_action(action, message):
-    env = gym.make("joulegym/ETF-v0").unwrapped
+    env = make_env("joulegym/ETF-v0").unwrapped
     env.reset(seed=0)
     with pytest.raises(ValueError, match=message):
         env.step(action)
@@ -541,7 +563,7 @@ def test_bad_box_action(action, message):
 @pytest.mark.parametrize("env_id", ["joulegym/ETFPhi-v0", "joulegym/ETFDVFS-v0"])
 @pytest.mark.parametrize("action", [np.array([1, 2]), float("nan"), 2.5, -1, 99])
 def test_bad_discrete_action(env_id, action):
-    env = gym.make(env_id).unwrapped
+    env = make_env(env_id).unwrapped
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"action must be .*\[0, \d+\)"):
         env.step(action)
@@ -578,7 +600,7 @@ def test_bad_discrete_action(env_id, action):
 ])
 def test_bad_config_raises_value_error_naming_field(kwargs, field, allowed):
     with pytest.raises(ValueError, match=field) as err:
-        gym.make("joulegym/ETF-v0", **kwargs)
+        make_env("joulegym/ETF-v0", **kwargs)
     assert __import__("re").search(allowed, str(err.value)), str(err.value)
 
 
@@ -598,36 +620,36 @@ def test_keys_of_another_mode_raise(env_id, kwargs, mode):
     """A key that only another action mode reads raises when set away from its default, naming that mode."""
     key = next(iter(kwargs))
     with pytest.raises(ValueError, match=f"{key}=.* is a setting of action_mode={mode}"):
-        gym.make(env_id, **kwargs)
+        make_env(env_id, **kwargs)
 
 
 def test_a_scenarios_own_keys_of_another_mode_are_allowed():
     """One scenario serves several kinds: the paper scenarios' ``guarantee_mode="none"`` on ETFPhi/ETFDVFS and
     Fig. 10's ``tenant_app=1`` on ETF are the scenario's data, not a user's mistake (and change nothing there)."""
-    assert gym.make("joulegym/ETFPhi-tx2-fig5-v0").unwrapped.config["guarantee_mode"] == "none"
-    assert gym.make("joulegym/ETF-tx2-fig10-incentive-v0", tenant_app=1).unwrapped.config["tenant_app"] == 1
-    assert gym.make("joulegym/ETF-v0", phi_levels=11, scheduler="etf", tenant_app=0)  # defaults are fine
+    assert make_env("joulegym/ETFPhi-tx2-fig5-v0").unwrapped.config["guarantee_mode"] == "none"
+    assert make_env("joulegym/ETF-tx2-fig10-incentive-v0", tenant_app=1).unwrapped.config["tenant_app"] == 1
+    assert make_env("joulegym/ETF-v0", phi_levels=11, scheduler="etf", tenant_app=0)  # defaults are fine
 
 
 def test_bad_config_for_other_kinds():
     with pytest.raises(ValueError, match="scenario='random-mix' is unknown for ETFDVFS"):
-        gym.make("joulegym/ETFDVFS-v0", scenario="random-mix")
+        make_env("joulegym/ETFDVFS-v0", scenario="random-mix")
     with pytest.raises(ValueError, match="scheduler"):
-        gym.make("joulegym/ETFDVFS-v0", scheduler="fifo")
+        make_env("joulegym/ETFDVFS-v0", scheduler="fifo")
     with pytest.raises(ValueError, match="tenant_app"):
-        gym.make("joulegym/ETFDVFS-v0", tenant_app=5)
+        make_env("joulegym/ETFDVFS-v0", tenant_app=5)
     with pytest.raises(ValueError, match="tenant_app must be present for the whole episode"):
-        gym.make("joulegym/ETFDVFS-tx2-fig9-dynamic-v0", tenant_app=1)
+        make_env("joulegym/ETFDVFS-tx2-fig9-dynamic-v0", tenant_app=1)
     with pytest.raises(ValueError, match="phi_levels"):
-        gym.make("joulegym/ETFPhi-v0", phi_levels=1)
+        make_env("joulegym/ETFPhi-v0", phi_levels=1)
     with pytest.raises(ValueError, match="single frequency"):
-        gym.make("joulegym/ETFDVFS-v0", device="a10g", apps=[{"model": "gpt2", "frequency_mhz": 1710.0}])
+        make_env("joulegym/ETFDVFS-v0", device="a10g", apps=[{"model": "gpt2", "frequency_mhz": 1710.0}])
     with pytest.raises(ValueError, match="mix must be None"):
-        gym.make("joulegym/ETFDVFS-v0", mix={"models": ["resnet50"]})
+        make_env("joulegym/ETFDVFS-v0", mix={"models": ["resnet50"]})
 
 
 def test_scenario_names_are_case_and_underscore_insensitive():
-    env = gym.make("joulegym/ETF-v0", scenario="TX2_Fig5")
+    env = make_env("joulegym/ETF-v0", scenario="TX2_Fig5")
     assert env.unwrapped.config["scenario"] == "tx2-fig5"
 
 
@@ -652,7 +674,7 @@ def test_backlogged_accounting(name):
                                     "joulegym/ETF-tx2-fig9-dynamic-v0", "joulegym/ETFPhi-random-mix-v0"])
 def test_arrivals_never_exceed_max_apps(env_id):
     for seed in range(25):
-        env = gym.make(env_id)
+        env = make_env(env_id)
         sim = env.unwrapped.sim
         seen_active: set[int] = set()
 

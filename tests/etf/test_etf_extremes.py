@@ -35,3 +35,21 @@ def test_any_finite_input_gives_a_feasible_allocation_or_a_named_error(apps, T, 
     assert units.dtype.kind == "i" and np.all(units >= 0)
     assert units.sum() <= T and np.all(units <= np.minimum(demands, T))
     assert units.sum() == min(T, int(np.minimum(demands, T).sum()))  # Algorithm 1 uses the whole quantum
+
+
+# --- config fuzz findings (/tmp/fuzz-findings.md F1-F3): a ValueError naming the key, not a crash ------------------
+@pytest.mark.parametrize("env_id, kwargs, field", [
+    ("joulegym/ETF-v0", {"unit_s": 1e-320}, "unit_s"),  # was OverflowError: cannot convert float infinity
+    ("joulegym/ETF-v0", {"epoch_s": 1e308}, "epoch_s"),
+    ("joulegym/ETFPhi-v0", {"phi_levels": 1e308}, "phi_levels"),  # was OverflowError in Discrete(n)
+    ("joulegym/ETFPhi-v0", {"phi_levels": 10**12}, "phi_levels"),  # was a 931 GiB mask at reset
+    ("joulegym/ETF-v0", {"apps": [{"model": "x", "frequency_mhz": 1300.5}]}, r"apps\[0\].*model='x'"),
+    ("joulegym/ETF-v0", {"mix": {"models": ["resnet50", "x"]}}, r"mix\.models\[1\]"),
+])
+def test_extreme_config_names_the_field(env_id, kwargs, field):
+    import gymnasium as gym
+
+    import joulegym  # noqa: F401  (registers the ids)
+
+    with pytest.raises(ValueError, match=field):
+        gym.make(env_id, **kwargs)

@@ -3,7 +3,6 @@ F_S oracle, the DVFS tenant, and the content-keyed decision caches."""
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -13,7 +12,7 @@ from joulegym.baselines.etf import oracle_max_fs, oracle_max_fs_units, units_to_
 from joulegym.core.policy import PolicyNotApplicable
 from joulegym.core.rollout import rollout
 from joulegym.envs.etf.metrics import system_fairness
-from tests.etf.helpers import Probe, episode, policy
+from tests.etf.helpers import Probe, episode, make_env, policy
 
 
 def episode_return(env_id: str, name_or_policy, seed: int, **env_kwargs) -> tuple[float, list[dict]]:
@@ -25,8 +24,8 @@ def test_registry():
     names = baselines.available("etf")
     for name in ("etf", "tf", "ef", "etf-fixed-phi", "fs-oracle", "max-frequency", "best-response", "random"):
         assert name in names
-    assert set(baselines.applicable(gym.make("joulegym/ETFDVFS-v0"))) >= {"max-frequency", "best-response"}
-    assert "max-frequency" not in baselines.applicable(gym.make("joulegym/ETF-v0"))
+    assert set(baselines.applicable(make_env("joulegym/ETFDVFS-v0"))) >= {"max-frequency", "best-response"}
+    assert "max-frequency" not in baselines.applicable(make_env("joulegym/ETF-v0"))
     assert baselines.make("etf/etf").name == "etf"  # family-scoped name
     with pytest.raises(ValueError, match="policy='nope' is unknown"):
         baselines.make("nope", family="etf")
@@ -41,11 +40,11 @@ def test_registry():
 
 def test_policies_refuse_the_wrong_kind():
     with pytest.raises(PolicyNotApplicable, match="ETFDVFS"):
-        baselines.make("etf").reset(gym.make("joulegym/ETFDVFS-v0"))
+        baselines.make("etf").reset(make_env("joulegym/ETFDVFS-v0"))
     with pytest.raises(PolicyNotApplicable, match="ETFDVFS"):
-        baselines.make("max-frequency").reset(gym.make("joulegym/ETF-v0"))
+        baselines.make("max-frequency").reset(make_env("joulegym/ETF-v0"))
     with pytest.raises(PolicyNotApplicable):
-        baselines.make("best-response").reset(gym.make("joulegym/ETFPhi-v0"))
+        baselines.make("best-response").reset(make_env("joulegym/ETFPhi-v0"))
 
 
 # --- ETF beats random on its own reward -----------------------------------------------------------------
@@ -77,7 +76,7 @@ def test_tf_and_ef_are_the_phi_extremes_on_the_knob_env():
 def test_etf_policy_on_the_knob_env_picks_the_nominal_phi():
     """On ETFPhi the ETF policy keeps the scenario's phi (``scheduler_inputs["nominal_phi"]``), also after
     another level was chosen."""
-    env = gym.make("joulegym/ETFPhi-tx2-fig5-v0", phi=0.3)
+    env = make_env("joulegym/ETFPhi-tx2-fig5-v0", phi=0.3)
     _, info = env.reset(seed=0)
     etf = policy("etf")
     etf.reset(env)
@@ -130,12 +129,12 @@ def test_units_to_action_round_trip():
 def test_decision_caches_are_keyed_by_content():
     """The same app set gives one cache entry whatever else changes: across steps, resets and the phi levels
     an agent picks on ETFPhi (a version counter that every phi change bumped missed on most such steps)."""
-    env = gym.make("joulegym/ETF-tx2-fig5-v0")
+    env = make_env("joulegym/ETF-tx2-fig5-v0")
     etf = policy("etf")
     for seed in range(3):
         rollout(env, etf, seed=seed)
     assert len(etf._cache) == 1
-    knob = gym.make("joulegym/ETFPhi-tx2-fig5-v0")
+    knob = make_env("joulegym/ETFPhi-tx2-fig5-v0")
     oracle = policy("fs-oracle")
     driver = Probe(policy("random"), check=lambda _env, obs, info, action: oracle.act(obs, info))
     oracle.reset(knob)

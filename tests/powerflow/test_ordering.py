@@ -36,6 +36,8 @@ why in its commit.
 from __future__ import annotations
 
 import itertools
+import json
+import os
 
 import numpy as np
 import pytest
@@ -51,27 +53,54 @@ PAPER_BASELINES = ("gandiva", "tiresias", "gandiva-zeus", "tiresias-zeus", "afs"
 # regression pins (measured with this simulator, not paper numbers): the tests below assert their wide targets
 # (orderings, ratios above 1) and, beside them, these values at rel 1e-6
 PINS = {
-    "small100_worst": {"gandiva": 2.036893793274069, "tiresias": 1.8167210747961648,
-                       "gandiva-zeus": 1.9763089009573185, "tiresias-zeus": 1.859788560252415,
-                       "afs": 1.0500964213094828, "fifo": 2.605221264921425},
-    "small100_at_most": {"gandiva": 2.2426447639779146, "tiresias": 1.9963435763032618, "afs": 1.08002393144801,
-                         "fifo": 2.805665525339881, "gandiva-zeus": 1.9763089009573185,
-                         "tiresias-zeus": 1.859788560252415},
-    "below_1020": {"gandiva": (60357.06660027548, 1322925615.1152413, 1020.0),
-                   "tiresias": (57907.02668280757, 1306476219.7593627, 1020.0),
-                   "afs": (28521.38136338915, 1170693841.5672011, 960.0),
-                   "fifo": (74389.28108262159, 1340246818.771591, 960.0)},
-    "alibaba_worst": {"gandiva": 1.321536113306523, "tiresias": 1.3058961627156411,
-                      "gandiva-zeus": 1.2411478496440451, "tiresias-zeus": 1.255350093749879,
-                      "afs vs oracle": 1.1124287610023327, "afs": 0.7900844660935636},
-    "alibaba_long": {"prerun_share_max": 0.024489893162652543, "gandiva": 3.698400390370385,
-                     "tiresias": 3.7302350752803615, "gandiva-zeus": 3.3594943067778376,
-                     "tiresias-zeus": 3.394063942808827, "afs at most": 1.0237973161696683,
-                     "afs vs oracle": 1.0720947414561732},
-    "fig9_gaps": [-0.05088290726455469, -0.035989010151489476, -0.014705823253366446],
-    "fig9_model_error": [-0.05649947116809095, -0.05381433159591509, -0.0443136208650301,  # JCT at eta .6/.8/1
-                         -0.0032896232156741645, 0.0171556697365296, 0.021703373636763335],  # energy
-}
+    "small100_worst": {"gandiva": 1.8955463991644548,
+                       "tiresias": 1.8426795510306264,
+                       "gandiva-zeus": 1.844345761900704,
+                       "tiresias-zeus": 1.8517433616064294,
+                       "afs": 0.9742965642800803,
+                       "fifo": 2.451760146552578},
+    "small100_at_most": {"gandiva": 2.00043971559063,
+                         "tiresias": 1.9361649477275455,
+                         "afs": 1.0183858955966327,
+                         "fifo": 2.8106095846834496,
+                         "gandiva-zeus": 1.844345761900704,
+                         "tiresias-zeus": 1.8517433616064294},
+    "below_1020": {"gandiva": (60467.80772986682, 1295318159.9612343, 1020.0),
+                   "tiresias": (58449.98537818513, 1294380891.9427962, 1020.0),
+                   "afs": (28446.920425579345, 1169148216.2527199, 960.0),
+                   "fifo": (75296.5507843714, 1316724288.9815037, 1020.0)},
+    "alibaba_worst": {"gandiva": 1.3129255775044142,
+                      "tiresias": 1.3881350539206552,
+                      "gandiva-zeus": 1.2613069331908584,
+                      "tiresias-zeus": 1.3404298404849309,
+                      "afs vs oracle": 1.1091924507808284,
+                      "afs": 0.8241849791986868},
+    "alibaba_long": {"prerun_share_max": 0.02484055969186812,
+                     "gandiva": 3.7489733246102097,
+                     "tiresias": 3.729926870884697,
+                     "gandiva-zeus": 3.4464099155271097,
+                     "tiresias-zeus": 3.4152861948726945,
+                     "afs at most": 1.0228549655662627,
+                     "afs vs oracle": 1.0395243754013124},
+    "fig9_gaps": [-0.05155485500420076, -0.03996246322154773, -0.022972589590803394],
+    "fig9_model_error": [-0.06198492628039487,
+                         -0.05507072257478429,
+                         -0.057600976710312723,
+                         0.0019091461892370987,
+                         0.01573469333231947,
+                         0.025713068664379612]}
+
+
+def _pin(name: str, measured, key: str | None = None) -> None:
+    """Assert a regression pin at rel 1e-6; with ``JOULEGYM_UPDATE_PINS=<file>`` append the measured value to that
+    file (JSON lines) instead, to re-pin after a deliberate model change (the commit must say why)."""
+    out = os.environ.get("JOULEGYM_UPDATE_PINS")
+    if out:
+        with open(out, "a") as f:
+            f.write(json.dumps({"name": name, "key": key, "value": measured}) + "\n")
+        return
+    expected = PINS[name] if key is None else PINS[name][key]
+    assert measured == pytest.approx(expected, rel=1e-6), (name, key, measured)
 
 
 def _worst(ratios) -> float:
@@ -103,23 +132,30 @@ def small100_table():
                  freqs=(1020.0, 1140.0, 1260.0, 1380.0, 1530.0))
 
 
-@pytest.mark.parametrize("baseline", [*PAPER_BASELINES, "fifo"])
+# Issue 12 #7 made throughput non-decreasing in frequency: AFS at f_max no longer draws a noisy f_max that is slower
+# than a lower clock, and PowerFlow's curve from eta 0.6 up now ends within 3 % of AFS instead of below it (docs §13).
+AFS_XFAIL = pytest.mark.xfail(strict=True, reason="measured on the monotone-noise model: AFS/PowerFlow JCT ratio "
+                              "0.974 at 84.5 kWh (PowerFlow's eta 0.6 end); the 'at most' factor over AFS is 1.018")
+
+
+@pytest.mark.parametrize("baseline", [*(b for b in PAPER_BASELINES if b != "afs"), "fifo",
+                                      pytest.param("afs", marks=AFS_XFAIL)])
 def test_small100_powerflow_curve_below_every_baseline(small100_table, baseline):
     """From eta = 0.6 up, PowerFlow's interpolated curve is below the baseline's curve (or Zeus point)."""
     ratios = _ratios_from(small100_table, baseline)
     assert ratios, f"{baseline}: no overlap with PowerFlow's eta >= {DEFAULT_ETA} range"
     worst = _worst(ratios)
+    _pin("small100_worst", worst, baseline)
     assert worst > 1.0, f"{baseline}: JCT ratio {worst:.3f} at {min(ratios, key=lambda x: x[1])[0]:.1f} kWh"
-    assert worst == pytest.approx(PINS["small100_worst"][baseline], rel=1e-6)  # regression pin
 
 
 def test_small100_at_most_factors(small100_table):
     """The paper's "at most" factors (max over the overlap, §6.2) exceed 1 for every baseline; the
     non-elastic ones gain far more than AFS (the paper's smallest factor, 1.57x, is AFS's)."""
     imp = improvement(small100_table).set_index("baseline").max_improvement
+    _pin("small100_at_most", imp.to_dict())
     assert (imp[list(PAPER_BASELINES)] > 1.0).all(), imp.to_dict()
     assert imp["afs"] < min(imp[b] for b in PAPER_BASELINES if b != "afs"), imp.to_dict()
-    assert imp.to_dict() == pytest.approx(PINS["small100_at_most"], rel=1e-6)  # regression pin
 
 
 @pytest.mark.xfail(strict=True, reason="measured: at the low-energy end PowerFlow's eta = 0.3 point (80.4 kWh, "
@@ -156,7 +192,7 @@ def test_below_1020_mhz_is_worse_on_both_axes():
         assert freqs[int(np.argmin(energy))] in (960.0, 1020.0), (policy, energy)
         # regression pin: (JCT s, energy J) at 1020 MHz summed over the traces, and the energy-optimal frequency
         measured = (jct[at_1020], energy[at_1020], freqs[int(np.argmin(energy))])
-        assert measured == pytest.approx(PINS["below_1020"][policy], rel=1e-6), (policy, measured)
+        _pin("below_1020", measured, policy)
 
 
 def alibaba_table():
@@ -198,7 +234,7 @@ def test_alibaba_scale_orderings():
     assert ratios and _worst(ratios) > 1.0, ("afs vs oracle", ratios)
     worst["afs vs oracle"] = _worst(ratios)
     worst["afs"] = _worst(_ratios_from(table, "afs"))  # measured, not asserted: AFS wins here (0.79)
-    assert worst == pytest.approx(PINS["alibaba_worst"], rel=1e-6)  # regression pins
+    _pin("alibaba_worst", worst)
 
 
 def alibaba_long_table():
@@ -259,7 +295,7 @@ def test_alibaba_long_jobs_orderings():
     ratios = _ratios_from(table, "afs", reference="powerflow-oracle")
     assert ratios and _worst(ratios) > 1.0, ("afs vs oracle", ratios)
     measured["afs vs oracle"] = _worst(ratios)
-    assert measured == pytest.approx(PINS["alibaba_long"], rel=1e-6)  # regression pins
+    _pin("alibaba_long", measured)
 
 
 # ------------------------------------------------------------------------------------------------ Fig. 9
@@ -308,7 +344,7 @@ def test_fig9_fitted_models_cost_under_2_percent_jct_on_long_jobs():
     gaps = _matched_gap(curves, "powerflow", "powerflow-oracle")
     assert len(gaps) >= 2, curves
     assert max(gaps) < 0.02, gaps
-    assert gaps == pytest.approx(PINS["fig9_gaps"], rel=1e-6)  # regression pins
+    _pin("fig9_gaps", gaps)
 
 
 @pytest.mark.slow
@@ -322,4 +358,4 @@ def test_fig9_model_error_alone_is_small():
     d_jct = fit[:, 1] / true[:, 1] - 1.0
     d_e = fit[:, 0] / true[:, 0] - 1.0
     assert np.all(d_jct < 0.02) and np.all(np.abs(d_e) < 0.03), (d_jct, d_e)
-    assert [*d_jct, *d_e] == pytest.approx(PINS["fig9_model_error"], rel=1e-6)  # regression pins
+    _pin("fig9_model_error", [*d_jct, *d_e])

@@ -131,7 +131,9 @@ def test_reproduce_sensitivity_writes_one_row_per_policy_and_consistent_ratios(t
     assert all(p.stat().st_size > 0 for p in written)
     assert set(table.policy) == {"powerflow", "gandiva", "tiresias", "afs", *ZEUS}
     pf = table[table.policy == "powerflow"].iloc[0]
-    assert pf.how == "interpolated" and pf.energy_kwh == pf.target_energy_kwh
+    # read on PowerFlow's curve, or at its end when the Zeus energy lies within 5 % beyond it (docs §13): since
+    # Gandiva time-slices (issue 12 #1), Gandiva+Zeus spends more and the Zeus mean sits just above eta = 1's energy
+    assert pf.how in ("interpolated", "end") and pf.energy_kwh == pf.target_energy_kwh
     zeus = table[table.policy.isin(ZEUS)]
     assert pf.target_energy_kwh == pytest.approx(zeus.energy_kwh.mean())
     for _, row in table[~table.policy.isin([*ZEUS, "powerflow"])].iterrows():  # read at PowerFlow's energy

@@ -20,9 +20,15 @@ POLICIES = ["powerflow", "powerflow-strict", "powerflow-oracle", "gandiva", "tir
 
 # regression pins (measured with this simulator, not paper numbers)
 MOTIVATING_PINS = {"v100": (545.0057979486171, 616.8443016306537, 293104.971914364, 301053.4928448578),
-                   "a100": (92.56663474469777, 221.76132804100507, 56119.012650750665, 76310.75737231143)}
-PHILLY_PINS = {"fifo": 64619.221442315866, "tiresias": 58696.61287462769, "gandiva": 59944.93919761213,
-               "powerflow": 40835.37916125539}
+                   # issue 12 #7 (noise monotone in f): PowerFlow 92.57 -> 93.20 s and 56,119 -> 57,634 J, Tiresias
+                   # 221.76 -> 221.00 s; PowerFlow still -58 % JCT and -24 % energy against Tiresias
+                   "a100": (93.20275627889953, 221.00024917267694, 57633.52326739295, 76310.75737231146)}
+# issue 12: the trace's ResNet-50 and BERT run as themselves, not as ResNet18 and GPT-2, and every job keeps its A100
+# run time (the trace offers its full 42,816 GPU-hours, load 0.61 on 32 A100), Gandiva time-slices, the truth noise
+# is monotone in f: FIFO 64,619 -> 138,221 s, Tiresias 58,697 -> 107,793 s, Gandiva 59,945 -> 108,829 s, PowerFlow
+# 40,835 -> 87,360 s (still the lowest)
+PHILLY_PINS = {"fifo": 138221.48791165586, "tiresias": 107793.0032352482, "gandiva": 108829.36746923982,
+               "powerflow": 87359.57463397388}
 
 
 def small_trace(seed: int = 0, n: int = 30) -> JobTrace:
@@ -154,7 +160,7 @@ def test_simulate_takes_the_policy_object_and_its_env_config():
 @pytest.mark.parametrize("device", ["v100", "a100"])
 def test_motivating_example_direction(device):
     """§3.1 (2 x A100 in the paper; -21 % JCT, -46 % energy vs Tiresias): the dynamic schedule beats Tiresias on
-    both JCT and energy (no pre-run). Measured: A100 -58 % / -26 %, V100 -12 % / -3 % (direction only)."""
+    both JCT and energy (no pre-run). Measured: A100 -58 % / -24 %, V100 -12 % / -3 % (direction only)."""
     jobs = dl_jobs.motivating_jobs()
     kw = {"cluster": ClusterSpec(1, 2, device), "eta": 1.0, "overhead": "none"}
     tir = simulate(jobs, "tiresias", **kw)
@@ -168,20 +174,37 @@ def test_motivating_example_direction(device):
     assert measured == pytest.approx(MOTIVATING_PINS[device], rel=1e-6)
 
 
-def test_philly_103959_replays_with_the_reference_policies():
-    """PROVENANCE: replay ElasticFlow's real Philly VC 103959 jobs (876, model-labelled) with FIFO, Tiresias
-    and Gandiva — and PowerFlow — through the ``philly-103959`` scenario (4 x 8 A100, the hardware its
-    iteration counts were derived for): every job finishes inside the horizon; PowerFlow has the lowest JCT."""
+def _philly_replay(policies) -> dict[str, float]:
+    """Average JCT (s) of ``policies`` on ElasticFlow's Philly VC 103959 through the ``philly-103959`` scenario
+    (4 x 8 A100, the hardware of its run times; PowerFlow at eta 0.6), every job finishing inside the horizon."""
     from tests.reference_data import ref_file
 
     env = gym.make("joulegym/PowerFlow-philly-103959-v0", trace_path=str(ref_file("elasticflow", "philly_103959.csv")))
     env.reset(seed=0)
     base = env.unwrapped
     assert len(base.sim.jobs) == 876 and base.cluster.device == "a100"
+    assert {"resnet50", "bert"} <= set(base.sim.jobs.model)  # run as themselves (issue 12 #3)
     jct = {}
-    for policy in ("fifo", "tiresias", "gandiva", "powerflow"):
+    for policy in policies:
         r = simulate(base.sim.jobs, policy, cluster=base.cluster, eta=0.6, horizon_s=base.config["horizon_s"])
         assert not r.truncated and r.metrics["jobs_done"] == 876, policy
         jct[policy] = r.avg_jct_s
+    return jct
+
+
+def test_philly_103959_replays_with_the_reference_policies():
+    """PROVENANCE: replay ElasticFlow's real Philly VC 103959 jobs (876, model-labelled) with FIFO and Tiresias
+    and PowerFlow (Gandiva, whose time-slicing takes minutes on the 92 days, in the reproduce test below): every
+    job finishes inside the horizon; PowerFlow has the lowest JCT."""
+    jct = _philly_replay(("fifo", "tiresias", "powerflow"))
+    assert jct["powerflow"] < min(jct["fifo"], jct["tiresias"]), jct
+    assert jct == pytest.approx({k: PHILLY_PINS[k] for k in jct}, rel=1e-6)  # regression pins (not paper numbers)
+
+
+@pytest.mark.reproduce
+def test_philly_103959_replay_with_gandiva():
+    """The same replay with Gandiva (time-slicing every 60 s while oversubscribed: ~14 min on a loaded machine):
+    PowerFlow's JCT is the lowest of FIFO, Tiresias and Gandiva (docs/families/powerflow.md §13)."""
+    jct = _philly_replay(("fifo", "tiresias", "gandiva", "powerflow"))
     assert jct["powerflow"] < min(jct["fifo"], jct["tiresias"], jct["gandiva"]), jct
     assert jct == pytest.approx(PHILLY_PINS, rel=1e-6)  # regression pins (measured, not paper numbers)

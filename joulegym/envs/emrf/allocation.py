@@ -84,30 +84,55 @@ class EMRFSolverError(RuntimeError):
 
 
 # --- validation --------------------------------------------------------------------------------------
-# The domain of the pure functions: capacities and weights within 60 orders of magnitude keep every product of
-# the allocations finite; values outside raise (physical GFLOPS and weights are far inside).
-MAGNITUDE = (1e-30, 1e30)
+# The domain of the pure functions (issue 20 #1: extreme but finite inputs give a correct answer or a ValueError
+# naming the argument). Every public function solves in normalised units: capacities divided by a power of two
+# near their maximum, weights by one near theirs (exact, so results in the ordinary range are bit for bit those of
+# the unscaled formulas), and GFLOPS results multiplied back. What is left to bound is the conditioning: the
+# max/min ratio of the two capacities and of the weights.
+CAPACITY_RANGE = (1e-300, 1e300)  # GFLOPS: normal floats with room for C_cpu + C_gpu and for the rescaling
+MAX_SPREAD = 1e4  # largest max/min ratio of the capacities and of the weights. Measured: HiGHS's lexmaxmin LPs
+#                   (Eqs. (15)-(17), normalised) stay feasible on 3,000 random instances per spread at 1e3 and 1e4,
+#                   and over-use a device by up to 0.2% (or report "unbounded") on 20 of 3,000 at 1e6 and 286 at 1e9
+#                   (its matrix values below 1e-9 are dropped). Wider spreads raise ValueError; physical APUs
+#                   (Table I: 24 / 480) and the paper's weights (2:1:3:4:1) are far inside.
+MAX_TASK_SLICES = 1e6  # Algorithm 1 hands out at most (C_cpu + C_gpu) / task_gflop slices, one heap operation each
+#                       (~1 us): a smaller task_gflop would run for seconds per allocation (issue 13 #11)
 XI_DENORMAL = 1e-300  # a CPU fraction this close to 0 or 1 is taken as exactly 0 or 1
 
 
 def as_instance(capacities, xi_cpu, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated ``(C, xi_cpu, w)`` float arrays, or ``ValueError`` naming the bad field."""
-    low, high = MAGNITUDE
-    c = np.asarray(capacities, dtype=float).ravel()
-    if c.size != 2 or not np.all(np.isfinite(c)) or np.any(c < low) or np.any(c > high):
-        raise ValueError(f"capacities must be two finite numbers in [{low:g}, {high:g}] (C_cpu, C_gpu) in GFLOPS, "
-                         f"got {capacities!r}")
-
-    xi = np.asarray(xi_cpu, dtype=float).ravel()
+    low, high = CAPACITY_RANGE
+    try:
+        c = np.asarray(capacities, dtype=float).ravel()
+    except (TypeError, ValueError):
+        c = np.array([np.nan])
+    if (c.size != 2 or not np.all(np.isfinite(c)) or np.any(c < low) or np.any(c > high)
+            or c.max() / MAX_SPREAD > c.min()):
+        raise ValueError(f"capacities must be two finite numbers in [{low:g}, {high:g}] GFLOPS (C_cpu, C_gpu) within "
+                         f"a factor {MAX_SPREAD:g} of each other, got {capacities!r}")
+    try:
+        xi = np.asarray(xi_cpu, dtype=float).ravel()
+    except (TypeError, ValueError):
+        xi = np.array([np.nan])
     if xi.size == 0 or not np.all(np.isfinite(xi)) or np.any(xi < 0) or np.any(xi > 1):
         raise ValueError(f"xi_cpu must be a non-empty list of CPU fractions in [0, 1], got {xi_cpu!r}")
-    w = np.asarray(weights, dtype=float).ravel()
+    try:
+        w = np.asarray(weights, dtype=float).ravel()
+    except (TypeError, ValueError):
+        w = np.array([np.nan])
     if w.size != xi.size:
         raise ValueError(f"weights must have one entry per user ({xi.size}), got {w.size}")
-    if not np.all(np.isfinite(w)) or np.any(w < low) or np.any(w > high):
-        raise ValueError(f"weights must be finite numbers in [{low:g}, {high:g}], got {weights!r}")
+    if not np.all(np.isfinite(w)) or np.any(w <= 0) or w.max() / MAX_SPREAD > w.min():
+        raise ValueError(f"weights must be finite numbers > 0 within a factor {MAX_SPREAD:g} of each other, "
+                         f"got {weights!r}")
     xi = np.where(xi < XI_DENORMAL, 0.0, np.where(xi > 1.0 - XI_DENORMAL, 1.0, xi))  # denormal splits are 0 / 1
     return c, xi, w
+
+
+def power_of_two_below(value: float) -> float:
+    """The power of two in ``(value / 2, value]``: dividing by it is exact and brings ``value`` into [1, 2)."""
+    return math.ldexp(1.0, math.frexp(value)[1] - 1)
 
 
 def check_eta(eta: float) -> float:
@@ -120,9 +145,14 @@ def check_eta(eta: float) -> float:
     return value
 
 
-def _key(capacities, xi_cpu, weights) -> tuple[float, float, tuple[float, ...], tuple[float, ...]]:
+def _scaled_key(capacities, xi_cpu, weights) -> tuple[float, tuple[float, float, tuple[float, ...], tuple[float, ...]]]:
+    """``(scale, (C_cpu, C_gpu, xi, w))`` in normalised units: capacities / scale (the larger in [1, 2)),
+    weights over a power of two near their maximum (allocations are scale-free in w). GFLOPS results are
+    ``scale`` times those of the normalised instance."""
     c, xi, w = as_instance(capacities, xi_cpu, weights)
-    return float(c[0]), float(c[1]), tuple(xi.tolist()), tuple(w.tolist())
+    scale = power_of_two_below(float(c.max()))
+    w = w / power_of_two_below(float(w.max()))
+    return scale, (float(c[0]) / scale, float(c[1]) / scale, tuple(xi.tolist()), tuple(w.tolist()))
 
 
 # --- the pure-Python core (cached; what the env calls) -------------------------------------------------
@@ -279,6 +309,18 @@ def _highs_lexmaxmin_levels(a: float, b: float, gxi: list[float], gs: list[float
     return [fixed[g] for g in range(n)]
 
 
+def _highs_normalised(solve, a: float, b: float, gxi: list[float], gs: list[float]) -> list[float]:
+    """``solve(a, b, gxi, gs)`` in O(1) units: HiGHS's tolerances are absolute (1e-7 feasibility, matrix values
+    below 1e-9 dropped), so C' and the group shares are divided by powers of two near their maxima (exact) and
+    the levels z = F'/S rescaled (z scales as C'/S)."""
+    top_c, top_s = max(a, b), max(gs)
+    if top_c <= 0.0:
+        return [0.0] * len(gs)
+    kc, ks = power_of_two_below(top_c), power_of_two_below(top_s)
+    levels = solve(a / kc, b / kc, gxi, [s / ks for s in gs])
+    return [z * (kc / ks) for z in levels]
+
+
 @lru_cache(maxsize=CACHE_SIZE)
 def emrf_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float, ...], eta: float,
               tie_break: str = "lexmaxmin", solver: str = "closed-form") -> tuple[tuple[float, ...], float, float]:
@@ -288,10 +330,9 @@ def emrf_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float,
     groups = _groups(xi)
     gxi = [xi[g[0]] for g in groups]
     gs = [sum(share[i] for i in g) for g in groups]
-    if tie_break == "vertex":
-        levels = _highs_vertex_levels(a, b, gxi, gs)
-    elif solver == "highs":
-        levels = _highs_lexmaxmin_levels(a, b, gxi, gs)
+    if tie_break == "vertex" or solver == "highs":
+        levels = _highs_normalised(_highs_vertex_levels if tie_break == "vertex" else _highs_lexmaxmin_levels,
+                                   a, b, gxi, gs)
     else:
         levels = _closed_form_group_levels(a, b, gxi, gs)
         if not all(math.isfinite(z) and z >= 0.0 for z in levels):  # cannot happen for a validated instance
@@ -324,7 +365,8 @@ def delta_bound_from_residual(xi, w, m, total_w: float, a: float, b: float) -> f
 # --- public pure functions (validated, numpy in and out) -------------------------------------------------
 def fair_share(capacities, xi_cpu, weights) -> np.ndarray:
     """Eq. (3): S_i = w_i / (W max{xi_i^cpu/C_cpu, xi_i^gpu/C_gpu}) (progressive filling in the partition)."""
-    return np.array(basics(*_key(capacities, xi_cpu, weights))[1])
+    scale, key = _scaled_key(capacities, xi_cpu, weights)
+    return np.array(basics(*key)[1]) * scale
 
 
 static_partition = fair_share  # the non-sharing partition; F_i = S_i (the SI reference of Eq. (1))
@@ -332,18 +374,22 @@ static_partition = fair_share  # the non-sharing partition; F_i = S_i (the SI re
 
 def dominant_coefficients(capacities, xi_cpu) -> np.ndarray:
     """m_i = max{gamma_i^cpu, gamma_i^gpu}, gamma_i^d = xi_i^d / C_d (Table I, Eq. (5))."""
-    c, xi, _ = as_instance(capacities, xi_cpu, np.ones(np.size(xi_cpu)))
-    return np.maximum(xi / c[0], (1.0 - xi) / c[1])
+    scale, (c_cpu, c_gpu, xi, _) = _scaled_key(capacities, xi_cpu, np.ones(np.size(xi_cpu)))
+    x = np.array(xi)
+    return np.maximum(x / c_cpu, (1.0 - x) / c_gpu) / scale
 
 
 def solo_allocation(capacities, xi_cpu) -> np.ndarray:
     """F_i^solo = 1 / m_i: GFLOPS of each app alone on the whole APU (weighted speedup, erratum E12)."""
-    return 1.0 / dominant_coefficients(capacities, xi_cpu)
+    scale, (c_cpu, c_gpu, xi, _) = _scaled_key(capacities, xi_cpu, np.ones(np.size(xi_cpu)))
+    x = np.array(xi)
+    return scale / np.maximum(x / c_cpu, (1.0 - x) / c_gpu)
 
 
 def drf_allocate(capacities, xi_cpu, weights) -> np.ndarray:
     """Eq. (8): F_i^max = w_i / (D m_i), D = max_d sum_k w_k gamma_k^d / m_k (first device saturates)."""
-    return np.array(basics(*_key(capacities, xi_cpu, weights))[2])
+    scale, key = _scaled_key(capacities, xi_cpu, weights)
+    return np.array(basics(*key)[2]) * scale
 
 
 @lru_cache(maxsize=CACHE_SIZE)
@@ -383,28 +429,30 @@ def drf_progressive_allocate(capacities, xi_cpu, weights) -> np.ndarray:
     saturates, the users needing it stop and the others keep filling until no one can grow. Unlike
     Eq. (8) it is Pareto efficient; under the lexmaxmin tie-break it equals EMRF(eta = 1).
     """
-    return np.array(drf_progressive_core(*_key(capacities, xi_cpu, weights)))
+    scale, key = _scaled_key(capacities, xi_cpu, weights)
+    return np.array(drf_progressive_core(*key)) * scale
 
 
 def sharing_incentive_eta(capacities, xi_cpu, weights) -> float:
     """eta_SI = D / W = S_i / F_i^max (the same for every user): Theorem 2's sufficient knob."""
-    _, _, _, d, total_w = basics(*_key(capacities, xi_cpu, weights))
+    _, _, _, d, total_w = basics(*_scaled_key(capacities, xi_cpu, weights)[1])
     return min(float(d / total_w), 1.0)  # D <= W exactly; clamp the round-off
 
 
 def wfq_allocate(capacities, xi_cpu, weights) -> np.ndarray:
     """§III proportional sharing (erratum E5): F_i = w_i t, t = 1 / max_d(sum_i w_i xi_i^d / C_d)."""
-    c, xi, w = as_instance(capacities, xi_cpu, weights)
-    t = 1.0 / max(float(w @ xi) / c[0], float(w @ (1.0 - xi)) / c[1])
-    return w * t
+    scale, (c_cpu, c_gpu, xi_n, w_n) = _scaled_key(capacities, xi_cpu, weights)
+    xi, w = np.array(xi_n), np.array(w_n)
+    t = 1.0 / max(float(w @ xi) / c_cpu, float(w @ (1.0 - xi)) / c_gpu)
+    return w * t * scale
 
 
 def residual_capacity(capacities, xi_cpu, weights, eta: float) -> np.ndarray:
     """C' = C - eta sum_k F_k^max xi_k (clamped at 0): what the fairness stage leaves (§V-B)."""
     eta = check_eta(eta)
-    c_cpu, c_gpu, xi, w = _key(capacities, xi_cpu, weights)
+    scale, (c_cpu, c_gpu, xi, w) = _scaled_key(capacities, xi_cpu, weights)
     fmax = basics(c_cpu, c_gpu, xi, w)[2]
-    return np.array(residual_core(c_cpu, c_gpu, xi, fmax, eta))
+    return np.array(residual_core(c_cpu, c_gpu, xi, fmax, eta)) * scale
 
 
 def emrf_allocate(capacities, xi_cpu, weights, eta: float, tie_break: str = "lexmaxmin",
@@ -422,7 +470,8 @@ def emrf_allocate(capacities, xi_cpu, weights, eta: float, tie_break: str = "lex
         raise ValueError(f"tie_break={tie_break!r} is not one of {TIE_BREAKS}")
     if solver not in SOLVERS:
         raise ValueError(f"solver={solver!r} is not one of {SOLVERS}")
-    return np.array(emrf_core(*_key(capacities, xi_cpu, weights), eta, tie_break, solver)[0])
+    scale, key = _scaled_key(capacities, xi_cpu, weights)
+    return np.array(emrf_core(*key, eta, tie_break, solver)[0]) * scale
 
 
 @dataclass(frozen=True)
@@ -444,10 +493,10 @@ def emrf_solve(capacities, xi_cpu, weights, eta: float, tie_break: str = "lexmax
                solver: str = "highs") -> EMRFSolution:
     """:func:`emrf_allocate` with its intermediates (S, F^max, C', F', delta)."""
     alloc = emrf_allocate(capacities, xi_cpu, weights, eta, tie_break, solver)
-    key = _key(capacities, xi_cpu, weights)
+    scale, key = _scaled_key(capacities, xi_cpu, weights)
     eta = float(eta)
     _, share, fmax, _, _ = basics(*key)
-    share, fmax = np.array(share), np.array(fmax)
+    share, fmax = np.array(share) * scale, np.array(fmax) * scale
     return EMRFSolution(
         allocation=alloc, fairness_stage=eta * fmax, efficiency_stage=alloc - eta * fmax, fair_share=share,
         drf=fmax, residual=residual_capacity(capacities, xi_cpu, weights, eta),
@@ -459,7 +508,7 @@ def delta_bound(capacities, xi_cpu, weights, eta: float) -> float:
 
     The paper's typeset form gives 0.28125 on Example 1 (eta = 0.5); this form gives its printed 1.125.
     """
-    return delta_bound_core(*_key(capacities, xi_cpu, weights), check_eta(eta))
+    return delta_bound_core(*_scaled_key(capacities, xi_cpu, weights)[1], check_eta(eta))  # dimensionless
 
 
 @lru_cache(maxsize=CACHE_SIZE)
@@ -498,18 +547,25 @@ def algorithm1_allocate(capacities, xi_cpu, omega, task_gflop: float, strict_sto
     saturating a device this tends to the fluid limit F = omega t* the env uses by default, except that
     users who need no saturated device keep receiving slices (skip-and-continue).
     """
-    c, xi, _ = as_instance(capacities, xi_cpu, np.ones(np.size(xi_cpu)))
-    w = np.asarray(omega, dtype=float).ravel()
-    if w.size != xi.size or not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError(f"omega must be one finite number >= 0 per user ({xi.size}), got {omega!r}")
+    scale, (c_cpu, c_gpu, xi, _) = _scaled_key(capacities, xi_cpu, np.ones(np.size(xi_cpu)))
+    try:
+        w = np.asarray(omega, dtype=float).ravel()
+    except (TypeError, ValueError):
+        w = np.array([np.nan])
+    if w.size != len(xi) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"omega must be one finite number >= 0 per user ({len(xi)}), got {omega!r}")
+    if w.max() > 0:
+        w = w / power_of_two_below(float(w.max()))  # exact; keeps F_i / omega_i finite for denormal omega
     try:
         task = float(task_gflop)
     except (TypeError, ValueError):
         task = math.nan
-    if not (math.isfinite(task) and task > 0):
-        raise ValueError(f"task_gflop must be a finite number > 0 (GFLOPS per kernel slice), got {task_gflop!r}")
-    return np.array(algorithm1_fill_core(float(c[0]), float(c[1]), tuple(xi.tolist()), tuple(w.tolist()), task,
-                                         bool(strict_stop)))
+    if not (math.isfinite(task) and task > 0) or (c_cpu + c_gpu) * scale > MAX_TASK_SLICES * task:
+        raise ValueError(f"task_gflop must be a finite number > 0 GFLOPS per kernel slice and at least "
+                         f"(C_cpu + C_gpu) / {MAX_TASK_SLICES:g} (at most {MAX_TASK_SLICES:g} slices per allocation), "
+                         f"got {task_gflop!r}")
+    fill = algorithm1_fill_core(c_cpu, c_gpu, xi, tuple(w.tolist()), task / scale, bool(strict_stop))
+    return np.array(fill) * scale
 
 
 def soft_fairness_degree(allocation, fair_shares) -> float:

@@ -105,13 +105,16 @@ from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.devices import get_device
 from joulegym.envs.emrf.allocation import (
+    MAX_SPREAD,
     SOLVERS,
     TIE_BREAKS,
     algorithm1_fill_core,
+    as_instance,
     basics,
     delta_bound_from_residual,
     drf_progressive_core,
     emrf_core,
+    power_of_two_below,
     residual_core,
 )
 from joulegym.envs.emrf.simulator import EMRFSimulator, UserSpec
@@ -128,6 +131,21 @@ RANDOM_KEYS = ("n_users", "apps", "weights", "xi_jitter", "job_sigma", "arrival_
 FLOOR_LAMBDA = 50.0  # λ of the floor preset (docs/families/emrf.md, assumption A10)
 SCALARIZED_BETA = 0.5  # β of the scalarized preset
 DERIVED_CACHE_SIZE = 4096  # distinct (active set, xi_hat, w, eta) kept per env
+# Issue 13 #12: a hypothesis-drawn EMRFKnob-v0 config ran > 60 s for 60 steps (solo_seconds=1e-6 with 256 slots
+# and task_gflop=1; also job_sigma=5, arrival_rate=1e6 with window_s=3600). A window costs about
+# (events in it + 1) x (slots + Alg. 1 slices per allocation) Python operations (~1 us each); the config is
+# checked for this implied work (joulegym choices, measured with that fuzzer: default configs imply < 100).
+MAX_WINDOW_WORK = 2e5  # implied operations per window (~0.2 s); more raises ValueError naming the keys
+MAX_TASK_SLICES = 1e5  # Alg. 1 slices per allocation ((C_cpu + C_gpu) / task_gflop), ~0.1 s per allocation; the
+#                       docs test of Alg. 1 (M1, task_gflop = 0.01) needs 50,400
+# Size bounds from the fuzz findings (solo_seconds=1e308 made job sizes inf and the observation NaN; knob_levels=1e308
+# overflowed Discrete): job sizes stay finite after the lognormal factor (<= e^(sigma^2/2) ~ 3e5 at sigma = 5) and
+# the time integrals; eta finer than 0.001 is no use to a knob (joulegym choices).
+MAX_SOLO_SECONDS = 1e9  # s (~32 years alone on the APU)
+MAX_JOB_GFLOP = 1e200  # GFLOP per job
+MAX_KNOB_LEVELS = 1001  # knob_discrete levels (steps of 0.001)
+ENVY_NUMPY_FROM = 12  # users from which the numpy envy count beats the Python one (measured: Python 27 us at 8
+#                      users, 87 us at 16; numpy ~40-60 us flat up to 64, where Python takes 1.1 ms)
 TINY_WEIGHT = 1e-100  # a Box action whose largest weight is below this is rescaled by it first (denormals)
 
 
@@ -193,10 +211,61 @@ class ReferenceAllocations(Mapping):
         return len(REFERENCE_KEYS)
 
 
+def _envy_count(xi: tuple[float, ...], f: tuple[float, ...]) -> int:
+    """Envious pairs (Eq. (2), mu of Eq. (19) in min-form; erratum E10) in plain Python, O(N^2) divisions.
+
+    User a envies b if min_d (F_b xi_b^d) / xi_a^d > F_a (1 + 1e-9) + 1e-9 over the devices a uses; the
+    vectors F_b xi_b^d are formed once (the divisions are the same as in the pairwise form, so are the counts).
+    """
+    cpu = [fb * xb for fb, xb in zip(f, xi)]
+    gpu = [fb * (1 - xb) for fb, xb in zip(f, xi)]
+    ef = 0
+    for a, (xa, fa) in enumerate(zip(xi, f)):
+        thr = fa * (1 + 1e-9) + 1e-9
+        if xa <= 0:  # a uses only the GPU
+            ga = 1 - xa
+            hits = [b for b, g in enumerate(gpu) if g / ga > thr]
+        elif xa >= 1:  # only the CPU
+            hits = [b for b, c in enumerate(cpu) if c / xa > thr]
+        else:
+            ga = 1 - xa
+            hits = [b for b, (c, g) in enumerate(zip(cpu, gpu)) if c / xa > thr and g / ga > thr]
+        ef += len(hits) - (a in hits)  # a never envies itself (F_a xi_a / xi_a = F_a up to an ulp)
+    return ef
+
+
+class _EnvyArrays:
+    """The per-instance arrays of the vectorised envy count (numpy, for many users; same divisions, same count)."""
+
+    __slots__ = ("gpu_frac", "n", "uses_cpu", "uses_gpu", "xi")
+
+    def __init__(self, xi: tuple[float, ...]) -> None:
+        n = self.n = len(xi)
+        self.xi = np.array(xi)
+        self.gpu_frac = 1 - self.xi
+        self.uses_cpu = np.broadcast_to((self.xi > 0)[:, None], (n, n))
+        self.uses_gpu = np.broadcast_to((self.xi < 1)[:, None], (n, n))
+
+    def count(self, f: tuple[float, ...]) -> int:
+        n = self.n
+        fv = np.array(f)
+        via_cpu = np.full((n, n), np.inf)  # [a, b]: what a would get from b's CPU share (inf: a needs no CPU)
+        via_gpu = np.full((n, n), np.inf)
+        with np.errstate(over="ignore"):  # a tiny xi overflows to inf, as Python's float division does
+            np.divide(np.broadcast_to(fv * self.xi, (n, n)), self.xi[:, None], out=via_cpu, where=self.uses_cpu)
+            np.divide(np.broadcast_to(fv * self.gpu_frac, (n, n)), self.gpu_frac[:, None], out=via_gpu,
+                      where=self.uses_gpu)
+        np.minimum(via_cpu, via_gpu, out=via_cpu)
+        envy = via_cpu > (fv * (1 + 1e-9) + 1e-9)[:, None]
+        np.fill_diagonal(envy, False)
+        return int(np.count_nonzero(envy))
+
+
 class _Derived:
     """Everything the env derives from one (active set, xi_hat, weights, eta_target): cached per key."""
 
-    __slots__ = ("bound", "diag", "fmax", "inst", "m", "norm", "refs", "share", "slot_static", "total_w")
+    __slots__ = ("_envy", "bound", "diag", "fmax", "inst", "m", "norm", "refs", "share", "slot_static", "total_w",
+                 "vector_rows")
 
     def __init__(self, env: EMRFEnv, active: tuple[int, ...], inst) -> None:
         self.inst = inst
@@ -225,6 +294,13 @@ class _Derived:
         self.slot_static = [[1.0, x, wk / self.total_w, s / ctot, f / ctot, 1.0 / mk / ctot]
                             for x, wk, s, f, mk in zip(xi, w, self.share, self.fmax, self.m)]
         self.diag: BoundedCache[tuple[int, int]] = BoundedCache(DERIVED_CACHE_SIZE)
+        self._envy: _EnvyArrays | None = None
+        self.vector_rows: tuple | None = None  # per-slot padded copies for the batched env (vector.py), lazily
+
+    def envy_arrays(self) -> _EnvyArrays:
+        if self._envy is None:
+            self._envy = _EnvyArrays(self.inst[2])
+        return self._envy
 
 
 def _default_apps() -> list[dict]:
@@ -436,6 +512,15 @@ class EMRFEnv(JoulegymEnv):
             raise ValueError("apps must list at least one user (or set random for a random mix)")
         if len(self._fixed_users) > self.max_users:
             raise ValueError(f"apps lists {len(self._fixed_users)} users but max_users={self.max_users}")
+        weights = self._config_weights()
+        if max(weights) / MAX_SPREAD > min(weights):
+            field = "random.weights" if cfg["random"] is not None else "apps[].weight"
+            raise ValueError(f"{field} must lie within a factor {MAX_SPREAD:g} of each other (the EMRF allocators' "
+                             f"domain, allocation.MAX_SPREAD), got {weights!r}")
+        self._check_implied_work()
+        # weights enter the allocations only as ratios: dividing them by a power of two near the largest one is
+        # exact and keeps W m_i (Eq. (3)) from underflowing at extreme magnitudes (issue 20 #1)
+        self._weight_unit = power_of_two_below(max(weights))
         self.sim = EMRFSimulator(self.capacities, self.max_users, cfg["window_s"], self.horizon,
                                  xi_noise=cfg["xi_noise"], admit_at_window=cfg["admit_at_window"])
         n = self.max_users
@@ -455,6 +540,9 @@ class EMRFEnv(JoulegymEnv):
             cfg["eta_choices"] = check_unit_interval_list("eta_choices", cfg["eta_choices"])
         cfg["window_s"] = check_number("window_s", cfg["window_s"], *WINDOW_S_RANGE)
         cfg["solo_seconds"] = check_positive("solo_seconds", cfg["solo_seconds"])
+        if cfg["solo_seconds"] > MAX_SOLO_SECONDS:
+            raise ValueError(f"solo_seconds must be a finite number > 0 and <= {MAX_SOLO_SECONDS:g} s, "
+                             f"got {cfg['solo_seconds']!r}")
         cfg["xi_noise"] = check_positive("xi_noise", cfg["xi_noise"], allow_zero=True)
         if cfg["task_gflop"] is not None:
             cfg["task_gflop"] = check_positive("task_gflop", cfg["task_gflop"])
@@ -464,13 +552,14 @@ class EMRFEnv(JoulegymEnv):
             cfg["phase_delta"] = check_unit_interval("phase_delta", cfg["phase_delta"])
         cfg["horizon"] = check_int("horizon", cfg["horizon"], 1)
         cfg["max_users"] = check_int("max_users", cfg["max_users"], 1, MAX_USERS_LIMIT)
-        cfg["knob_levels"] = check_int("knob_levels", cfg["knob_levels"], 2)
+        cfg["knob_levels"] = check_int("knob_levels", cfg["knob_levels"], 2, MAX_KNOB_LEVELS)
         if cfg["capacities"] is not None:
             caps = cfg["capacities"]
             ok = isinstance(caps, list | tuple) and len(caps) == 2
             if not ok or not all(isinstance(c, int | float) and not isinstance(c, bool) and math.isfinite(c) and c > 0
                                  for c in caps):
                 raise ValueError(f"capacities must be None or two finite numbers > 0 [C_cpu, C_gpu], got {caps!r}")
+            as_instance(caps, [0.5], [1.0])  # the allocators' domain: magnitude and spread (names capacities)
         if not isinstance(cfg["apps"], list | tuple):
             raise ValueError(f"apps must be a list of user dicts, got {cfg['apps']!r}")
         if cfg["random"] is not None:
@@ -488,8 +577,11 @@ class EMRFEnv(JoulegymEnv):
         apps = spec.get("apps", ())
         if not isinstance(apps, list | tuple) or (("apps" in spec) and not apps):
             raise ValueError(f"random.apps must be a non-empty list of Rodinia app names, got {apps!r}")
-        for app in apps:
-            rodinia_app(app)
+        for k, app in enumerate(apps):
+            try:
+                rodinia_app(app)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"random.apps[{k}]: {err}") from None
         weights = spec.get("weights", [1.0])
         if not isinstance(weights, list | tuple) or not weights:
             raise ValueError(f"random.weights must be a non-empty list of numbers > 0, got {weights!r}")
@@ -504,14 +596,19 @@ class EMRFEnv(JoulegymEnv):
         app = check_keys(f"apps[{index}]", app, APP_KEYS)
         if app.get("app") is None and app.get("xi_cpu") is None:
             raise ValueError(f"apps[{index}] needs 'app' (a Rodinia name) or 'xi_cpu'")
-        entry = rodinia_app(app["app"]) if app.get("app") is not None else None
+        try:
+            entry = rodinia_app(app["app"]) if app.get("app") is not None else None
+        except ValueError as err:
+            raise ValueError(f"apps[{index}].app: {err}") from None
         xi = app.get("xi_cpu")
         xi = entry.xi_cpu if xi is None else check_unit_interval(f"apps[{index}].xi_cpu", xi)
         co_run = 0.0 < xi < 1.0
         weight = check_positive(f"apps[{index}].weight", app.get("weight", 1.0))
         size = app.get("job_gflop")
         size = (default_job_gflop(xi, self._capacities(), self.config["solo_seconds"]) if size is None
-                else check_positive(f"apps[{index}].job_gflop", size))
+                else check_number(f"apps[{index}].job_gflop", size, 0.0, MAX_JOB_GFLOP))
+        if size <= 0:
+            raise ValueError(f"apps[{index}].job_gflop must be a finite number in (0, {MAX_JOB_GFLOP:g}], got {size!r}")
         jobs = app.get("jobs")
         if jobs is not None:
             jobs = check_int(f"apps[{index}].jobs", jobs, 1)
@@ -544,18 +641,55 @@ class EMRFEnv(JoulegymEnv):
         ``max_users (w_max / w_min) C_tot / min_d C_d`` (F_i <= C_tot, m_i <= 1 / min_d C_d, W/w_i <=
         max_users w_max / w_min, W/min w >= 1), the declared lower bound.
         """
-        cfg = self.config
-        if cfg["random"] is not None:
-            weights = [float(w) for w in cfg["random"].get("weights", [1.0])]
-        else:
-            weights = [u.weight for u in self._fixed_users]
+        weights = self._config_weights()
         spread = max(weights) / min(weights)
         low = -self.max_users * spread * self.c_tot / min(self.capacities)
         efficiency, soft, floor = self.reward_parts
         parts = (efficiency, RewardPart(soft.name, low, soft.high, soft.description), floor)
         return RewardSpec(parts, self.reward_presets)
 
+    def _check_implied_work(self) -> None:
+        """Fail fast on configs whose windows would take seconds (issue 13 #12; constants at the module top).
+
+        Events per window per user: job completions, at most ``window_s`` over the median job's solo time
+        (a user never runs faster than alone; lognormal sizes have median ``mean exp(-sigma^2 / 2)``), plus
+        Poisson job arrivals ``arrival_rate window_s``.
+        """
+        cfg = self.config
+        window = cfg["window_s"]
+        if cfg["random"] is not None:
+            spec = cfg["random"]
+            sigma, rate = float(spec.get("job_sigma", 0.0)), float(spec.get("arrival_rate", 0.0))
+            per_user = [window / (cfg["solo_seconds"] * math.exp(-0.5 * sigma * sigma)) + rate * window]
+            users = int(spec.get("n_users", [2, 8])[1])
+        else:
+            per_user = []
+            for u in self._fixed_users:
+                solo_s = u.job_gflop * max(u.xi_cpu / self.capacities[0], (1.0 - u.xi_cpu) / self.capacities[1])
+                per_user.append(window / (solo_s * math.exp(-0.5 * u.job_sigma ** 2)) + u.arrival_rate * window)
+            users = len(self._fixed_users)
+        slices = 0.0
+        if cfg["task_gflop"] is not None:
+            slices = self.c_tot / cfg["task_gflop"]
+            if slices > MAX_TASK_SLICES:
+                raise ValueError(f"task_gflop must be at least (C_cpu + C_gpu) / {MAX_TASK_SLICES:g} = "
+                                 f"{self.c_tot / MAX_TASK_SLICES:g} GFLOP (at most {MAX_TASK_SLICES:g} Alg. 1 slices "
+                                 f"per allocation), got {cfg['task_gflop']!r}")
+        events = users * max(per_user)
+        work = (events + 1.0) * (self.max_users + slices)
+        if work > MAX_WINDOW_WORK:
+            raise ValueError(
+                f"the config implies about {events:.3g} events per window x {self.max_users + slices:.3g} operations "
+                f"each = {work:.3g} > {MAX_WINDOW_WORK:g} (MAX_WINDOW_WORK, ~0.2 s per step): lower window_s, "
+                "max_users, arrival_rate or job_sigma, or raise solo_seconds / job_gflop / task_gflop")
+
     # --- instance helpers ---------------------------------------------------------------------------
+    def _config_weights(self) -> list[float]:
+        """Every weight a user of this config can have (the random mix's list, or the fixed users')."""
+        if self.config["random"] is not None:
+            return [float(w) for w in self.config["random"].get("weights", [1.0])]
+        return [u.weight for u in self._fixed_users]
+
     def _draw_users(self) -> list[UserSpec]:
         spec = self.config["random"]
         if spec is None:
@@ -585,20 +719,28 @@ class EMRFEnv(JoulegymEnv):
         if inst is None:
             sim = self.sim
             xi = self._xi_view
-            inst = self._inst_cache[active] = (self.capacities[0], self.capacities[1],
-                                               tuple(xi[i] for i in active), tuple(sim.weight[i] for i in active))
+            unit = self._weight_unit
+            inst = self._inst_cache[active] = (self.capacities[0], self.capacities[1], tuple(xi[i] for i in active),
+                                               tuple(sim.weight[i] / unit for i in active))
         return inst
 
     def _new_view(self) -> None:
         """The decision inputs changed (window end / reset): snapshot xi_hat, drop the per-window caches."""
         self._xi_view = list(self.sim.xi_hat)
         self._inst_cache: dict[tuple[int, ...], tuple] = {}
+        self._derived_window: dict[tuple[int, ...], _Derived] = {}
         self._active_cache: tuple[int, ...] | None = None
 
     def _derived(self, active: tuple[int, ...]) -> _Derived:
-        inst = self._instance(active)
-        key = (active, inst[2], inst[3], self.eta_target)
-        return self._derived_cache.get_or_compute(key, lambda: _Derived(self, active, inst))
+        # per window the instance of an active set is fixed (_instance's cache), and so is eta_target: a plain
+        # dict lookup first, the bounded content-keyed cache across windows second
+        derived = self._derived_window.get(active)
+        if derived is None:
+            inst = self._instance(active)
+            key = (active, inst[2], inst[3], self.eta_target)
+            derived = self._derived_window[active] = self._derived_cache.get_or_compute(
+                key, lambda: _Derived(self, active, inst))
+        return derived
 
     def _active_slots(self) -> tuple[int, ...]:
         """Active slots at the current decision point (cached until the next window)."""
@@ -800,13 +942,15 @@ class EMRFEnv(JoulegymEnv):
         delta_norm_bound = 0.0
         if active:
             d = self._derived(active)
+            remaining, size = sim.remaining, sim.current_size
+            last_alloc, last_ratio = self._last_alloc, self._last_ratio
             for k, i in enumerate(active):
                 base = i * SLOT_FEATURES
                 feats[base:base + 6] = d.slot_static[k]
-                feats[base + 6] = sim.remaining[i] / sim.current_size[i]
+                feats[base + 6] = remaining[i] / size[i]
                 feats[base + 7] = sim.jobs_left_fraction(i)
-                feats[base + 8] = self._last_alloc[i] / ctot
-                feats[base + 9] = self._last_ratio[i]
+                feats[base + 8] = last_alloc[i] / ctot
+                feats[base + 9] = last_ratio[i]
             delta_norm_bound = d.bound / d.norm
         for i in range(n):  # present users without work keep their identity features
             if sim.users[i] is not None and sim.present[i] and i not in active:
@@ -815,15 +959,20 @@ class EMRFEnv(JoulegymEnv):
         feats[g:] = [self.eta_target, delta_norm_bound, self._last_util[0], self._last_util[1],
                      self.capacities[0] / ctot, len(active) / n, min(sim.windows / self.horizon, 1.0)]
         obs = np.array(feats, dtype=np.float32)
-        np.clip(obs, 0.0, 1.0, out=obs)
+        np.maximum(obs, 0.0, out=obs)  # the ufuncs directly: np.clip's dispatch costs more than the clipping
+        np.minimum(obs, 1.0, out=obs)
         return obs
 
     def scheduler_inputs(self) -> dict[str, Any]:
         """Exact inputs of the reference algorithms for the current window (tuples per slot)."""
         sim = self.sim
-        active = self._active_slots()
-        mask = tuple(i in active for i in range(self.max_users))
-        return {"capacities": self.capacities, "xi_cpu": tuple(self._xi_view), "weights": tuple(sim.weight),
+        mask = [False] * self.max_users
+        for i in self._active_slots():
+            mask[i] = True
+        mask = tuple(mask)
+        unit = self._weight_unit  # the weights as the env's allocations use them (ratios unchanged)
+        return {"capacities": self.capacities, "xi_cpu": tuple(self._xi_view),
+                "weights": tuple(w / unit for w in sim.weight),
                 "active": mask, "eta": self.eta_target, "tie_break": self.config["tie_break"],
                 "lp_solver": self.config["lp_solver"],
                 "action_mode": self.action_mode, "knob_levels": self.config["knob_levels"]}
@@ -846,14 +995,7 @@ class EMRFEnv(JoulegymEnv):
             return cached
         share, xi = d.share, d.inst[2]
         si = sum(1 for fk, s in zip(f, share) if fk < s * (1 - 1e-9))
-        ef = 0
-        for a, (xa, fa) in enumerate(zip(xi, f)):
-            for b, (xb, fb) in enumerate(zip(xi, f)):
-                if a == b:
-                    continue
-                got = min(fb * xb / xa if xa > 0 else math.inf, fb * (1 - xb) / (1 - xa) if xa < 1 else math.inf)
-                if got > fa * (1 + 1e-9) + 1e-9:
-                    ef += 1
+        ef = _envy_count(xi, f) if len(f) < ENVY_NUMPY_FROM else d.envy_arrays().count(f)
         return d.diag.put(f, (si, ef))
 
     def _extra_info(self) -> dict[str, Any]:

@@ -66,6 +66,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 EPS_WORK = 1e-9  # relative remaining work below which a job counts as finished (fp round-off)
+MAX_SEGMENTS = 100_000  # events in one window: beyond this the window would run for seconds; raise instead of hanging
+#                        (the env bounds the implied events at config time, issue 13 #12; this catches the rest)
 QUEUE_NORM = 4.0  # open-loop users: queue feature = min(queued jobs / 4, 1) (joulegym choice, observation only)
 
 
@@ -374,6 +376,9 @@ class EMRFSimulator:
                 gpu_window += done * (1.0 - xi[i])
             self.time = now = now + dt
             result.segments.append((dt, active, rates))
+            if len(result.segments) > MAX_SEGMENTS:
+                raise RuntimeError(f"more than MAX_SEGMENTS={MAX_SEGMENTS} events in one window of {self.window_s} s "
+                                   "(job completions and arrivals): use larger jobs, fewer arrivals or shorter windows")
             departures = len(result.departures)
             for i in active:
                 if remaining[i] <= EPS_WORK * self.current_size[i]:

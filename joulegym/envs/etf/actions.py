@@ -83,6 +83,13 @@ class _LevelAction(ActionType):
     def has_mask(self) -> bool:
         return True
 
+    def mask(self) -> np.ndarray:
+        """All ones (a copy of one array: a fresh object per step, as Gymnasium's checker asks, without np.ones)."""
+        mask = getattr(self, "_all_levels", None)
+        if mask is None:
+            mask = self._all_levels = np.ones(int(self.space.n), dtype=bool)
+        return mask.copy()
+
     def decode(self, action: Any) -> int:
         return validated_discrete_action(action, self.space)
 

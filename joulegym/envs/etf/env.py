@@ -29,13 +29,14 @@ Starting state      the scenario's apps present at epoch 0 (a random mix, a rand
                     are drawn from the seed)
 Termination         a dynamic scenario whose apps have all left with none to come (never in ``dvfs``)
 Truncation          after ``horizon`` epochs (default 60)
-Info                ``phi``; ``scheduler_inputs`` (Algorithm 1's exact inputs per slot: ``active``,
-                    ``weights``, ``power_w``, ``demand_units``, ``guarantee_units``, ``action_floor_units``,
-                    ``T_units``, ``phi``, ``nominal_phi``, ``frequency_mhz``); ``slot_apps`` (who held each
-                    slot during the epoch, e.g. ``"A2 mobilenetv2@726.75MHz"``); the epoch's
-                    ``allocation_units``, ``app_time_s``, ``app_energy_j``, ``app_inferences`` per slot (zeros
-                    at reset); ``dvfs``: ``tenant_frequency_mhz``; and the core's ``reward_parts``,
-                    ``repaired``, ``action_mask`` (``phi``/``dvfs``) and ``metrics`` (last step)
+Info                lean (the default): the core's ``reward_parts``, ``repaired``, ``action_mask`` (``phi``/``dvfs``)
+                    and ``metrics`` (last step). ``info_level="full"`` adds ``phi``; ``scheduler_inputs`` (Algorithm
+                    1's exact inputs per slot: ``active``, ``weights``, ``power_w``, ``demand_units``,
+                    ``guarantee_units``, ``action_floor_units``, ``T_units``, ``phi``, ``nominal_phi``,
+                    ``frequency_mhz``); ``slot_apps`` (who held each slot during the epoch, e.g. ``"A2
+                    mobilenetv2@726.75MHz"``); the epoch's ``allocation_units``, ``app_time_s``, ``app_energy_j``,
+                    ``app_inferences`` per slot (zeros at reset); ``dvfs``: ``tenant_frequency_mhz``
+Vector env          every id's ``vector_entry_point`` is :class:`joulegym.envs.etf.vector.ETFVectorEnv` (batched)
 ==================  =========================================================================================
 
 Observation, per slot (``max_apps`` slots x 9): 0 active; 1 ``w_i / W``; 2 ``P_i / max P``; 3
@@ -44,7 +45,7 @@ and ``guarantee_mode``); 5 the weighted-EF share ``(w_i/P_i) / sum_k(w_k/P_k)``;
 7 last epoch's weighted energy over the max of the active apps; 8 the current occupant's cumulative
 weighted energy over the sum of the active apps. Globals: phi, t/H, N_active/N_max, last F_T, last F_E,
 log10(P_max/P_min). Every input of Algorithm 1 is there, so the ETF policy is a function of the
-observation; ``info["scheduler_inputs"]`` carries the same inputs at full precision.
+observation; ``info["scheduler_inputs"]`` (``info_level="full"``) carries the same inputs at full precision.
 
 Version history (``-v0`` throughout): the three kinds became one class with ``action_mode``; the reward
 knobs ``beta`` and ``energy_penalty`` gave way to ``reward_weights``; ``info["reward_vector"]``,
@@ -93,6 +94,9 @@ GUARANTEE_MODES = ("project", "none")
 REWARD_WINDOWS = ("epoch", "cumulative")
 SCHEDULERS = {"etf": None, "tf": 1.0, "ef": 0.0}  # the dvfs mode's fixed scheduler -> its phi (None: the env's)
 MAX_APPS_LIMIT = 256  # slots; bounds the observation and the per-epoch work (fail fast, not a minutes-long hang)
+# Our bound (not the paper's): phi in steps of 1e-4 is finer than any operator knob, and the action space and its
+# mask hold one entry per level (a huge count overflowed Discrete or allocated gigabytes at reset).
+PHI_LEVELS_LIMIT = 10_001
 MIX_KEYS = tuple(n for n in inspect.signature(random_mix).parameters if n not in ("rng", "device", "horizon",
                                                                                     "max_apps"))
 # Keys that only one or two action modes read: set on another mode they raise (a scenario's own value is
@@ -202,7 +206,7 @@ class ETFEnv(JoulegymEnv):
         cfg["T_units"] = check_int("T_units", cfg["T_units"], 1)
         cfg["horizon"] = check_int("horizon", cfg["horizon"], 1)
         cfg["max_apps"] = check_int("max_apps", cfg["max_apps"], 1, MAX_APPS_LIMIT)
-        cfg["phi_levels"] = check_int("phi_levels", cfg["phi_levels"], 2)
+        cfg["phi_levels"] = check_int("phi_levels", cfg["phi_levels"], 2, PHI_LEVELS_LIMIT)
         cfg["unit_s"] = check_positive("unit_s", cfg["unit_s"])
         cfg["epoch_s"] = check_positive("epoch_s", cfg["epoch_s"])
         check_choice("guarantee_mode", cfg["guarantee_mode"], GUARANTEE_MODES)
@@ -246,8 +250,12 @@ class ETFEnv(JoulegymEnv):
         cfg = self.config
         if cfg["mix"] is not None:
             cfg["mix"] = check_keys("mix", cfg["mix"], MIX_KEYS)
-            for model in cfg["mix"].get("models", ()):
-                self.device.profile(model)
+            models = cfg["mix"].get("models", ())
+            for k, model in enumerate(models if isinstance(models, list | tuple) else [models]):
+                try:
+                    self.device.profile(model)
+                except ValueError as error:
+                    raise ValueError(f"mix.models[{k}]={model!r}: {error}") from None
             for key in ("arrival_rate", "mean_lifetime"):
                 if key in cfg["mix"]:
                     cfg["mix"][key] = check_positive(f"mix.{key}", cfg["mix"][key])
@@ -291,7 +299,11 @@ class ETFEnv(JoulegymEnv):
             cfg["app_frequencies_mhz"] = checked
         fixed = [InferenceApp.from_config(a) for a in entries]
         for k, app in enumerate(fixed):
-            app.service_time_and_power(self.device)  # an unknown model or frequency fails here
+            try:
+                app.service_time_and_power(self.device)  # an unknown model or frequency fails here
+            except ValueError as error:
+                raise ValueError(f"apps[{k}] (model={app.model!r}, frequency_mhz={app.frequency_mhz!r}): "
+                                 f"{error}") from None
             if app.arrival >= cfg["horizon"]:
                 raise ValueError(f"apps[{k}].arrival={app.arrival} is at or after the horizon ({cfg['horizon']} "
                                  "epochs): the app would never run")
@@ -386,6 +398,17 @@ class ETFEnv(JoulegymEnv):
                 seen.append(label)
         self._refresh_phi()
 
+    def _refresh_frequency(self) -> None:
+        """The tenant changed its GPU level: what :meth:`_refresh_membership` recomputes, less what depends on who
+        holds the slots (occupants, their zeroed features and labels: unchanged, the labels name configured
+        frequencies)."""
+        sim = self.sim
+        self._membership_key = (tuple(sim.active), tuple(sim.weight), tuple(sim.power_w), tuple(sim.demand_units))
+        self._set_static, self.ef_level, self._disparity = self._set_cache.get_or_compute(self._membership_key,
+                                                                                          self._set_features)
+        self._frequencies = tuple(sim.frequency_mhz)
+        self._refresh_phi()
+
     def _refresh_phi(self) -> None:
         """The active set or phi changed: Algorithm 1's guarantee, the features and the scheduler inputs."""
         key = (self._membership_key, self.phi)
@@ -470,7 +493,7 @@ class ETFEnv(JoulegymEnv):
             if decision != self.level:
                 self.level = decision
                 self.sim.set_frequency(self.tenant_slot, self.levels_mhz[decision])
-                self._refresh_membership()
+                self._refresh_frequency()
             units = self._algorithm1(self.scheduler_phi)
         result, f_t, f_e = self._apply_epoch(units)
         if mode == "dvfs":
@@ -552,6 +575,13 @@ class ETFEnv(JoulegymEnv):
         return np.array(flat, dtype=np.float32)
 
     def _extra_info(self) -> dict[str, Any]:
+        """Lean per-step info: nothing beyond the core's keys. The observation carries every input of Algorithm 1
+        (the reference policies decode it), the reward parts carry the epoch's fairness; the rest is
+        :meth:`_diagnostic_info` (``info_level="full"``)."""
+        return {}
+
+    def _diagnostic_info(self) -> dict[str, Any]:
+        """``info_level="full"``: phi, Algorithm 1's exact inputs, the slot occupants and the epoch per slot."""
         result = self._last_result
         info: dict[str, Any] = {"phi": self.phi, "scheduler_inputs": dict(self._scheduler_inputs)}
         if result is None:  # at reset: the same keys, nothing allocated yet
@@ -567,6 +597,11 @@ class ETFEnv(JoulegymEnv):
         if self.action_mode == "dvfs":
             info["tenant_frequency_mhz"] = self.levels_mhz[self.level]
         return info
+
+    @property
+    def scheduler_inputs(self) -> dict[str, Any]:
+        """Algorithm 1's exact inputs now (what ``info["scheduler_inputs"]`` holds with ``info_level="full"``)."""
+        return dict(self._scheduler_inputs)
 
     def metrics(self) -> dict[str, Any]:
         """F_T, F_E, F_S and Jain over the run so far (per-app rates), totals per app (paper §6.1)."""

@@ -11,7 +11,7 @@ kept in running accumulators (no recomputation over the history in a step).
 
 The per-slot state is kept in plain Python lists: with at most a handful of slots, list arithmetic
 is several times faster than numpy's per-call overhead, and this loop is an RL inner loop
-(``benchmarks/bench_envs.py``). No Gymnasium here; it follows :class:`joulegym.core.simulator.Simulator`:
+(``benchmarks/harness.py``). No Gymnasium here; it follows :class:`joulegym.core.simulator.Simulator`:
 ``reset(apps)``, ``apply(units)``, ``advance()``, ``view()``, ``metrics()``, ``done``, ``truncated``.
 """
 
@@ -52,6 +52,9 @@ class ETFSimulator:
     def __init__(self, device: Device, *, max_apps: int, T_units: int, unit_s: float, epoch_s: float,
                  horizon: int) -> None:
         rounds = epoch_s / (T_units * unit_s)
+        if not math.isfinite(rounds):  # a subnormal unit_s or a huge epoch_s: no whole number of intervals
+            raise ValueError(f"epoch_s / (T_units * unit_s) must be a finite whole number of intervals, got "
+                             f"epoch_s={epoch_s}, unit_s={unit_s}, T_units={T_units}")
         if abs(rounds - round(rounds)) > 1e-9 or round(rounds) < 1:
             raise ValueError(
                 f"epoch_s must be a whole number (>= 1) of intervals T_units*unit_s = {T_units * unit_s} s, "
@@ -99,6 +102,7 @@ class ETFSimulator:
         self.app_epochs = [0] * m
         self.app_weight = [a.weight for a in self.apps]
         self.app_params = [a.service_time_and_power(self.device) for a in self.apps]
+        self._frequency_cache: dict[tuple[int, float], tuple[float, float, float]] = {}
         self.history: list[tuple[tuple[int, ...], tuple[float, ...]]] = []  # (units, power_w) per epoch
         self._arrivals = sorted(range(m), key=lambda k: (self.apps[k].arrival, k))
         self._next_arrival = 0
@@ -144,6 +148,12 @@ class ETFSimulator:
             self._occupy(self.active.index(False), k)
             self._next_arrival += 1
             changed = True
+        # The next epoch at which anything can change: advance() skips the scan until then.
+        upcoming = [self.apps[self._arrivals[self._next_arrival]].arrival] if self._next_arrival < len(
+            self._arrivals) else []
+        upcoming += [d for slot, k in enumerate(self.slot_app) if k >= 0
+                     and (d := self.apps[k].departure) is not None]
+        self._next_event = min(upcoming, default=math.inf)
         return changed
 
     def _occupy(self, slot: int, app_index: int) -> None:
@@ -168,12 +178,14 @@ class ETFSimulator:
         """Per-app DVFS: move the occupant of ``slot`` to another level (the ``dvfs`` action mode)."""
         if not self.active[slot]:
             raise ValueError(f"slot {slot} is not active")
-        app = self.apps[self.slot_app[slot]]
-        service_s, power_w = self.tenant_profile(app, frequency_mhz)
+        key = (self.slot_app[slot], frequency_mhz)
+        state = self._frequency_cache.get(key)
+        if state is None:  # the profile lookups once per app and level and episode (a tenant revisits levels)
+            app = self.apps[key[0]]
+            service_s, power_w = self.tenant_profile(app, frequency_mhz)
+            state = self._frequency_cache[key] = (service_s, power_w, self.demand_for(app, service_s))
         self.frequency_mhz[slot] = frequency_mhz
-        self.service_s[slot] = service_s
-        self.power_w[slot] = power_w
-        self.demand_units[slot] = self.demand_for(app, service_s)
+        self.service_s[slot], self.power_w[slot], self.demand_units[slot] = state
 
     def tenant_profile(self, app: InferenceApp, frequency_mhz: float) -> tuple[float, float]:
         """``(service s, W)`` of ``app`` at another level; a power override scales the whole curve."""
@@ -221,43 +233,15 @@ class ETFSimulator:
     def advance(self) -> bool:
         """Move to the next epoch; True if the active set changed."""
         self.epoch += 1
+        if self.epoch < self._next_event:
+            return False
         return self._update_membership()
 
     # --- results -------------------------------------------------------------------------------
     def metrics(self) -> dict[str, float | tuple[float, ...]]:
-        """The paper's metrics over the run so far (paper §6.1), over every app present so far.
-
-        Time and energy are normalised by weight and by the number of epochs each app was present,
-        so that apps with different lifetimes (Fig. 9, random mix) are compared as rates; for the
-        static scenarios this is exactly the paper's F_T / F_E over the whole run. Jain's index of
-        the same normalised values is an extra. Per-app totals (index = app in the scenario's list)
-        are tuples.
-        """
-        time_rate, energy_rate = [], []
-        for time_s, energy_j, epochs, weight in zip(self.app_time_s, self.app_energy_j, self.app_epochs,
-                                                    self.app_weight):
-            if epochs:
-                inv = 1.0 / (epochs * weight)
-                time_rate.append(time_s * inv)
-                energy_rate.append(energy_j * inv)
-        f_t, f_e = min_max(time_rate), min_max(energy_rate)
-        total_energy = sum(self.app_energy_j)
-        elapsed = max(self.epoch, 1) * self.epoch_s
-        return {
-            "time_fairness": f_t,
-            "energy_fairness": f_e,
-            "system_fairness": min(f_t, f_e),
-            "jain_time": jain(time_rate),
-            "jain_energy": jain(energy_rate),
-            "total_energy_j": total_energy,
-            "gpu_utilisation": sum(self.app_time_s) / elapsed,
-            # Per-app tuples, not arrays: their length is the episode's app count, which varies across
-            # the sub-envs of a vector env (random mix); Gymnasium's vector info merge stacks same-named
-            # arrays and fails on unequal shapes, while tuples become an object array.
-            "app_time_s": tuple(self.app_time_s),
-            "app_energy_j": tuple(self.app_energy_j),
-            "app_inferences": tuple(self.app_inferences),
-        }
+        """The paper's metrics over the run so far (paper §6.1): :func:`run_metrics` of the accumulators."""
+        return run_metrics(self.app_time_s, self.app_energy_j, self.app_inferences, self.app_epochs,
+                           self.app_weight, self.epoch, self.epoch_s)
 
     def history_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(units, time_s, energy_j)`` per epoch x slot, for plots."""
@@ -268,3 +252,39 @@ class ETFSimulator:
         power = np.array([h[1] for h in self.history])
         time_s = units * self._seconds_per_unit
         return units, time_s, time_s * power
+
+
+def run_metrics(app_time_s: Sequence[float], app_energy_j: Sequence[float], app_inferences: Sequence[float],
+                app_epochs: Sequence[int], app_weight: Sequence[float], epoch: int,
+                epoch_s: float) -> dict[str, float | tuple[float, ...]]:
+    """The paper's metrics over a run so far (paper §6.1), over every app present so far (index = app).
+
+    Time and energy are normalised by weight and by the number of epochs each app was present, so that apps
+    with different lifetimes (Fig. 9, random mix) are compared as rates; for the static scenarios this is
+    exactly the paper's F_T / F_E over the whole run. Jain's index of the same normalised values is an extra.
+    Per-app totals are tuples. One function for the single env and the batched vector env (the same bits).
+    """
+    time_rate, energy_rate = [], []
+    for time_s, energy_j, epochs, weight in zip(app_time_s, app_energy_j, app_epochs, app_weight):
+        if epochs:
+            inv = 1.0 / (epochs * weight)
+            time_rate.append(time_s * inv)
+            energy_rate.append(energy_j * inv)
+    f_t, f_e = min_max(time_rate), min_max(energy_rate)
+    total_energy = sum(app_energy_j)
+    elapsed = max(epoch, 1) * epoch_s
+    return {
+        "time_fairness": f_t,
+        "energy_fairness": f_e,
+        "system_fairness": min(f_t, f_e),
+        "jain_time": jain(time_rate),
+        "jain_energy": jain(energy_rate),
+        "total_energy_j": total_energy,
+        "gpu_utilisation": sum(app_time_s) / elapsed,
+        # Per-app tuples, not arrays: their length is the episode's app count, which varies across the
+        # sub-envs of a vector env (random mix); Gymnasium's vector info merge stacks same-named arrays and
+        # fails on unequal shapes, while tuples become an object array.
+        "app_time_s": tuple(app_time_s),
+        "app_energy_j": tuple(app_energy_j),
+        "app_inferences": tuple(app_inferences),
+    }

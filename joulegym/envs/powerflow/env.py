@@ -34,7 +34,8 @@ Decode and repair (docs §10): clip every slot to its mask, halve the largest al
 cluster's are asked for, then the simulator's ``power_constraint`` (``"repair"``, the default: lower every job's f
 one level while the true job power exceeds PL (1 + 1e-3), at f_min halve the latest arrival; ``"penalty"``: no
 repair, the ``power_violation`` part; ``"none"``) and placement (``"packed"``: buddy blocks with migration; a
-non-elastic baseline's own ``"first-fit"`` / ``"affinity"``); any change sets ``info["repaired"]``.
+non-elastic baseline's own ``"first-fit"`` / ``"affinity"`` / ``"affinity-migrate"``); any change sets
+``info["repaired"]``.
 
 Config keys: every :class:`~joulegym.envs.powerflow.simulator.SimConfig` setting (``eta``, ``predictor``,
 ``profiling``, ``prerun_s``, ``profile_s``, ``overhead``, ``flat_overhead_s``, ``truth_noise``, ``placement``,
@@ -100,6 +101,12 @@ TRACE_KINDS = ("gavel", "alibaba", "motivating", "file")
 MAX_JOBS = 200_000  # jobs of a generated trace and slots K (a 10x margin over the largest public traces used here)
 TRACE_KEYS = ("kind", "num_jobs", "duration_scale", "mean_interarrival_s", "size_multiplier", "rho", "span_s", "hint")
 N_CAP = 64  # largest per-job allocation the alloc action can express (docs §10)
+# Size bounds (issue 13 #11, fuzz findings P2-P5): far above every scenario (the largest is 16 x 8), small enough
+# that the per-GPU tables and the observation stay in memory. Our choice, not the paper's.
+MAX_GPUS = 65_536  # nodes x gpus_per_node
+MAX_GPUS_PER_NODE = 1024
+MAX_DURATION_SCALE = 1e6  # trace.duration_scale: x1e6 of a 60,000 s Gavel job is already ~1,900 years
+P_MAX_RANGE_W = (1.0, 10_000.0)  # p_max_w: per-GPU training power of any real accelerator lies well inside
 SCALING_NS = (2, 4, 8, 16, 32, 64)
 SIM_SETTINGS = tuple(SimConfig.__dataclass_fields__)  # every simulator setting is a config key (eta included)
 EVENTS = ("arrival", "completion", "profiling")
@@ -143,10 +150,12 @@ class PowerFlowEnv(JoulegymEnv):
     def _configure(self) -> None:
         c = self.config
         check_choice("device", c["device"], ("v100", "a100"))
-        nodes = check_int("nodes", c["nodes"], 1)
-        gpn = check_int("gpus_per_node", c["gpus_per_node"], 1)
+        nodes = check_int("nodes", c["nodes"], 1, MAX_GPUS)
+        gpn = check_int("gpus_per_node", c["gpus_per_node"], 1, MAX_GPUS_PER_NODE)
         if gpn & (gpn - 1):
             raise ValueError(f"gpus_per_node must be a power of two >= 1, got {c['gpus_per_node']!r}")
+        if nodes * gpn > MAX_GPUS:
+            raise ValueError(f"nodes x gpus_per_node must be at most {MAX_GPUS} GPUs, got {nodes} x {gpn}")
         eta = check_number("eta", check_positive("eta", c["eta"]), 0.0, 1.0)
         check_choice("power_constraint", c["power_constraint"], POWER_MODES)
         check_choice("placement", c["placement"], PLACEMENTS)
@@ -157,10 +166,13 @@ class PowerFlowEnv(JoulegymEnv):
             check_bool(key, c[key])
         for key in ("prerun_s", "profile_s", "flat_overhead_s", "truth_noise"):
             check_positive(key, c[key], allow_zero=True)
-        for key in ("horizon_s", "idle_tick_s"):
-            check_positive(key, c[key])
+        check_positive("idle_tick_s", c["idle_tick_s"])
+        if c["horizon_s"] != math.inf or isinstance(c["horizon_s"], bool):  # inf: until every job is done
+            check_positive("horizon_s", c["horizon_s"])
         if c["p_max_w"] is not None:
-            check_positive("p_max_w", c["p_max_w"])
+            check_number("p_max_w", c["p_max_w"], *P_MAX_RANGE_W)
+        if c["switch_overhead_s"] is not None:
+            check_positive("switch_overhead_s", c["switch_overhead_s"], allow_zero=True)
         self.K = check_int("max_slots", c["max_slots"], 1, MAX_JOBS)
         check_int("max_steps", c["max_steps"], 1)
         self._check_trace(c)
@@ -195,6 +207,8 @@ class PowerFlowEnv(JoulegymEnv):
         for key in ("duration_scale", "mean_interarrival_s", "rho", "span_s"):
             if key in trace:
                 check_positive(f"trace.{key}", trace[key])
+        if "duration_scale" in trace:
+            check_number("trace.duration_scale", trace["duration_scale"], 0.0, MAX_DURATION_SCALE)
         check_choice("trace_format", c["trace_format"], ("auto", *FORMATS))
         if kind == "file":
             path = c["trace_path"]
@@ -210,7 +224,8 @@ class PowerFlowEnv(JoulegymEnv):
 
     def _reward_spec(self) -> RewardSpec:
         # the jct part is bounded: at most every job is active for the whole horizon
-        low = -float(math.ceil(self.config["horizon_s"] / 3600.0))
+        horizon = self.config["horizon_s"]
+        low = -math.inf if math.isinf(horizon) else -float(math.ceil(horizon / 3600.0))
         parts = (RewardPart("jct", low, 0.0, self.reward_parts[0].description), *self.reward_parts[1:])
         return RewardSpec(parts, self.reward_presets)
 
@@ -532,7 +547,8 @@ def simulate(trace: Any, policy: Any = "powerflow", *, cluster: ClusterSpec | tu
     elif isinstance(cluster, tuple):
         cluster = ClusterSpec(*cluster)
     jobs = _as_jobs(trace, cluster.device, seed, cluster.gpus_per_node)
-    config = {"power_constraint": "none"}  # SimConfig's default: a standalone run is unconstrained
+    # a standalone run is unconstrained and runs until every job is done (issue 12 #5); horizon_s= truncates, loudly
+    config = {"power_constraint": "none", "horizon_s": math.inf}
     config.update({k: v for k, v in env_config_for(policy, settings).items() if k in SIM_SETTINGS})
     config.update(nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node, device=cluster.device, eta=eta,
                   action_mode="request", max_steps=SIMULATE_MAX_STEPS)

@@ -33,8 +33,9 @@ restarting) never move, and a job that finds no aligned block around them is hal
 flagged as a repair). Schedulers see a pinned job's *planned* power (its predicted draw once running, the
 profiling mean while it profiles), not its idle draw while it restarts.
 The non-elastic baselines place jobs of any size without migration: ``"first-fit"`` (Tiresias:
-consolidated, else spread, :func:`~.cluster.first_fit_place`) or ``"affinity"`` (Gandiva: nodes hosting jobs of
-the same size first, else first-fit, :func:`~.cluster.affinity_place`).
+consolidated, else spread, :func:`~.cluster.first_fit_place`), ``"affinity"`` (nodes hosting jobs of the same
+size first, else first-fit, :func:`~.cluster.affinity_place`) or ``"affinity-migrate"`` (Gandiva: the same, plus
+migration of spread jobs to one node, :func:`~.cluster.affinity_migrate_place`).
 
 Energy scope (paper §2.1, docs §5): GPU energy only = busy (training) + profiling (online profiling
 windows) + overhead (GPUs held during reconfiguration, at ``P_idle``) + idle (free GPUs on powered
@@ -66,6 +67,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -76,6 +78,7 @@ import simpy
 
 from joulegym.envs.powerflow.cluster import (
     ClusterSpec,
+    affinity_migrate_place,
     affinity_place,
     buddy_place,
     first_fit_place,
@@ -90,9 +93,11 @@ FUTURE, PRERUN, READY, DONE = 0, 1, 2, 3
 EV_ARRIVAL, EV_COMPLETION, EV_PROFILING = 0, 1, 2  # last decision-event type (observation one-hot)
 OVERHEAD_MODES = ("elasticflow", "flat", "none")
 PREDICTORS = ("fitted", "oracle")
-NON_MIGRATING = {"first-fit": first_fit_place, "affinity": affinity_place}  # jobs of any size, not aligned blocks
+# jobs of any size, not aligned blocks (placed GPU by GPU); "affinity-migrate" also migrates (Gandiva)
+NON_MIGRATING = {"first-fit": first_fit_place, "affinity": affinity_place, "affinity-migrate": affinity_migrate_place}
 PLACEMENTS = ("packed", "packed-sticky", *NON_MIGRATING)
 POWER_CONSTRAINTS = ("none", "repair")
+TRUTH_NOISE_MAX = 1.0  # sigma of the truth noise: factors e^(+-1) at one sigma already dwarf the model [A]
 
 
 def overhead_s(mode: str, n: int, flat_s: float = 30.0) -> float:
@@ -123,6 +128,9 @@ class SimConfig:
     record_timeline: bool = True
     profile_scope: str = "model"  # "model": a (model, BS, n) profiled once serves later jobs; "job": per job
     pin_overhead: bool = True  # a job in its reconfiguration (checkpoint-restart) cannot be resized again
+    # a scheduler's own cost per (re)start, suspend/resume or migration, replacing ``overhead`` (None: the
+    # ``overhead`` model); set by a policy's env_config (Gandiva's in-process suspend/resume, 2 s)
+    switch_overhead_s: float | None = None
 
     def validate(self) -> None:
         if not (isinstance(self.eta, (int, float)) and math.isfinite(self.eta) and 0 < self.eta <= 1):
@@ -136,16 +144,23 @@ class SimConfig:
         for name in ("prerun_s", "profile_s", "flat_overhead_s", "truth_noise"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not self.truth_noise <= TRUTH_NOISE_MAX:  # the lognormal factor would swamp the model (and the fit)
+            raise ValueError(f"truth_noise must be in [0, {TRUTH_NOISE_MAX}] (a lognormal sigma), got "
+                             f"{self.truth_noise!r}")
+        if self.switch_overhead_s is not None and not (isinstance(self.switch_overhead_s, (int, float))
+                                                       and 0 <= self.switch_overhead_s < math.inf):
+            raise ValueError(f"switch_overhead_s must be None or a finite number >= 0, got {self.switch_overhead_s!r}")
         if not self.horizon_s > 0 or not self.idle_tick_s > 0:
             raise ValueError("horizon_s and idle_tick_s must be > 0")
 
 
 @lru_cache(maxsize=8)
 def catalog_p_max(device: str = "v100") -> float:
-    """P_max (paper §5.2, docs §5): mean per-GPU power at (n = 1, f_max) over the Table 1 (model, BS) pool."""
+    """P_max (paper §5.2, docs §5): mean per-GPU power at (n = 1, f_max) over the Table 1 (model, BS) pool
+    (``dm.MODEL_NAMES``: the trace-only models ResNet-50 and BERT are not in the paper's pool)."""
     hw = dm.hardware(device)
     vals = [float(dm.power_w(dm.perf_params(m, device), hw, bs, 1, hw.fmax_ghz))
-            for m, spec in dm.CATALOG.items() for bs in spec.bs_pool]
+            for m in dm.MODEL_NAMES for bs in dm.CATALOG[m].bs_pool]
     return float(np.mean(vals))
 
 
@@ -204,11 +219,10 @@ class _Profiles:
         return tab
 
     def _rows(self, params: dm.PerfParams, model: str, bs: int, n: int, r: int, multi: bool, noisy: bool):
-        t, tg, ts = dm.components(params, bs / n, n, r, multi, self.f)
+        t, tg, ts = dm.components(params, bs / n, n, r, multi, self.f, self.gpn)
         e = dm.energy_from_components(params, bs / n, n, self.f, t, tg, ts)
-        if noisy and self.noise > 0:
-            fac = dm.noise_factors(model, bs, [n], len(self.f), self.noise)[0]
-            t, e = t * fac[:, 0], e * fac[:, 1]
+        if noisy and self.noise > 0:  # monotone in f (issue 12 #7)
+            t, e = dm.apply_truth_noise(t, e, dm.noise_factors(model, bs, [n], len(self.f), self.noise)[0])
         return np.asarray(t, dtype=float), np.asarray(e, dtype=float)
 
     def true(self, model: str, bs: int, n: int, r: int | None = None, multi: bool | None = None):
@@ -359,6 +373,7 @@ class PowerFlowSim:
         self.steps = 0
         self.truncated = False
         self.repaired = False
+        self._cap_enforced = False  # the last repair held the power budget: checked while time passes
         self.max_completion_residual = 0.0
         prerun = self.cfg.prerun_s if self.cfg.profiling else 0.0
         self._arrive = np.asarray(self.jobs.submit_s, dtype=float)
@@ -537,15 +552,10 @@ class PowerFlowSim:
         if total > self.G:
             raise ValueError(f"allocation of {total} GPUs exceeds the cluster's {self.G}")
         if self.cfg.power_constraint == "repair":
-            target = self._repair_power(target, pinned)
-        sizes = {j: k for j, (k, _) in target.items()}
-        previous = {j: self.gpus[j] for j in sizes if self.gpus[j]}
-        place = NON_MIGRATING.get(self.cfg.placement)
-        if place is not None:
-            placed = place(sizes, previous, self.G, self.gpn)
+            target, placed = self._repair_power(target, pinned)
         else:
-            placed = buddy_place(sizes, previous, self.G, frozenset(pinned), compact=self.cfg.placement == "packed",
-                                 gpn=self.gpn)
+            placed = self._place({j: k for j, (k, _) in target.items()}, pinned)
+        sizes = {j: k for j, (k, _) in target.items()}
         changed = []
         for j in ready.tolist():
             new = placed.get(j, ())
@@ -559,7 +569,9 @@ class PowerFlowSim:
                 self.shape[j] = placement_shape(new, self.gpn)
                 self.n[j] = k
                 if k > 0:
-                    self.overhead_until[j] = self.now + overhead_s(self.cfg.overhead, k, self.cfg.flat_overhead_s)
+                    switch = self.cfg.switch_overhead_s
+                    self.overhead_until[j] = self.now + (overhead_s(self.cfg.overhead, k, self.cfg.flat_overhead_s)
+                                                         if switch is None else switch)
                     # a fresh placement interrupts any profiling window (only pinned jobs keep theirs)
                     self.profile_until[j] = 0.0
                     if self.needs_profiling(j, k):
@@ -581,7 +593,23 @@ class PowerFlowSim:
         self.steps += 1
         self._refresh_power(changed, placement=True)
 
-    def _steady_power(self, j: int, k: int, f: int, pinned: set[int]) -> float:
+    def _place(self, sizes: dict[int, int], pinned: set[int]) -> dict[int, tuple[int, ...]]:
+        """The GPUs each job of ``sizes`` gets under ``cfg.placement`` (a pure function of the current holdings)."""
+        previous = {j: self.gpus[j] for j in sizes if self.gpus[j]}
+        if self.cfg.placement == "affinity-migrate":  # pinned jobs (restarting) are never migrated
+            return affinity_migrate_place(sizes, previous, self.G, self.gpn, frozenset(pinned))
+        place = NON_MIGRATING.get(self.cfg.placement)
+        if place is not None:
+            return place(sizes, previous, self.G, self.gpn)
+        return buddy_place(sizes, previous, self.G, frozenset(pinned), compact=self.cfg.placement == "packed",
+                           gpn=self.gpn)
+
+    def _steady_power(self, j: int, f: int, gpus: tuple[int, ...], pinned: set[int]) -> float:
+        """True power of job ``j`` at level ``f`` on ``gpus`` as placed (its shape: GPUs per node, spanning nodes
+        or not), once its overhead is over: the profiling-window mean when it profiles."""
+        k = len(gpus)
+        if k == 0:
+            return 0.0
         model, bs = self.jobs.model[j], int(self.jobs.batch_size[j])
         if j in pinned:  # profiling (maybe still in its overhead) or restarting: its power once running
             r, multi = self.shape[j]
@@ -589,23 +617,29 @@ class PowerFlowSim:
                 return self.prof.profiling_means(model, bs, k, r, multi)[1]
             t, e = self.prof.true(model, bs, k, r, multi)
             return float(e[f] / t[f])
+        r, multi = placement_shape(gpus, self.gpn)
         if self.needs_profiling(j, k):
-            return self.prof.profiling_means(model, bs, k, min(k, self.gpn), k > self.gpn)[1]
-        t, e = self.prof.true(model, bs, k)
+            return self.prof.profiling_means(model, bs, k, r, multi)[1]
+        t, e = self.prof.true(model, bs, k, r, multi)
         return float(e[f] / t[f])
 
-    def _repair_power(self, target: dict[int, tuple[int, int]], pinned: set[int]) -> dict[int, tuple[int, int]]:
+    def _repair_power(self, target: dict[int, tuple[int, int]],
+                      pinned: set[int]) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[int, ...]]]:
         """``power_constraint="repair"`` (docs §10): lower every running job's f one level while the true job power
         exceeds the limit (1e-3 slack); at f_min halve the latest arrival's GPUs, de-allocating it at one GPU
         (de-allocating at once, the first reading, starves a job whose profiling window at n GPUs alone exceeds
-        the budget; docs §9)."""
+        the budget; docs §9). Jobs are priced as the placement actually puts them (issue 13 #2: ``"affinity"``
+        spreads a job over nodes, which the former packed pricing missed, so the held power broke the budget);
+        the placement is recomputed whenever the sizes change. Returns the repaired target and its placement."""
         target = dict(target)
         limit = self.power_limit * (1 + 1e-3)
+        placed = self._place({j: k for j, (k, _) in target.items()}, pinned)
 
         def total() -> float:
-            return sum(self._steady_power(j, k, f, pinned) for j, (k, f) in target.items())
+            return sum(self._steady_power(j, f, placed.get(j, ()), pinned) for j, (_, f) in target.items())
 
         self.repaired = False
+        self._cap_enforced = True
         while target and total() > limit:
             self.repaired = True
             movable = [j for j, (k, f) in target.items() if j not in pinned and f > 0]
@@ -615,7 +649,8 @@ class PowerFlowSim:
                     target[j] = (k, f - 1)
                 continue
             free = [j for j in target if j not in pinned]
-            if not free:
+            if not free:  # pinned jobs alone exceed the budget (a budget below their draw): nothing to repair
+                self._cap_enforced = False
                 break
             latest = max(free, key=lambda j: (self._arrive[j], j))
             k, f = target[latest]
@@ -623,7 +658,8 @@ class PowerFlowSim:
                 target[latest] = (k // 2, f)
             else:
                 del target[latest]
-        return target
+            placed = self._place({j: k for j, (k, _) in target.items()}, pinned)
+        return target, placed
 
     # ------------------------------------------------------------------------------------------ time
     def _arm(self, j: int) -> None:
@@ -694,6 +730,11 @@ class PowerFlowSim:
         in_system = self._ai - self.done_count
         self.jct_integral += in_system * dt
         self.violation_ws += max(0.0, self._job_power_total - self.power_limit) * dt
+        if self._cap_enforced and self._job_power_total > self.power_limit * (1 + 1e-3) + 1e-6:
+            # the power budget is an invariant under repair (issue 13 #2): held power above it is a simulator bug
+            raise RuntimeError(f"power budget broken under power_constraint='repair': {self._job_power_total:.3f} W "
+                               f"held over {dt:.3f} s against a limit of {self.power_limit:.3f} W "
+                               f"at t={self.now:.3f} s")
         self.max_job_power = max(self.max_job_power, self._job_power_total)  # power held for dt > 0 only
         self.now = t
 
@@ -708,11 +749,19 @@ class PowerFlowSim:
             if self.env.peek() > self.cfg.horizon_s:
                 self._integrate(self.cfg.horizon_s)
                 self.truncated = True
+                self._warn_truncated()
                 return False
             self._decided = False
             self.env.step()
             if self._decided:
                 return not self.finished  # the last completion leaves nothing to decide
+
+    def _warn_truncated(self) -> None:
+        """Truncation is loud (issue 12 #5): the average JCT then counts only the finished jobs."""
+        warnings.warn(f"PowerFlow simulation truncated at horizon_s={self.cfg.horizon_s:g} s "
+                      f"({self.cfg.horizon_s / 86400:.3g} days): {self.done_count} of {len(self.jobs)} jobs finished; "
+                      f"avg_jct_s counts only those (metrics jobs_counted / jobs_total). Raise horizon_s (or leave "
+                      f"simulate()'s default, which runs until every job is done).", RuntimeWarning, stacklevel=3)
 
     def _process_events(self, t: float) -> bool:
         decision = False
@@ -822,7 +871,9 @@ class PowerFlowSim:
         out = {
             "avg_jct_s": float(jct.mean()) if jct.size else 0.0,
             "jobs_done": float(done.sum()),
+            "jobs_counted": float(jct.size),  # the jobs avg_jct_s averages over (all of them unless truncated)
             "jobs_total": float(J),
+            "truncated": float(self.truncated),
             "total_energy_j": total_e,
             "makespan_s": float(np.nanmax(self.finish)) if done.any() else 0.0,
             "now_s": float(self.now),

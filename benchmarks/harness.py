@@ -1,0 +1,615 @@
+"""The one benchmark harness: steps per CPU second of every registered kind next to a no-op env, the vector envs,
+and the cost-growth curves; Markdown + CSV tables and a plot (issue 14).
+
+Method (every figure):
+
+- CPU time (``time.process_time``), one process, ``OMP_NUM_THREADS=1``;
+- every env is made with ``gym.make`` (checker and order-enforcing wrappers included) and stepped by one loop
+  (reset on episode end, the policy's decision included); the no-op env (:class:`NoOpEnv`, made and stepped
+  the same way) is measured *interleaved*: before every repeat of every measurement;
+- ratio = no-op steps/s / env steps/s of the same repeat (lower is better; compare ratios across machines,
+  not raw numbers); reported: the median over ``--repeats``.
+
+Tables:
+
+1. ``kinds``: the base id of every registered kind, ``PowerFlow-tiny-v0`` (the PowerFlow target), and the
+   real-trace ids given their data (``trace_path`` from ``../shared/reference-data``; skipped with a note
+   otherwise), each with random actions (masked) and with its reference policy: the family's own algorithm
+   where it drives the kind (PowerFlow: ``powerflow-strict``, as ``bench_powerflow.py``), else the first
+   applicable reference policy; a policy's ``env_config`` is applied.
+2. ``episodes``: CPU seconds per whole episode where the issue sets a target (Tiresias and PowerFlow on the
+   Philly 24 h trace), given the data.
+3. ``vector``: ``SyncVectorEnv`` of 4 ``ETF-v0`` envs against 4 single-env steps (a fixed action: the env's cost
+   alone), and every kind with a batched ``vector_entry_point`` at ``N`` = 256: aggregate steps/s with random
+   actions, beside the no-op's steps/s.
+4. ``growth``: cost against problem size (:data:`GROWTH`: PowerFlow time per episode vs jobs and vs GPUs, EMRF us
+   per step vs users; a new family adds its curve with :func:`register_growth`).
+
+Usage::
+
+    python benchmarks/harness.py                    # everything, writes benchmarks/results/
+    python benchmarks/harness.py --readme           # ... and rewrites the README's performance table
+    python benchmarks/harness.py --family etf --no-growth
+    python benchmarks/harness.py --quick --ids joulegym/ETF-v0 --growth none --out /tmp/bench   # smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as the targets are stated
+
+import gymnasium as gym
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import joulegym  # noqa: E402
+from joulegym import baselines  # noqa: E402
+from joulegym.core import family as registry  # noqa: E402
+from joulegym.core.policy import env_config_for  # noqa: E402
+from joulegym.core.rollout import rollout  # noqa: E402
+
+NOOP_ID = "joulegym-bench/NoOp-v0"
+DEFAULT_OUT = ROOT / "benchmarks" / "results"
+README = ROOT / "README.md"
+README_START = "<!-- harness:performance-table:start -->"
+README_END = "<!-- harness:performance-table:end -->"
+EXTRA_IDS = ("joulegym/PowerFlow-tiny-v0",)  # the PowerFlow target of issue 14 (the base id is a whole cluster)
+REFERENCE_POLICY = {"powerflow": "powerflow-strict"}  # bench_powerflow.py's reference, so their figures agree
+EPISODE_TARGETS = (("joulegym/PowerFlow-philly-24h-v0", "tiresias"), ("joulegym/PowerFlow-philly-24h-v0", "powerflow"))
+BATCHED_N = 256
+SYNC_N = 4
+
+
+# --- the no-op reference and the step loop ---------------------------------------------------------------------
+class NoOpEnv(gym.Env):
+    """The trivial reference: a one-float observation, a two-action space, nothing simulated."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (1,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, dtype=np.float32), 0.0, False, False, {}
+
+
+def ensure_noop() -> None:
+    if NOOP_ID not in gym.registry:
+        gym.register(NOOP_ID, entry_point=NoOpEnv, max_episode_steps=1000)
+
+
+class FixedActionPolicy:
+    """Repeats one valid action (the first unmasked one for discrete spaces): the env's cost alone."""
+
+    name = "fixed-action"
+    privileged = False
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        space = env.action_space
+        self._env = env
+        if isinstance(space, gym.spaces.Box):
+            self._action = ((space.low + space.high) / 2).astype(space.dtype)
+        else:
+            self._action = None
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        if self._action is not None:
+            return self._action
+        mask = info.get("action_mask")
+        space = self._env.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return int(np.flatnonzero(mask)[0]) if mask is not None else 0
+        return np.zeros(space.shape, dtype=np.int64)
+
+
+def steps_per_second(env: gym.Env, steps: int, policy: Any, seed: int = 0) -> float:
+    """Steps per CPU second over whole episodes (at least ``steps`` steps) of ``policy`` (bench_*.py use it)."""
+    done, episode = 0, 0
+    start = time.process_time()
+    while done < steps:
+        done += rollout(env, policy, seed + episode).length
+        episode += 1
+    return done / max(time.process_time() - start, 1e-9)
+
+
+class Stepper:
+    """Steps ``env`` with ``policy`` in chunks, keeping its episode across chunks (reset on every episode end), and
+    adds up the CPU time: chunks of two steppers can alternate, so both see the same machine load."""
+
+    def __init__(self, env: gym.Env, policy: Any, seed: int = 0) -> None:
+        self.env, self.policy, self.seed, self.episode = env, policy, seed, 0
+        self.obs, self.info = env.reset(seed=seed)
+        policy.reset(env, seed=seed)
+        self.steps, self.cpu_s = 0, 0.0
+
+    def run(self, steps: int) -> None:
+        env, policy, obs, info = self.env, self.policy, self.obs, self.info
+        start = time.process_time()
+        for _ in range(steps):
+            obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
+            if terminated or truncated:
+                self.episode += 1
+                obs, info = env.reset(seed=self.seed + self.episode)
+                policy.reset(env, seed=self.seed + self.episode)
+        self.cpu_s += time.process_time() - start
+        self.steps += steps
+        self.obs, self.info = obs, info
+
+    @property
+    def rate(self) -> float:
+        return self.steps / max(self.cpu_s, 1e-9)
+
+
+def cpu_steps_per_second(env: gym.Env, policy: Any, steps: int, seed: int = 0) -> float:
+    """Steps per CPU second over ``steps`` steps of ``policy`` (reset on every episode end; a long episode may be
+    cut, so real-trace ids are measured in minutes, not hours)."""
+    stepper = Stepper(env, policy, seed)
+    stepper.run(steps)
+    return stepper.rate
+
+
+def interleaved_rates(first: Stepper, second: Stepper, first_steps: int, second_steps: int,
+                      chunks: int = 10) -> tuple[float, float]:
+    """Steps/s of two steppers run in alternating chunks (the no-op and an env: the same load on both)."""
+    for _ in range(chunks):
+        first.run(max(1, first_steps // chunks))
+        second.run(max(1, second_steps // chunks))
+    return first.rate, second.rate
+
+
+def reference_policy_name(env: gym.Env) -> str | None:
+    """The family's own algorithm if it drives this kind (PowerFlow: ``powerflow-strict``), else the first
+    applicable reference policy."""
+    base = env.unwrapped
+    names = [n for n in baselines.applicable(env) if n != "random"]
+    preferred = REFERENCE_POLICY.get(base.family) or registry.get_family(base.family).reference_policy
+    return preferred if preferred in names else (names[0] if names else None)
+
+
+# --- which ids ----------------------------------------------------------------------------------------------
+def trace_kwargs(env_id: str) -> tuple[dict[str, Any] | None, str]:
+    """``gym.make`` kwargs that give a real-trace id its data (``trace_path``), or ``None`` and why not."""
+    spec = gym.spec(env_id)
+    scenario = spec.kwargs.get("scenario")
+    if scenario is None:
+        return {}, ""
+    family = registry.CATALOG[env_id][0]
+    config = registry.get_family(family).scenarios[scenario].config
+    trace = config.get("trace")
+    if not (isinstance(trace, dict) and trace.get("kind") == "file"):
+        return {}, ""
+    hint = str(trace.get("hint", ""))
+    path = (ROOT / hint.split()[0]).resolve() if hint else None
+    if path is None or not path.is_file():
+        return None, f"{env_id}: skipped, its trace is absent ({hint or 'no hint'})"
+    return {"trace_path": str(path)}, ""
+
+
+def real_trace_ids(family: str | None = None) -> list[str]:
+    out = []
+    for env_id in registry.registered_ids(family):
+        kwargs, note = trace_kwargs(env_id)
+        if kwargs or note:
+            out.append(env_id)
+    return out
+
+
+def default_ids(family: str | None = None) -> list[str]:
+    """The base id of every kind, the extra targets and the real-trace ids (of ``family``)."""
+    ids = [registry.env_id(k.name, version=k.version) for f in registry.families() for k in f.kinds
+           if family is None or f.name == family]
+    ids += [i for i in EXTRA_IDS if i in gym.registry and (family is None or registry.CATALOG[i][0] == family)]
+    return ids + [i for i in real_trace_ids(family) if i not in ids]
+
+
+# --- measurements --------------------------------------------------------------------------------------------
+@dataclass
+class Settings:
+    steps: int = 3000
+    repeats: int = 3
+    noop_steps: int = 30_000
+    vector_steps: int = 300
+    batched_n: int = BATCHED_N
+    growth_scale: float = 1.0
+    quick: bool = False
+    notes: list[str] = field(default_factory=list)  # ids skipped (their data is absent): the README says so too
+    growth_notes: list[str] = field(default_factory=list)
+
+
+def measure(env_id: str, policy_name: str, kwargs: dict[str, Any], noop: gym.Env, cfg: Settings) -> dict[str, Any]:
+    """Median steps/s and median ratio to the interleaved no-op of ``policy_name`` on ``env_id``."""
+    family = registry.CATALOG[env_id][0]
+    policy = baselines.make(policy_name, family=family)
+    env = gym.make(env_id, **env_config_for(policy, kwargs))
+    rates, ratios, noops = [], [], []
+    cpu_steps_per_second(env, policy, min(cfg.steps, 200))  # warm caches and imports
+    for repeat in range(cfg.repeats):
+        noop_rate, rate = interleaved_rates(Stepper(noop, FixedActionPolicy()), Stepper(env, policy, seed=repeat),
+                                            cfg.noop_steps, cfg.steps)
+        rates.append(rate)
+        noops.append(noop_rate)
+        ratios.append(noop_rate / rate)
+    env.close()
+    return {"id": env_id, "family": family, "policy": policy_name, "steps_per_s": statistics.median(rates),
+            "noop_steps_per_s": statistics.median(noops), "ratio": statistics.median(ratios),
+            "ratio_min": min(ratios), "ratio_max": max(ratios), "repeats": cfg.repeats, "steps": cfg.steps}
+
+
+def kinds_table(ids: Sequence[str], cfg: Settings, policies: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    ensure_noop()
+    noop = gym.make(NOOP_ID)
+    rows = []
+    for env_id in ids:
+        kwargs, note = trace_kwargs(env_id)
+        if kwargs is None:
+            cfg.notes.append(note)
+            print(note, flush=True)
+            continue
+        probe = gym.make(env_id, **kwargs)
+        names = list(policies) if policies else ["random", reference_policy_name(probe)]
+        probe.close()
+        for name in dict.fromkeys(n for n in names if n):
+            row = measure(env_id, name, kwargs, noop, cfg)
+            rows.append(row)
+            print(f"{env_id:<40} {name:<18} {row['steps_per_s']:>10,.0f} steps/s  ratio {row['ratio']:6.1f} "
+                  f"[{row['ratio_min']:.1f}-{row['ratio_max']:.1f}]", flush=True)
+    return rows
+
+
+def episodes_table(cfg: Settings, family: str | None = None) -> list[dict[str, Any]]:
+    """CPU seconds per whole episode for :data:`EPISODE_TARGETS` (given their data)."""
+    rows = []
+    for env_id, policy_name in EPISODE_TARGETS:
+        if env_id not in gym.registry or (family is not None and registry.CATALOG[env_id][0] != family):
+            continue
+        kwargs, note = trace_kwargs(env_id)
+        if kwargs is None:
+            cfg.notes.append(note)
+            continue
+        policy = baselines.make(policy_name, family=registry.CATALOG[env_id][0])
+        env = gym.make(env_id, **env_config_for(policy, kwargs))
+        seconds = []
+        for repeat in range(max(1, cfg.repeats - 2)):  # minutes per episode: fewer repeats
+            start = time.process_time()
+            episode = rollout(env, policy, seed=repeat)
+            seconds.append(time.process_time() - start)
+        rows.append({"id": env_id, "policy": policy_name, "cpu_s_per_episode": statistics.median(seconds),
+                     "steps": episode.length, "repeats": len(seconds)})
+        print(f"{env_id} {policy_name}: {rows[-1]['cpu_s_per_episode']:.2f} CPU s per episode", flush=True)
+    return rows
+
+
+def sync_vector_row(env_id: str, cfg: Settings, sampled: bool = False) -> dict[str, Any]:
+    """``SyncVectorEnv`` of 4 envs against 4 single-env steps (median over interleaved repeats): with a fixed action
+    (the envs' cost alone), or with ``sampled`` actions (each single env samples its own, the vector env one batch:
+    what a random agent costs)."""
+    singles = [gym.make(env_id) for _ in range(SYNC_N)]
+    vec = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(SYNC_N)])
+    policy = FixedActionPolicy()
+    policy.reset(singles[0])
+    action = policy.act(None, {"action_mask": np.ones(getattr(singles[0].action_space, "n", 1), dtype=bool)})
+    batch = np.stack([np.asarray(action)] * SYNC_N)
+    steps = cfg.vector_steps * 4
+    for k, env in enumerate(singles):
+        env.action_space.seed(k)
+    vec.action_space.seed(0)
+
+    def run_singles(steps: int) -> float:
+        start = time.process_time()
+        for _ in range(steps):
+            for env in singles:
+                _, _, terminated, truncated, _ = env.step(env.action_space.sample() if sampled else action)
+                if terminated or truncated:
+                    env.reset()
+        return time.process_time() - start
+
+    def run_vector(steps: int) -> float:
+        start = time.process_time()
+        for _ in range(steps):
+            vec.step(vec.action_space.sample() if sampled else batch)
+        return time.process_time() - start
+
+    for k, env in enumerate(singles):
+        env.reset(seed=k)
+    vec.reset(seed=0)
+    run_singles(steps // 4), run_vector(steps // 4)  # warm
+    ratios = []
+    chunks = 10
+    for _ in range(max(cfg.repeats, 5)):
+        single_s = vector_s = 0.0
+        for _ in range(chunks):  # alternating chunks: the same machine load on both
+            single_s += run_singles(max(1, steps // chunks))
+            vector_s += run_vector(max(1, steps // chunks))
+        ratios.append(vector_s / single_s)
+    vec.close()
+    return {"kind": "sync (sampled actions)" if sampled else "sync (fixed action)", "id": env_id, "num_envs": SYNC_N,
+            "value": statistics.median(ratios), "unit": f"x the CPU time of {SYNC_N} single-env steps",
+            "min": min(ratios), "max": max(ratios)}
+
+
+def batched_rows(ids: Sequence[str], noop: gym.Env, cfg: Settings) -> list[dict[str, Any]]:
+    """Aggregate steps/s of every id with a ``vector_entry_point`` at ``N`` instances, random actions."""
+    rows = []
+    for env_id in ids:
+        if gym.spec(env_id).vector_entry_point is None:
+            continue
+        n = cfg.batched_n
+        vec = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
+        vec.reset(seed=0)
+        space = vec.action_space
+        space.seed(0)
+        actions = [space.sample() for _ in range(64)]
+        for k in range(20):
+            vec.step(actions[k % 64])
+        rates, noops = [], []
+        for _ in range(cfg.repeats):
+            noop_stepper = Stepper(noop, FixedActionPolicy())
+            vector_s, chunks = 0.0, 10
+            for chunk in range(chunks):
+                noop_stepper.run(max(1, cfg.noop_steps // chunks))
+                start = time.process_time()
+                for k in range(max(1, cfg.vector_steps // chunks)):
+                    vec.step(actions[(chunk + k) % 64])
+                vector_s += time.process_time() - start
+            noops.append(noop_stepper.rate)
+            rates.append(n * chunks * max(1, cfg.vector_steps // chunks) / max(vector_s, 1e-9))
+        vec.close()
+        row = {"kind": "batched", "id": env_id, "num_envs": n, "value": statistics.median(rates),
+               "unit": "aggregate steps/s (random actions)", "min": min(rates), "max": max(rates),
+               "noop_steps_per_s": statistics.median(noops)}
+        rows.append(row)
+        print(f"{env_id} batched N={n}: {row['value']:,.0f} steps/s (no-op {row['noop_steps_per_s']:,.0f})", flush=True)
+    return rows
+
+
+# --- cost growth ------------------------------------------------------------------------------------------------
+GrowthFn = Callable[[Settings], list[tuple[float, float]]]
+#: name -> (family, x label, y label, function). DREAM / Qin add theirs with :func:`register_growth`.
+GROWTH: dict[str, tuple[str, str, str, GrowthFn]] = {}
+
+
+def register_growth(name: str, family: str, x_label: str, y_label: str, fn: GrowthFn) -> None:
+    """Add a cost-growth curve (``fn(settings) -> [(x, cost), ...]``) to the harness."""
+    GROWTH[name] = (family, x_label, y_label, fn)
+
+
+def _episode_cpu_s(env_id: str, policy_name: str, **kwargs: Any) -> float:
+    policy = baselines.make(policy_name, family=registry.CATALOG[env_id][0])
+    env = gym.make(env_id, **env_config_for(policy, kwargs))
+    start = time.process_time()
+    rollout(env, policy, seed=0)
+    return time.process_time() - start
+
+
+def _powerflow_vs_jobs(cfg: Settings) -> list[tuple[float, float]]:
+    sizes = (6, 12) if cfg.quick else (12, 24, 48, 96, 192)
+    return [(n, _episode_cpu_s("joulegym/PowerFlow-tiny-v0", REFERENCE_POLICY["powerflow"],
+                               trace={"num_jobs": n})) for n in sizes]
+
+
+def _powerflow_vs_gpus(cfg: Settings) -> list[tuple[float, float]]:
+    nodes = (1, 2) if cfg.quick else (1, 2, 4, 8, 16)
+    jobs = 12 if cfg.quick else 48
+    return [(8 * k, _episode_cpu_s("joulegym/PowerFlow-tiny-v0", REFERENCE_POLICY["powerflow"], nodes=k,
+                                   trace={"num_jobs": jobs})) for k in nodes]
+
+
+def _emrf_vs_users(cfg: Settings) -> list[tuple[float, float]]:
+    users = (2, 4) if cfg.quick else (2, 4, 8, 16, 32, 64)
+    out = []
+    for n in users:
+        policy = baselines.make("random")
+        # the random mix with exactly n users (EMRF-v0's own app list fixes 5)
+        env = gym.make("joulegym/EMRF-apu-random-v0", max_users=n, random={"n_users": [n, n]})
+        rate = cpu_steps_per_second(env, policy, max(200, cfg.steps // 3))
+        out.append((n, 1e6 / rate))
+        env.close()
+    return out
+
+
+register_growth("powerflow-jobs", "powerflow", "jobs (PowerFlow-tiny trace, 8 GPUs)", "CPU s per episode",
+                _powerflow_vs_jobs)
+register_growth("powerflow-gpus", "powerflow", "GPUs (8 per node)", "CPU s per episode", _powerflow_vs_gpus)
+register_growth("emrf-users", "emrf", "users (EMRF-apu-random, random actions)", "us per step", _emrf_vs_users)
+
+
+def growth_rows(names: Sequence[str], cfg: Settings) -> list[dict[str, Any]]:
+    rows = []
+    for name in names:
+        family, x_label, y_label, fn = GROWTH[name]
+        try:
+            points = fn(cfg)
+        except Exception as error:  # a family mid-change must not cost the other tables
+            note = f"growth {name}: failed ({type(error).__name__}: {error})"
+            cfg.growth_notes.append(note)
+            print(note, flush=True)
+            continue
+        for x, y in points:
+            rows.append({"curve": name, "family": family, "x": x, "cost": y, "x_label": x_label, "y_label": y_label})
+        print(f"growth {name}: " + ", ".join(f"{x:g}: {y:.3g}" for x, y in points), flush=True)
+    return rows
+
+
+# --- output ---------------------------------------------------------------------------------------------------
+def write_csv(rows: list[dict[str, Any]], path: Path) -> Path:
+    columns = list(dict.fromkeys(k for row in rows for k in row)) or ["empty"]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def kinds_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| id | policy | steps/s | ratio to no-op (median [min-max]) |", "|---|---|---:|---:|"]
+    for r in rows:
+        lines.append(f"| `{r['id']}` | {r['policy']} | {r['steps_per_s']:,.0f} | "
+                     f"{r['ratio']:.1f} [{r['ratio_min']:.1f}-{r['ratio_max']:.1f}] |")
+    return "\n".join(lines)
+
+
+def vector_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| id | vector env | N | result |", "|---|---|---:|---|"]
+    for r in rows:
+        if r["kind"].startswith("sync"):
+            result = f"{r['value']:.2f} {r['unit']} [{r['min']:.2f}-{r['max']:.2f}]"
+        else:
+            result = (f"{r['value']:,.0f} {r['unit']} (no-op env: {r['noop_steps_per_s']:,.0f} steps/s; "
+                      f"ratio {r['noop_steps_per_s'] / r['value']:.3f})")
+        lines.append(f"| `{r['id']}` | {r['kind']} | {r['num_envs']} | {result} |")
+    return "\n".join(lines)
+
+
+def episodes_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| id | policy | CPU s per episode | steps |", "|---|---|---:|---:|"]
+    lines += [f"| `{r['id']}` | {r['policy']} | {r['cpu_s_per_episode']:.2f} | {r['steps']} |" for r in rows]
+    return "\n".join(lines)
+
+
+def growth_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| curve | x | cost |", "|---|---:|---:|"]
+    lines += [f"| {r['curve']} ({r['x_label']}; {r['y_label']}) | {r['x']:g} | {r['cost']:.4g} |" for r in rows]
+    return "\n".join(lines)
+
+
+def machine_line(cfg: Settings) -> str:
+    return (f"joulegym {joulegym.__version__}, Python {platform.python_version()}, gymnasium {gym.__version__}, "
+            f"{platform.machine()} with {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d')}; CPU time, no-op "
+            f"interleaved, median of {cfg.repeats}{' (--quick)' if cfg.quick else ''}")
+
+
+def plot(kinds: list[dict[str, Any]], growth: list[dict[str, Any]], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = list(dict.fromkeys(r["curve"] for r in growth))
+    fig, axes = plt.subplots(1, 1 + max(len(curves), 1), figsize=(5.5 + 4.0 * max(len(curves), 1), 0.9 + 0.3 *
+                                                                   max(len(kinds), 4)), squeeze=False)
+    ax = axes[0, 0]
+    labels = [f"{r['id'].split('/')[-1]} [{r['policy']}]" for r in kinds]
+    ax.barh(range(len(kinds)), [r["ratio"] for r in kinds], color="tab:blue")
+    ax.set_yticks(range(len(kinds)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("no-op steps/s / env steps/s (lower is better)")
+    ax.set_title("cost per step relative to a no-op env", fontsize=9)
+    for k, name in enumerate(curves or ["(no growth curves)"]):
+        ax = axes[0, k + 1]
+        points = [r for r in growth if r["curve"] == name]
+        if points:
+            ax.plot([r["x"] for r in points], [r["cost"] for r in points], "o-")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(points[0]["x_label"], fontsize=8)
+            ax.set_ylabel(points[0]["y_label"], fontsize=8)
+        ax.set_title(name, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def rewrite_readme(table: str, readme: Path = README) -> None:
+    """Replace the README's performance table (between the harness markers) with ``table``."""
+    text = readme.read_text()
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"{readme} has no {README_START} ... {README_END} section to rewrite")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(f"{head}{README_START}\n{table}\n{README_END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Path]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--family", help="only this family's ids (etf, emrf, powerflow, ...)")
+    parser.add_argument("--ids", nargs="*", help="explicit env ids (default: every kind, the targets, real traces)")
+    parser.add_argument("--policies", nargs="*", help="policy names (default: random and the reference policy)")
+    parser.add_argument("--steps", type=int, help="steps per measurement (default 3000; --quick 200)")
+    parser.add_argument("--repeats", type=int, help="repeats per figure, median (default 3; --quick 1)")
+    parser.add_argument("--growth", nargs="*", help=f"growth curves ({', '.join(GROWTH)}; 'none': skip)")
+    parser.add_argument("--no-growth", action="store_true", help="skip the growth curves")
+    parser.add_argument("--no-vector", action="store_true", help="skip the vector-env table")
+    parser.add_argument("--no-episodes", action="store_true", help="skip the whole-episode table")
+    parser.add_argument("--quick", action="store_true", help="a smoke test: few steps, one repeat, small curves")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    parser.add_argument("--readme", action="store_true", help="rewrite the README's performance table")
+    args = parser.parse_args(argv)
+    cfg = Settings(quick=args.quick)
+    if args.quick:
+        cfg.steps, cfg.repeats, cfg.noop_steps, cfg.vector_steps, cfg.batched_n = 200, 1, 2000, 20, 16
+    cfg.steps = args.steps or cfg.steps
+    cfg.repeats = args.repeats or cfg.repeats
+    ids = args.ids or default_ids(args.family)
+    unknown = [i for i in ids if i not in registry.CATALOG]
+    if unknown:
+        raise ValueError(f"--ids {unknown} are not joulegym ids; see `python -m joulegym list`")
+    if args.no_growth or args.growth == ["none"]:
+        curves: list[str] = []
+    else:
+        curves = args.growth or [n for n, (fam, *_) in GROWTH.items() if args.family in (None, fam)]
+        bad = [c for c in curves if c not in GROWTH]
+        if bad:
+            raise ValueError(f"--growth {bad}: known curves are {list(GROWTH)} (or 'none')")
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    print(machine_line(cfg), flush=True)
+    kinds = kinds_table(ids, cfg, args.policies)
+    episodes = [] if (args.no_episodes or args.quick or args.ids) else episodes_table(cfg, args.family)
+    vector: list[dict[str, Any]] = []
+    if not args.no_vector:
+        ensure_noop()
+        sync_ids = [i for i in ids if i == "joulegym/ETF-v0"] if args.ids else ["joulegym/ETF-v0"]
+        vector += [sync_vector_row(i, cfg, sampled) for i in sync_ids if i in gym.registry for sampled in (False, True)]
+        vector += batched_rows(ids, gym.make(NOOP_ID), cfg)
+    growth = growth_rows(curves, cfg)
+
+    written = {
+        "kinds_csv": write_csv(kinds, args.out / "kinds.csv"),
+        "vector_csv": write_csv(vector, args.out / "vector.csv"),
+        "episodes_csv": write_csv(episodes, args.out / "episodes.csv"),
+        "growth_csv": write_csv(growth, args.out / "growth.csv"),
+        "plot": plot(kinds, growth, args.out / "harness.png"),
+    }
+    sections = [f"# joulegym benchmark\n\n{machine_line(cfg)}.", "## Kinds\n\n" + kinds_markdown(kinds)]
+    if vector:
+        sections.append("## Vector envs\n\n" + vector_markdown(vector))
+    if episodes:
+        sections.append("## Whole episodes\n\n" + episodes_markdown(episodes))
+    if growth:
+        sections.append("## Cost growth\n\n" + growth_markdown(growth))
+    if cfg.notes or cfg.growth_notes:
+        sections.append("## Notes\n\n" + "\n".join(f"- {n}" for n in cfg.notes + cfg.growth_notes))
+    report = args.out / "report.md"
+    report.write_text("\n\n".join(sections) + "\n")
+    written["report"] = report
+    if args.readme:
+        table = "\n\n".join([f"{machine_line(cfg)}.", kinds_markdown(kinds)]
+                            + ([vector_markdown(vector)] if vector else [])
+                            + ([episodes_markdown(episodes)] if episodes else [])
+                            + ([f"Notes: {'; '.join(cfg.notes)}."] if cfg.notes else []))
+        rewrite_readme(table)
+    print("wrote " + ", ".join(str(p) for p in written.values()), flush=True)
+    return written
+
+
+if __name__ == "__main__":
+    main()

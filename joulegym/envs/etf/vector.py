@@ -1,0 +1,593 @@
+"""A batched ETF vector env: N instances of :class:`~joulegym.envs.etf.env.ETFEnv` stepped as numpy arrays.
+
+``gym.make_vec("joulegym/ETF-v0", num_envs=N, vectorization_mode="vector_entry_point", **kwargs)`` builds an
+:class:`ETFVectorEnv` (the ids register it as their Gymnasium ``vector_entry_point``). One ``step()`` runs one
+decision epoch of every instance with array operations over all N (issue 14: an RL inner loop at hundreds of
+thousands of env steps per second), and gives, instance by instance, the same observations, rewards,
+terminations, truncations and ``info["metrics"]`` bits as N single envs (``gym.make``) in a
+``SyncVectorEnv`` under the same seeds: ``reset(seed=s)`` seeds instance ``i`` with ``s + i``, and an ended
+instance is reset on the next ``step()`` (Gymnasium's ``AutoresetMode.NEXT_STEP``, its default), its action
+ignored, reward 0, from its own random stream.
+
+How: each instance keeps a *shadow* ``ETFEnv`` for what is rare (a reset; an app arriving or leaving; a phi
+level or a GPU level first seen since the app set last changed), and the vector env copies the shadow's
+per-slot state into arrays: one row per instance and *variant* (``split``: one; ``phi``: one per phi level plus
+the nominal phi; ``dvfs``: one per GPU level of the tenant). Every epoch is then array work over all N: the
+``split`` action's largest-remainder mapping (rows that hit the mapping's rare corner cases are mapped by the
+single env's own list code), the epoch's time, energy and inferences, the fairness parts, the observation
+features and the per-app accumulators of the paper's metrics (:func:`~joulegym.envs.etf.simulator.run_metrics`,
+shared with the single env). Sums run slot by slot in the single env's order, so every float is the same.
+
+Infos are lean and batched as ``SyncVectorEnv`` batches them: ``reward_parts`` (one array per part),
+``repaired``, ``action_mask`` (``phi``/``dvfs``), each with its ``_key`` mask, and ``metrics`` for the instances
+whose episode ended. ``info_level="full"`` (per-slot diagnostics) and rendering need the single env: use
+``vectorization_mode="sync"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from joulegym.core.actions import ACTION_TOLERANCE
+from joulegym.core.cache import BoundedCache
+from joulegym.envs.etf.allocation import largest_remainder_list
+from joulegym.envs.etf.env import SLOT_FEATURES, ETFEnv
+from joulegym.envs.etf.simulator import run_metrics
+
+STATIC_FEATURES = 6  # slot features 0-5 (from the shadow's content-keyed caches); 6-8 are the epoch's
+
+
+def _seq_sum(values: np.ndarray) -> np.ndarray:
+    """Row sums of a (rows, slots) array, slot by slot from 0.0: the bits of Python's ``sum`` over a list."""
+    total = np.zeros(values.shape[0], dtype=values.dtype if values.dtype.kind == "f" else np.float64)
+    for column in range(values.shape[1]):
+        total = total + values[:, column]
+    return total
+
+
+def _hamilton_rows(share: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~joulegym.envs.etf.allocation._hamilton` over rows; also the rows it cannot do (rest < 0)."""
+    floors = np.floor(share + 1e-9).astype(np.int64)  # shares are >= 0: int() is floor
+    rest = total - floors.sum(axis=1)
+    more = rest > 0
+    if more.any():
+        # The largest remainders get one more unit, ties to the lowest index: a stable sort of f - x.
+        order = np.argsort(floors[more] - share[more], axis=1, kind="stable")
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.arange(share.shape[1])[None, :].repeat(order.shape[0], 0), axis=1)
+        floors[more] += rank < rest[more, None]
+    return floors, rest < 0
+
+
+def split_units(shares: np.ndarray, floor: np.ndarray, room: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`SplitAction.decode <joulegym.envs.etf.actions.SplitAction.decode>` over rows of validated shares:
+    whole units per slot and whether each row was repaired (the same integers as the single env)."""
+    kept = np.where(room > 0, shares, 0.0)
+    repaired = ((shares > 0.0) & (room <= 0)).any(axis=1)
+    units = floor.copy()
+    left = T - floor.sum(axis=1)
+    work = (left > 0) & (room != 0).any(axis=1)
+    if not work.any():
+        return units, repaired
+    rows = np.flatnonzero(work)
+    kept, room_w, left_w = kept[rows], room[rows], left[rows]
+    empty = _seq_sum(kept) <= 0.0
+    if empty.any():
+        repaired[rows[empty]] = True
+        kept[empty] = (room_w[empty] > 0).astype(np.float64)
+    extra, fallback = _largest_remainder_rows(kept, left_w, room_w)
+    for r in np.flatnonzero(fallback):  # rare corner cases: the single env's own code
+        extra[r] = largest_remainder_list(kept[r].tolist(), int(left_w[r]), room_w[r].tolist())
+    units[rows] += extra
+    return units, repaired
+
+
+def _largest_remainder_rows(quotas: np.ndarray, total: np.ndarray, caps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~joulegym.envs.etf.allocation.largest_remainder_list` over rows, and the rows left to it."""
+    n_rows, n = quotas.shape
+    out = np.zeros((n_rows, n), dtype=np.int64)
+    live = np.where(caps > 0, quotas, 0.0)
+    left = total.astype(np.int64).copy()
+    going = left > 0
+    fallback = np.zeros(n_rows, dtype=bool)
+    for _ in range(n + 2):  # every round that continues caps at least one more slot
+        if not going.any():
+            break
+        mass = _seq_sum(live)
+        dry = going & (mass <= 0.0)
+        if dry.any():  # every positive quota is capped: spread over the slots with room
+            live[dry] = (out[dry] < caps[dry]).astype(np.float64)
+            mass[dry] = _seq_sum(live[dry])
+            going &= ~(dry & (mass <= 0.0))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            scale = np.where(going, left / np.where(going, mass, 1.0), 0.0)
+        tiny = going & (scale > 1e300)  # (sub)normal-tiny quotas: the list code renormalises
+        fallback |= tiny
+        going &= ~tiny
+        scale[~going] = 0.0
+        if not going.any():
+            break
+        units, negative = _hamilton_rows(live * scale[:, None], left)
+        fallback |= going & negative
+        going &= ~negative
+        units[~going] = 0
+        room = caps - out
+        hit = (units > 0) & (units >= room)
+        give = np.where(hit, room, units)
+        live = np.where(hit, 0.0, live)
+        out += give
+        left -= give.sum(axis=1)
+        going &= hit.any(axis=1) & (left > 0)
+    else:
+        fallback |= going
+    out[fallback] = 0
+    return out, fallback
+
+
+class ETFVectorEnv(VectorEnv):
+    """``num_envs`` ETF instances of one configuration (any ETF kind, scenario and keyword arguments).
+
+    :param num_envs: number of instances N.
+    :param kwargs: what ``gym.make`` takes (``action_mode``, ``scenario``, config keys).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int, **kwargs: Any) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
+            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        if kwargs.pop("max_episode_steps", None) is not None:
+            raise ValueError("max_episode_steps is not supported by the batched ETF env; set horizon (epochs)")
+        if kwargs.get("render_mode") is not None:
+            raise ValueError("the batched ETF env does not render; use vectorization_mode='sync' to render")
+        if kwargs.get("info_level", "lean") == "full":
+            raise ValueError("info_level='full' (per-slot diagnostics) needs the single env: use "
+                             "vectorization_mode='sync'")
+        self.num_envs = int(num_envs)
+        first = ETFEnv(**kwargs)
+        self._shadows = [first] + [ETFEnv(**kwargs) for _ in range(self.num_envs - 1)]
+        caches = (BoundedCache(), BoundedCache(), BoundedCache())
+        for shadow in self._shadows:  # content-keyed, so one set of caches serves every instance
+            shadow._set_cache, shadow._phi_cache, shadow._units_cache = caches
+        self.config = first.config
+        self.kind = first.kind
+        self.action_mode = mode = first.action_mode
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.reward_spec = first.reward_spec
+        self.reward_weights = first.reward_weights
+        self.reward_space = first.reward_space
+        self.render_mode = None
+        self.spec = None
+        self._M, self._T, self._horizon = first.max_apps, first.T, first.horizon
+        self._seconds_per_unit = first.sim._seconds_per_unit
+        self._epoch_s = first.sim.epoch_s
+        self._cumulative = first._cumulative
+        self._vector_reward = first._vector_reward
+        self._every_step_metrics = first._every_step_metrics
+        if mode == "phi":
+            self._levels = first.action_type.levels
+            variants = self._levels + 1  # the levels, then the nominal phi (reset's)
+        elif mode == "dvfs":
+            self._levels = len(first.levels_mhz)
+            variants = self._levels
+            self._fastest_s = first._fastest_s
+        else:
+            self._levels = 0
+            variants = 1
+        self._space_low = float(np.min(self.single_action_space.low)) if mode == "split" else 0.0
+        self._space_high = float(np.max(self.single_action_space.high)) if mode == "split" else 0.0
+        N, M, V = self.num_envs, self._M, variants
+        # Per instance and variant: what the shadow computed for that app set (and phi or GPU level).
+        self._t_valid = np.zeros((N, V), dtype=bool)
+        self._t_static = np.zeros((N, V, M, STATIC_FEATURES))
+        self._t_floor = np.zeros((N, V, M), dtype=np.int64)
+        self._t_room = np.zeros((N, V, M), dtype=np.int64)
+        self._t_units = np.zeros((N, V, M), dtype=np.int64)
+        self._t_power = np.ones((N, V, M))
+        self._t_service = np.ones((N, V, M))
+        self._t_demand = np.full((N, V, M), np.inf)
+        self._t_ef_level = np.zeros((N, V))
+        self._t_disparity = np.zeros((N, V))
+        self._t_phi = np.zeros((N, V))
+        self._table_keys: list[tuple | None] = [None] * N
+        # Per instance.
+        self._variant = np.zeros(N, dtype=np.int64)
+        self._active = np.zeros((N, M), dtype=bool)
+        self._weight = np.ones((N, M))
+        self._slot_app = np.full((N, M), -1, dtype=np.int64)
+        self._epoch = np.zeros(N, dtype=np.int64)
+        self._done = np.zeros(N, dtype=bool)
+        self._events = np.zeros((N, self._horizon + 1), dtype=bool)
+        self._dynamic = np.zeros((N, M, 3))
+        self._slot_energy = np.zeros((N, M))
+        self._last_ft = np.ones(N)
+        self._last_fe = np.ones(N)
+        self._tenant_slot = np.zeros(N, dtype=np.int64)
+        self._last_throughput = np.zeros(N)
+        self._apps = 1
+        self._alloc_apps(1)
+        self._rows = np.arange(N)
+        self._autoreset = np.zeros(N, dtype=bool)
+        self._started = False
+        names = self.reward_spec.names
+        self._parts = np.zeros((N, len(names)))
+        self._repaired = np.zeros(N, dtype=bool)
+
+    # --- state -------------------------------------------------------------------------------------------------
+    def _alloc_apps(self, apps: int) -> None:
+        """(Re)size the per-app accumulators to ``apps`` columns (a reset with more apps than seen so far)."""
+        N = self.num_envs
+        if apps <= getattr(self, "_app_time", np.zeros((N, 0))).shape[1]:
+            return
+        old = {k: getattr(self, k, None) for k in ("_app_time", "_app_energy", "_app_inferences", "_app_epochs",
+                                                   "_app_weight")}
+        self._app_time = np.zeros((N, apps))
+        self._app_energy = np.zeros((N, apps))
+        self._app_inferences = np.zeros((N, apps))
+        self._app_epochs = np.zeros((N, apps), dtype=np.int64)
+        self._app_weight = np.ones((N, apps))
+        self._n_apps = getattr(self, "_n_apps", np.zeros(N, dtype=np.int64))
+        for key, value in old.items():
+            if value is not None:
+                getattr(self, key)[:, :value.shape[1]] = value
+
+    def _fill(self, n: int, v: int) -> None:
+        """Row ``(n, v)`` of the tables, from the shadow moved to variant ``v``."""
+        s = self._shadows[n]
+        mode = self.action_mode
+        if mode == "phi":
+            phi = s.nominal_phi if v == self._levels else s.action_type.phi_of(v)
+            if s.phi != phi:
+                s.phi = phi
+                s._refresh_phi()
+            self._t_units[n, v] = s._algorithm1(phi)
+        elif mode == "dvfs":
+            self._to_level(s, v)
+            self._t_units[n, v] = s._algorithm1(s.scheduler_phi)
+        sim = s.sim
+        self._t_static[n, v] = s._static
+        self._t_floor[n, v] = s.action_floor
+        self._t_room[n, v] = s.room
+        self._t_power[n, v] = sim.power_w
+        self._t_service[n, v] = sim.service_s
+        self._t_demand[n, v] = sim.demand_units
+        self._t_ef_level[n, v] = s.ef_level
+        self._t_disparity[n, v] = s._disparity
+        self._t_phi[n, v] = s.phi
+        self._t_valid[n, v] = True
+
+    @staticmethod
+    def _to_level(s: ETFEnv, level: int) -> None:
+        if s.level != level:  # the single env's dvfs transition
+            s.level = level
+            s.sim.set_frequency(s.tenant_slot, s.levels_mhz[level])
+            s._refresh_membership()
+
+    def _sync_membership(self, n: int) -> None:
+        """Copy instance ``n``'s app set from its shadow; new occupants start from zero (as in the single env)."""
+        s = self._shadows[n]
+        sim = s.sim
+        slot_app = np.asarray(sim.slot_app, dtype=np.int64)
+        changed = slot_app != self._slot_app[n]
+        self._slot_energy[n, changed] = 0.0
+        self._dynamic[n, changed] = 0.0
+        self._slot_app[n] = slot_app
+        self._active[n] = sim.active
+        self._weight[n] = sim.weight
+        self._done[n] = sim.done
+        # The tables of every variant follow from the app set (which apps hold which slots, at which level) and
+        # phi: when a reset brings the same ones back (every static scenario), they stay valid.
+        key = (int(self._variant[n]), s._membership_key, s.phi, s.nominal_phi,
+               tuple(repr(sim.apps[k]) if k >= 0 else "" for k in sim.slot_app))
+        if key != self._table_keys[n]:
+            self._table_keys[n] = key
+            self._t_valid[n] = False
+        if not self._t_valid[n, self._variant[n]]:
+            self._fill(n, int(self._variant[n]))
+
+    def _reset_one(self, n: int, seed: int | None, options: dict[str, Any] | None) -> None:
+        s = self._shadows[n]
+        s.reset(seed=seed, options=options)
+        sim = s.sim
+        apps = len(sim.apps)
+        self._alloc_apps(apps)
+        self._n_apps[n] = apps
+        for acc in (self._app_time, self._app_energy, self._app_inferences):
+            acc[n] = 0.0
+        self._app_epochs[n] = 0
+        self._app_weight[n] = 1.0
+        self._app_weight[n, :apps] = sim.app_weight
+        self._epoch[n] = 0
+        events = self._events[n]
+        events[:] = False
+        for app in sim.apps:
+            for epoch in (app.arrival, app.departure):
+                if epoch is not None and 0 < epoch <= self._horizon:
+                    events[epoch] = True
+        self._slot_app[n] = -2  # every slot's occupant is new
+        self._last_ft[n] = self._last_fe[n] = 1.0
+        self._last_throughput[n] = 0.0
+        mode = self.action_mode
+        if mode == "phi":
+            self._variant[n] = self._levels
+        elif mode == "dvfs":
+            self._variant[n] = s.level
+            self._tenant_slot[n] = s.tenant_slot
+        else:
+            self._variant[n] = 0
+        self._sync_membership(n)
+
+    # --- Gymnasium API --------------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
+        """Reset every instance (or those of ``options["reset_mask"]``); ``seed`` as ``SyncVectorEnv`` takes it."""
+        N = self.num_envs
+        if seed is None:
+            seeds: list[int | None] = [None] * N
+        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(N)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != N:
+                raise ValueError(f"seed must be None, an int or a list of num_envs={N} seeds, got {len(seeds)}")
+        options = dict(options) if options else None
+        mask = np.ones(N, dtype=bool)
+        if options is not None and "reset_mask" in options:
+            mask = options.pop("reset_mask")
+            if not isinstance(mask, np.ndarray) or mask.shape != (N,) or mask.dtype != np.bool_ or not mask.any():
+                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({N},) with a True value")
+            if not self._started and not mask.all():
+                raise ValueError("the first reset() must reset every instance (no reset_mask)")
+        for n in np.flatnonzero(mask):
+            self._reset_one(int(n), seeds[n], options or None)
+        self._autoreset[mask] = False
+        self._started = True
+        self._parts[mask] = 0.0
+        self._repaired[mask] = False
+        return self._observe(), self._info(mask, np.zeros(N, dtype=bool))
+
+    def step(self, actions: Any):
+        if not self._started:
+            raise gym.error.ResetNeeded("step() called before reset(); call reset() first")
+        N = self.num_envs
+        resetting = self._autoreset
+        live = ~resetting
+        decisions = self._decode(actions)
+        parts = self._parts
+        parts[:] = 0.0
+        self._repaired[resetting] = False
+        rows = np.flatnonzero(live)
+        if rows.size:
+            self._transition(rows, decisions)
+        for n in np.flatnonzero(resetting):
+            self._reset_one(int(n), None, None)
+        terminated = self._done.copy()
+        truncated = (self._epoch >= self._horizon) & ~terminated
+        terminated[resetting] = False
+        truncated[resetting] = False
+        ended = terminated | truncated
+        self._autoreset = ended
+        if self._vector_reward:
+            reward = parts.copy()
+        else:
+            reward = np.zeros(N)
+            for w, column in zip(self.reward_weights, parts.T, strict=True):
+                if w:
+                    reward = reward + (column if w == 1.0 else w * column)
+        return self._observe(), reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        for shadow in self._shadows:
+            shadow.close()
+
+    # --- one epoch of the live instances -------------------------------------------------------------------------
+    def _decode(self, actions: Any) -> np.ndarray:
+        """Validate the batch of actions (``ValueError`` naming the space and the instance) and decode levels."""
+        N = self.num_envs
+        if self.action_mode == "split":
+            array = np.asarray(actions)
+            if array.dtype.kind not in "iuf" or array.shape != (N, self._M):
+                raise ValueError(f"actions must be a float array of shape ({N}, {self._M}) in {self.action_space}, "
+                                 f"got {type(actions).__name__} of shape {np.shape(actions)}")
+            array = array.astype(np.float64, copy=False)
+            low, high = self._space_low, self._space_high
+            bad = ~np.isfinite(array) | (array < low - ACTION_TOLERANCE) | (array > high + ACTION_TOLERANCE)
+            bad &= ~self._autoreset[:, None]  # an instance being reset ignores its action
+            if bad.any():
+                n = int(np.flatnonzero(bad.any(axis=1))[0])
+                raise ValueError(f"actions[{n}] must lie in [{low}, {high}] elementwise (finite), "
+                                 f"got {array[n].tolist()}")
+            return np.where(array < low, low, np.where(array > high, high, array))
+        array = np.asarray(actions)
+        n_levels = int(self.single_action_space.n)
+        if array.shape != (N,) or array.dtype.kind not in "iuf":
+            raise ValueError(f"actions must be an integer array of shape ({N},) with values in [0, {n_levels}), "
+                             f"got {type(actions).__name__} of shape {np.shape(actions)}")
+        if array.dtype.kind == "f":
+            whole = np.isfinite(array) & (array == np.round(np.nan_to_num(array)))
+            if not (whole | self._autoreset).all():
+                n = int(np.flatnonzero(~whole & ~self._autoreset)[0])
+                raise ValueError(f"actions[{n}] must be an integer in [0, {n_levels}), got {array[n]}")
+            array = np.where(whole, array, 0)
+        levels = array.astype(np.int64)
+        bad = ((levels < 0) | (levels >= n_levels)) & ~self._autoreset
+        if bad.any():
+            n = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"actions[{n}] must be in [0, {n_levels}), got {levels[n]}")
+        return levels
+
+    def _current(self, rows: np.ndarray, table: np.ndarray) -> np.ndarray:
+        return table[rows, self._variant[rows]]
+
+    def _ensure(self, rows: np.ndarray) -> None:
+        """Fill the table rows of the instances' current variants that the shadows have not given yet."""
+        missing = rows[~self._t_valid[rows, self._variant[rows]]]
+        for n in missing:
+            self._fill(int(n), int(self._variant[n]))
+
+    def _transition(self, rows: np.ndarray, decisions: np.ndarray) -> None:
+        mode = self.action_mode
+        T = self._T
+        if mode == "split":
+            self._ensure(rows)
+            units, repaired = split_units(decisions[rows], self._current(rows, self._t_floor),
+                                          self._current(rows, self._t_room), T)
+            self._repaired[rows] = repaired
+        else:
+            self._repaired[rows] = False
+            level = decisions[rows]
+            if mode == "phi":
+                phi_now = self._current(rows, self._t_phi)
+                change = (level / (self._levels - 1)) != phi_now
+            else:
+                change = level != self._variant[rows]
+            self._variant[rows[change]] = level[change]
+            self._ensure(rows)
+            units = self._current(rows, self._t_units)
+        # --- the epoch (ETFSimulator.apply and ETFEnv._apply_epoch, over rows) ---
+        active = self._active[rows]
+        power = self._current(rows, self._t_power)
+        service = self._current(rows, self._t_service)
+        weight = self._weight[rows]
+        time_s = units * self._seconds_per_unit
+        energy = power * time_s
+        inferences = time_s / service
+        slot_app = self._slot_app[rows]
+        held = slot_app >= 0
+        if held.any():
+            r_idx = np.broadcast_to(rows[:, None], held.shape)[held]
+            a_idx = slot_app[held]
+            self._app_time[r_idx, a_idx] += time_s[held]
+            self._app_energy[r_idx, a_idx] += energy[held]
+            self._app_inferences[r_idx, a_idx] += inferences[held]
+            self._app_epochs[r_idx, a_idx] += 1
+        time_norm = units / weight
+        energy_norm = energy / weight
+        f_t = _min_max_rows(time_norm, active)
+        f_e = _min_max_rows(energy_norm, active)
+        slot_energy = self._slot_energy[rows]
+        slot_energy = np.where(active, slot_energy + energy_norm, slot_energy)
+        self._slot_energy[rows] = slot_energy
+        e_max = np.where(active, energy_norm, -np.inf).max(axis=1)
+        total = _seq_sum(np.where(active, slot_energy, 0.0))
+        with np.errstate(divide="ignore"):
+            inv_e = np.where(e_max > 0, 1.0 / np.where(e_max > 0, e_max, 1.0), 0.0)
+            inv_total = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        new_dynamic = np.stack([units * (1.0 / T), energy_norm * inv_e[:, None], slot_energy * inv_total[:, None]],
+                               axis=2)
+        self._dynamic[rows] = np.where(active[:, :, None], new_dynamic, self._dynamic[rows])
+        self._last_ft[rows] = f_t
+        self._last_fe[rows] = f_e
+        parts = self._parts
+        if mode == "dvfs":
+            tenant = self._tenant_slot[rows]
+            throughput = inferences[np.arange(rows.size), tenant] / self._epoch_s
+            parts[rows, 0] = throughput
+            parts[rows, 1] = -(energy[np.arange(rows.size), tenant] / self._epoch_s)
+            self._last_throughput[rows] = throughput
+        else:
+            demand = self._current(rows, self._t_demand)
+            eligible = active & (units < np.minimum(demand, T))
+            weighted = np.where(eligible, units * power / weight, np.inf).min(axis=1)
+            ef_level = self._current(rows, self._t_ef_level)
+            ok = eligible.any(axis=1) & (ef_level > 0)
+            objective = np.ones(rows.size)
+            objective[ok] = np.minimum(weighted[ok] / ef_level[ok], 1.0)
+        # --- advance (arrivals and departures through the shadows) ---
+        self._epoch[rows] += 1
+        epoch = self._epoch[rows]
+        due = self._events[rows, np.minimum(epoch, self._horizon)]
+        for n in rows[due]:
+            self._membership_event(int(n))
+        if mode != "dvfs":
+            if self._cumulative:
+                f_t, f_e = self._cumulative_fairness(rows)
+            parts[rows, 0] = f_t
+            parts[rows, 1] = f_e
+            parts[rows, 2] = np.minimum(f_t, f_e)
+            parts[rows, 3] = objective
+
+    def _membership_event(self, n: int) -> None:
+        s = self._shadows[n]
+        v = int(self._variant[n])
+        if self.action_mode == "phi":
+            phi = self._t_phi[n, v]
+            if s.phi != phi:
+                s.phi = phi
+                s._refresh_phi()
+        elif self.action_mode == "dvfs":
+            self._to_level(s, v)
+        s.sim.epoch = int(self._epoch[n])
+        if s.sim._update_membership():
+            s._refresh_membership()
+            self._sync_membership(n)
+        else:
+            self._done[n] = s.sim.done
+
+    def _cumulative_fairness(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """F_T and F_E of :func:`run_metrics` over rows (``reward_window="cumulative"``)."""
+        epochs = self._app_epochs[rows]
+        present = epochs > 0
+        with np.errstate(divide="ignore", invalid="ignore"):  # apps not yet present: masked out
+            inv = 1.0 / (epochs * self._app_weight[rows])
+            return (_min_max_rows(self._app_time[rows] * inv, present),
+                    _min_max_rows(self._app_energy[rows] * inv, present))
+
+    # --- observation and info ------------------------------------------------------------------------------------
+    def _observe(self) -> np.ndarray:
+        N, M = self.num_envs, self._M
+        rows = self._rows
+        static = self._t_static[rows, self._variant]
+        slots = np.concatenate([static, self._dynamic], axis=2).reshape(N, M * SLOT_FEATURES)
+        globals_ = np.stack([self._t_phi[rows, self._variant], np.minimum(self._epoch / self._horizon, 1.0),
+                             self._active.sum(axis=1) / M, self._last_ft, self._last_fe,
+                             self._t_disparity[rows, self._variant]], axis=1)
+        parts = [slots, globals_]
+        if self.action_mode == "dvfs":
+            tenant = np.zeros((N, M + 2))
+            tenant[rows, self._tenant_slot] = 1.0
+            tenant[:, -2] = self._variant / (self._levels - 1)
+            tenant[:, -1] = self._last_throughput * self._fastest_s
+            parts.append(tenant)
+        return np.concatenate(parts, axis=1).astype(np.float32)
+
+    def _info(self, present: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
+        """The batched lean info (``SyncVectorEnv``'s layout, ``_key`` masks included)."""
+        N = self.num_envs
+        parts: dict[str, Any] = {}
+        for k, name in enumerate(self.reward_spec.names):
+            parts[name] = np.where(present, self._parts[:, k], 0.0)
+            parts[f"_{name}"] = present.copy()
+        info: dict[str, Any] = {"reward_parts": parts, "_reward_parts": present.copy(),
+                                "repaired": self._repaired & present, "_repaired": present.copy()}
+        if self.action_mode != "split":
+            info["action_mask"] = np.ones((N, int(self.single_action_space.n)), dtype=bool)
+            info["_action_mask"] = present.copy()
+        which = np.flatnonzero(present if self._every_step_metrics else ended)
+        for n in which:
+            info = self._add_info(info, {"metrics": self.metrics(int(n))}, int(n))
+        return info
+
+    def metrics(self, n: int) -> dict[str, Any]:
+        """The paper's metrics of instance ``n``'s episode so far (the single env's ``metrics()``)."""
+        apps = int(self._n_apps[n])
+        return run_metrics(self._app_time[n, :apps].tolist(), self._app_energy[n, :apps].tolist(),
+                           self._app_inferences[n, :apps].tolist(), self._app_epochs[n, :apps].tolist(),
+                           self._app_weight[n, :apps].tolist(), int(self._epoch[n]), self._epoch_s)
+
+
+def _min_max_rows(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """:func:`~joulegym.envs.etf.metrics.min_max` of each row's masked values (1.0 if none or all <= 0)."""
+    high = np.where(mask, values, -np.inf).max(axis=1)
+    low = np.where(mask, values, np.inf).min(axis=1)
+    ok = mask.any(axis=1) & (high > 0.0)
+    out = np.ones(values.shape[0])
+    out[ok] = low[ok] / high[ok]
+    return out
