@@ -28,7 +28,7 @@ MOTIVATING_PINS = {"v100": (545.0057979486171, 616.8443016306537, 293104.9719143
 # is monotone in f: FIFO 64,619 -> 138,221 s, Tiresias 58,697 -> 107,793 s, Gandiva 59,945 -> 108,829 s, PowerFlow
 # 40,835 -> 87,360 s (still the lowest)
 PHILLY_PINS = {"fifo": 138221.48791165586, "tiresias": 107793.0032352482, "gandiva": 108829.36746923982,
-               "powerflow": 87359.57463397388}
+               "powerflow": 87241.13795801191}
 
 
 def small_trace(seed: int = 0, n: int = 30) -> JobTrace:
