@@ -173,18 +173,23 @@ class JoulegymEnv(gym.Env):
             raise gym.error.ResetNeeded(
                 "step() called after the episode ended (terminated or truncated); call reset() first"
                 if self._started else "step() called before reset(); call reset() first")
-        action_type = self.action_type
-        decision = action_type.decode(action)
-        parts = self._zero_parts if decision is NO_DECISION else tuple(self._transition(decision))
-        self.last_reward_parts = parts
-        terminated = bool(self._terminated())
-        truncated = bool(self._truncated()) and not terminated
-        self._episode_over = terminated or truncated
+        parts, terminated, truncated = self._advance(action)
         if self._vector_reward:
             reward: Any = np.array(parts, dtype=np.float64)
         else:
             reward = float(weighted_sum(self.reward_weights, parts))
         return self._observe(), reward, terminated, truncated, self._info(final=self._episode_over)
+
+    def _advance(self, action: Any) -> tuple[tuple[float, ...], bool, bool]:
+        """One step without the observation and the info: ``(reward parts, terminated, truncated)``. The
+        template's ``step()`` and a family's batched vector env (:mod:`joulegym.core.vector`) both step this way."""
+        decision = self.action_type.decode(action)
+        parts = self._zero_parts if decision is NO_DECISION else tuple(self._transition(decision))
+        self.last_reward_parts = parts
+        terminated = bool(self._terminated())
+        truncated = bool(self._truncated()) and not terminated
+        self._episode_over = terminated or truncated
+        return parts, terminated, truncated
 
     def _info(self, final: bool) -> dict[str, Any]:
         info = self._extra_info()

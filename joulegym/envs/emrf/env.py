@@ -882,6 +882,15 @@ class EMRFEnv(JoulegymEnv):
         sim.advance()
         result = sim.last_window
         e, v, delta = self._window_measures(result)
+        self._record_window(e, v, delta, si, ef, bound, planned, sum(sim.last_rates), rule.eta)
+        joined = sum(1 for _, _, ok in result.arrivals if ok)
+        self._last_arrivals = (joined, len(result.arrivals) - joined, len(result.readmitted))
+        return float(e), float(0.0 - delta / norm), float(0.0 - v)  # 0.0 - x: no -0.0 in the parts
+
+    def _record_window(self, e: float, v: float, delta: float, si: int, ef: int, bound: float,
+                       planned: Any, delivered: float, eta: float) -> None:
+        """A window's bookkeeping once it ran and was measured (``_window_measures``): the episode sums, the
+        history row and the last-window diagnostics. The batched vector env's quiet windows end here too."""
         self._new_view()
         self._steps += 1
         self._sum_e += e
@@ -891,11 +900,8 @@ class EMRFEnv(JoulegymEnv):
         self._ef_total += ef
         self._sum_delta_bound += bound
         self._last_alloc = planned
-        self._history.append((sim.time, self._last_util[0], self._last_util[1], sum(sim.last_rates)))
-        self._last_eta, self._last_delta, self._last_bound, self._last_diag = rule.eta, delta, bound, (si, ef)
-        joined = sum(1 for _, _, ok in result.arrivals if ok)
-        self._last_arrivals = (joined, len(result.arrivals) - joined, len(result.readmitted))
-        return float(e), float(0.0 - delta / norm), float(0.0 - v)  # 0.0 - x: no -0.0 in the parts
+        self._history.append((self.sim.time, self._last_util[0], self._last_util[1], delivered))
+        self._last_eta, self._last_delta, self._last_bound, self._last_diag = eta, delta, bound, (si, ef)
 
     def _window_measures(self, result) -> tuple[float, float, float]:
         """Time averages over the window's segments of E, V and Δ; per-user F/S accumulators."""

@@ -38,13 +38,10 @@ import gc
 from itertools import chain
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
 
-from joulegym.core.actions import NO_DECISION
 from joulegym.core.rewards import weighted_sum
+from joulegym.core.vector import BatchedVectorEnv, check_num_envs
 from joulegym.envs.emrf.env import GLOBAL_FEATURES, SLOT_FEATURES, TINY_WEIGHT, EMRFEnv
 from joulegym.envs.emrf.simulator import EPS_WORK, WindowResult
 
@@ -68,71 +65,22 @@ def _padded_rows(derived, active: tuple[int, ...], n: int) -> tuple[list[float],
     return derived.vector_rows
 
 
-class EMRFVectorEnv(VectorEnv):
+class EMRFVectorEnv(BatchedVectorEnv):
     """N EMRF instances stepped as one batch; see the module docstring."""
 
-    metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    horizon_hint: ClassVar[str] = "horizon (windows)"
 
     def __init__(self, num_envs: int, **kwargs: Any) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
-            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
-        if kwargs.pop("max_episode_steps", None) is not None:
-            raise ValueError("max_episode_steps is not supported by the batched EMRF env; set horizon (windows)")
-        if kwargs.get("render_mode") is not None:
-            raise ValueError("the batched EMRF env does not render; use vectorization_mode='sync' to render")
-        self.num_envs = int(num_envs)
+        num_envs = check_num_envs(num_envs)
+        kwargs = self.check_kwargs(kwargs)
         first = EMRFEnv(**kwargs)
-        self.envs = [first] + [EMRFEnv(**kwargs) for _ in range(self.num_envs - 1)]
-        self.config = first.config
-        self.kind = first.kind
-        self.action_mode = first.action_mode
-        self.single_observation_space = first.observation_space
-        self.single_action_space = first.action_space
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.reward_spec = first.reward_spec
-        self.reward_weights = first.reward_weights
-        self.reward_space = first.reward_space
-        self.render_mode = None
-        self.spec = None
-        self._names = first.reward_spec.names
-        self._vector_reward = bool(first.config["vector_reward"])
-        self._every_step_metrics = first.config["info_metrics"] == "every_step"
+        super().__init__(num_envs, first)
+        self.envs = [first] + [EMRFEnv(**kwargs) for _ in range(num_envs - 1)]
         N = self.num_envs
         self._obs = np.zeros((N, *self.single_observation_space.shape), dtype=self.single_observation_space.dtype)
-        self._parts = np.zeros((N, len(self._names)))
-        self._autoreset = np.zeros(N, dtype=bool)
-        self._started = False
         self._fast = self._fast_path_possible()
         self.batch_from = BATCH_FROM
         self.batched_steps = 0  # instance-steps taken by the batched quiet-window path (the rest: scalar path)
-
-    # --- Gymnasium API --------------------------------------------------------------------------------------------
-    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        """Reset every instance (or those of ``options["reset_mask"]``); ``seed`` as ``SyncVectorEnv`` takes it."""
-        N = self.num_envs
-        if seed is None:
-            seeds: list[int | None] = [None] * N
-        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(N)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != N:
-                raise ValueError(f"seed must be None, an int or a list of num_envs={N} seeds, got {len(seeds)}")
-        options = dict(options) if options else None
-        mask = np.ones(N, dtype=bool)
-        if options is not None and "reset_mask" in options:
-            mask = options.pop("reset_mask")
-            if not isinstance(mask, np.ndarray) or mask.shape != (N,) or mask.dtype != np.bool_ or not mask.any():
-                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({N},) with a True value")
-            if not self._started and not mask.all():
-                raise ValueError("the first reset() must reset every instance (no reset_mask)")
-        for n in np.flatnonzero(mask):
-            self._reset_one(int(n), seeds[n], options or None)
-        self._autoreset[mask] = False
-        self._started = True
-        self._parts[mask] = 0.0
-        return self._obs.copy(), self._info(mask, np.zeros(N, dtype=bool))
 
     def step(self, actions: Any):
         """Step every instance (next-step autoreset), with Python's cyclic garbage collector paused.
@@ -142,8 +90,7 @@ class EMRFVectorEnv(VectorEnv):
         step creates no reference cycles (``tests/emrf/test_vector.py::test_step_creates_no_garbage_cycles``), so
         pausing delays no memory release; the collector's previous state is restored even when the step raises.
         """
-        if not self._started:
-            raise gym.error.ResetNeeded("step() called before reset(); call reset() first")
+        self._check_started()
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -156,7 +103,7 @@ class EMRFVectorEnv(VectorEnv):
         N = self.num_envs
         batch = self._batch(actions)
         actions = list(batch)
-        reward = np.zeros((N, len(self._names))) if self._vector_reward else np.zeros(N)
+        reward = np.zeros((N, len(self.reward_spec.names))) if self._vector_reward else np.zeros(N)
         terminated = np.zeros(N, dtype=bool)
         truncated = np.zeros(N, dtype=bool)
         parts_out = self._parts
@@ -174,14 +121,7 @@ class EMRFVectorEnv(VectorEnv):
                 self._reset_one(n, None, None)
                 parts_out[n] = 0.0
                 continue
-            # the core template's step (JoulegymEnv.step) without the per-step info dict
-            decision = env.action_type.decode(actions[n])
-            parts = env._zero_parts if decision is NO_DECISION else tuple(env._transition(decision))
-            env.last_reward_parts = parts
-            term = bool(env._terminated())
-            trunc = bool(env._truncated()) and not term
-            env._episode_over = term or trunc
-            terminated[n], truncated[n] = term, trunc
+            parts, terminated[n], truncated[n] = env._advance(actions[n])
             parts_out[n] = parts
             if self._vector_reward:
                 reward[n] = parts
@@ -198,10 +138,11 @@ class EMRFVectorEnv(VectorEnv):
             env.close()
 
     # --- helpers ----------------------------------------------------------------------------------------------
-    def _reset_one(self, n: int, seed: int | None, options: dict[str, Any] | None):
-        obs, info = self.envs[n].reset(seed=seed, options=options)
-        self._obs[n] = obs
-        return obs, info
+    def _reset_one(self, n: int, seed: int | None, options: dict[str, Any] | None) -> None:
+        self._obs[n], _ = self.envs[n].reset(seed=seed, options=options)
+
+    def _batch_obs(self) -> np.ndarray:
+        return self._obs.copy()
 
     def _batch(self, actions: Any) -> np.ndarray:
         """The actions as one array, a row per instance (each validated by its instance's action type, which
@@ -215,19 +156,6 @@ class EMRFVectorEnv(VectorEnv):
             raise ValueError(f"actions must be an array in the batched action space {self.action_space} "
                              f"(one row per instance, {N} rows), got {actions!r}")
         return batch
-
-    def _info(self, present: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
-        """The batched lean info (``SyncVectorEnv``'s layout, ``_key`` masks included)."""
-        parts: dict[str, Any] = {}
-        for k, name in enumerate(self._names):
-            parts[name] = np.where(present, self._parts[:, k], 0.0)
-            parts[f"_{name}"] = present.copy()
-        info: dict[str, Any] = {"reward_parts": parts, "_reward_parts": present.copy(),
-                                "repaired": np.zeros(self.num_envs, dtype=bool), "_repaired": present.copy()}
-        which = np.flatnonzero(present if self._every_step_metrics else ended)
-        for n in which:
-            info = self._add_info(info, {"metrics": self.envs[int(n)].metrics()}, int(n))
-        return info
 
     # --- the batched quiet window (module docstring, "How") -------------------------------------------------------
     def _fast_path_possible(self) -> bool:
@@ -411,18 +339,7 @@ class EMRFVectorEnv(VectorEnv):
             env._sum_speedup += dt_j * sp_j
             env._ratio_time, env._active_time, env._last_ratio = rt_j, at_j, lratio_j
             env._last_util = sim.last_utilisation
-            env._new_view()
-            env._steps += 1
-            env._sum_e += e_j
-            env._sum_v += v_j
-            env._sum_delta += delta_j
-            env._si_total += si_j
-            env._ef_total += ef_j
-            env._sum_delta_bound += bound_j
-            env._last_alloc = plan_j
-            env._history.append((sim.time, uc_j, ug_j, dl_j))
-            env._last_eta, env._last_delta, env._last_bound, env._last_diag = (
-                float(env.eta_target), delta_j, bound_j, (si_j, ef_j))
+            env._record_window(e_j, v_j, delta_j, si_j, ef_j, bound_j, plan_j, dl_j, float(env.eta_target))
             env._last_arrivals = (0, 0, 0)
             parts = (e_j, soft_j, floor_j)
             env.last_reward_parts = parts

@@ -28,13 +28,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
 
 from joulegym.core.actions import ACTION_TOLERANCE
 from joulegym.core.cache import BoundedCache
+from joulegym.core.vector import BatchedVectorEnv, check_num_envs
 from joulegym.envs.etf.allocation import largest_remainder_list
 from joulegym.envs.etf.env import SLOT_FEATURES, ETFEnv
 from joulegym.envs.etf.simulator import run_metrics
@@ -129,49 +127,29 @@ def _largest_remainder_rows(quotas: np.ndarray, total: np.ndarray, caps: np.ndar
     return out, fallback
 
 
-class ETFVectorEnv(VectorEnv):
+class ETFVectorEnv(BatchedVectorEnv):
     """``num_envs`` ETF instances of one configuration (any ETF kind, scenario and keyword arguments).
 
     :param num_envs: number of instances N.
     :param kwargs: what ``gym.make`` takes (``action_mode``, ``scenario``, config keys).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    horizon_hint: ClassVar[str] = "horizon (epochs)"
 
     def __init__(self, num_envs: int, **kwargs: Any) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
-            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
-        if kwargs.pop("max_episode_steps", None) is not None:
-            raise ValueError("max_episode_steps is not supported by the batched ETF env; set horizon (epochs)")
-        if kwargs.get("render_mode") is not None:
-            raise ValueError("the batched ETF env does not render; use vectorization_mode='sync' to render")
-        if kwargs.get("info_level", "lean") == "full":
-            raise ValueError("info_level='full' (per-slot diagnostics) needs the single env: use "
-                             "vectorization_mode='sync'")
-        self.num_envs = int(num_envs)
+        num_envs = check_num_envs(num_envs)
+        kwargs = self.check_kwargs(kwargs)
         first = ETFEnv(**kwargs)
-        self._shadows = [first] + [ETFEnv(**kwargs) for _ in range(self.num_envs - 1)]
+        super().__init__(num_envs, first)
+        mode = self.action_mode
+        self._shadows = [first] + [ETFEnv(**kwargs) for _ in range(num_envs - 1)]
         caches = (BoundedCache(), BoundedCache(), BoundedCache())
         for shadow in self._shadows:  # content-keyed, so one set of caches serves every instance
             shadow._set_cache, shadow._phi_cache, shadow._units_cache = caches
-        self.config = first.config
-        self.kind = first.kind
-        self.action_mode = mode = first.action_mode
-        self.single_observation_space = first.observation_space
-        self.single_action_space = first.action_space
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.reward_spec = first.reward_spec
-        self.reward_weights = first.reward_weights
-        self.reward_space = first.reward_space
-        self.render_mode = None
-        self.spec = None
         self._M, self._T, self._horizon = first.max_apps, first.T, first.horizon
         self._seconds_per_unit = first.sim._seconds_per_unit
         self._epoch_s = first.sim.epoch_s
         self._cumulative = first._cumulative
-        self._vector_reward = first._vector_reward
-        self._every_step_metrics = first._every_step_metrics
         if mode == "phi":
             self._levels = first.action_type.levels
             variants = self._levels + 1  # the levels, then the nominal phi (reset's)
@@ -215,11 +193,6 @@ class ETFVectorEnv(VectorEnv):
         self._apps = 1
         self._alloc_apps(1)
         self._rows = np.arange(N)
-        self._autoreset = np.zeros(N, dtype=bool)
-        self._started = False
-        names = self.reward_spec.names
-        self._parts = np.zeros((N, len(names)))
-        self._repaired = np.zeros(N, dtype=bool)
 
     # --- state -------------------------------------------------------------------------------------------------
     def _alloc_apps(self, apps: int) -> None:
@@ -325,37 +298,9 @@ class ETFVectorEnv(VectorEnv):
             self._variant[n] = 0
         self._sync_membership(n)
 
-    # --- Gymnasium API --------------------------------------------------------------------------------------------
-    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        """Reset every instance (or those of ``options["reset_mask"]``); ``seed`` as ``SyncVectorEnv`` takes it."""
-        N = self.num_envs
-        if seed is None:
-            seeds: list[int | None] = [None] * N
-        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(N)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != N:
-                raise ValueError(f"seed must be None, an int or a list of num_envs={N} seeds, got {len(seeds)}")
-        options = dict(options) if options else None
-        mask = np.ones(N, dtype=bool)
-        if options is not None and "reset_mask" in options:
-            mask = options.pop("reset_mask")
-            if not isinstance(mask, np.ndarray) or mask.shape != (N,) or mask.dtype != np.bool_ or not mask.any():
-                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({N},) with a True value")
-            if not self._started and not mask.all():
-                raise ValueError("the first reset() must reset every instance (no reset_mask)")
-        for n in np.flatnonzero(mask):
-            self._reset_one(int(n), seeds[n], options or None)
-        self._autoreset[mask] = False
-        self._started = True
-        self._parts[mask] = 0.0
-        self._repaired[mask] = False
-        return self._observe(), self._info(mask, np.zeros(N, dtype=bool))
-
+    # --- Gymnasium API (reset: the core shell's) -----------------------------------------------------------
     def step(self, actions: Any):
-        if not self._started:
-            raise gym.error.ResetNeeded("step() called before reset(); call reset() first")
+        self._check_started()
         N = self.num_envs
         resetting = self._autoreset
         live = ~resetting
@@ -558,22 +503,13 @@ class ETFVectorEnv(VectorEnv):
             parts.append(tenant)
         return np.concatenate(parts, axis=1).astype(np.float32)
 
-    def _info(self, present: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
-        """The batched lean info (``SyncVectorEnv``'s layout, ``_key`` masks included)."""
-        N = self.num_envs
-        parts: dict[str, Any] = {}
-        for k, name in enumerate(self.reward_spec.names):
-            parts[name] = np.where(present, self._parts[:, k], 0.0)
-            parts[f"_{name}"] = present.copy()
-        info: dict[str, Any] = {"reward_parts": parts, "_reward_parts": present.copy(),
-                                "repaired": self._repaired & present, "_repaired": present.copy()}
-        if self.action_mode != "split":
-            info["action_mask"] = np.ones((N, int(self.single_action_space.n)), dtype=bool)
+    def _batch_obs(self) -> np.ndarray:
+        return self._observe()
+
+    def _mask_info(self, info: dict[str, Any], present: np.ndarray) -> None:
+        if self.action_mode != "split":  # every level is always valid
+            info["action_mask"] = np.ones((self.num_envs, int(self.single_action_space.n)), dtype=bool)
             info["_action_mask"] = present.copy()
-        which = np.flatnonzero(present if self._every_step_metrics else ended)
-        for n in which:
-            info = self._add_info(info, {"metrics": self.metrics(int(n))}, int(n))
-        return info
 
     def metrics(self, n: int) -> dict[str, Any]:
         """The paper's metrics of instance ``n``'s episode so far (the single env's ``metrics()``)."""

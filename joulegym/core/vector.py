@@ -1,0 +1,137 @@
+"""The shell of a family's batched vector env (Gymnasium 1.x ``vector_entry_point``, issue 14).
+
+A family that registers ``EnvKind(vector_entry_point=...)`` subclasses :class:`BatchedVectorEnv`: the shell
+builds the N single envs' shared spaces and reward spec, checks the arguments Gymnasium passes, parses
+``reset(seed=..., options={"reset_mask": ...})`` as ``SyncVectorEnv`` does (``reset(seed=s)`` seeds instance ``i``
+with ``s + i``) and batches the lean info in ``SyncVectorEnv``'s layout. The family supplies how one instance is
+reset (``_reset_one``), the batched observation (``_batch_obs``), ``step()`` (next-step autoreset) and the
+per-instance ``metrics(n)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from joulegym.core.env import JoulegymEnv
+
+
+def check_num_envs(num_envs: Any) -> int:
+    """``num_envs`` as an int >= 1, or a ``ValueError`` naming it."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
+        raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+    return int(num_envs)
+
+
+class BatchedVectorEnv(VectorEnv):
+    """N instances of one family env behind one numpy interface (module docstring).
+
+    :param num_envs: number of instances N.
+    :param first: the first instance (built by the family from the ``gym.make`` keyword arguments); its
+        spaces, config and reward spec are every instance's.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    #: what to set instead of Gymnasium's ``max_episode_steps`` (named in the error)
+    horizon_hint: ClassVar[str] = "horizon"
+
+    @classmethod
+    def check_kwargs(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The ``gym.make`` keyword arguments minus Gymnasium's ``max_episode_steps=None``; a ``ValueError`` for
+        what the batch cannot do (a step limit, rendering, per-step diagnostics)."""
+        kwargs = dict(kwargs)
+        if kwargs.pop("max_episode_steps", None) is not None:
+            raise ValueError(f"max_episode_steps is not supported by {cls.__name__}; set {cls.horizon_hint}")
+        if kwargs.get("render_mode") is not None:
+            raise ValueError(f"{cls.__name__} does not render; use vectorization_mode='sync' to render")
+        if kwargs.get("info_level", "lean") == "full":
+            raise ValueError("info_level='full' (per-step diagnostics) needs the single env: use "
+                             "vectorization_mode='sync'")
+        return kwargs
+
+    def __init__(self, num_envs: int, first: JoulegymEnv) -> None:
+        self.num_envs = N = check_num_envs(num_envs)
+        self.config = first.config
+        self.kind = first.kind
+        self.action_mode = first.action_mode
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = batch_space(self.single_observation_space, N)
+        self.action_space = batch_space(self.single_action_space, N)
+        self.reward_spec = first.reward_spec
+        self.reward_weights = first.reward_weights
+        self.reward_space = first.reward_space
+        self.render_mode = None
+        self.spec = None
+        self._vector_reward = bool(first._vector_reward)
+        self._every_step_metrics = first._every_step_metrics
+        self._parts = np.zeros((N, len(first.reward_spec.names)))
+        self._repaired = np.zeros(N, dtype=bool)
+        self._autoreset = np.zeros(N, dtype=bool)
+        self._started = False
+
+    # --- the family's part -------------------------------------------------------------------------------------
+    def _reset_one(self, n: int, seed: int | None, options: dict[str, Any] | None) -> None:
+        raise NotImplementedError
+
+    def _batch_obs(self) -> np.ndarray:
+        """The ``(N, ...)`` observation (a fresh array)."""
+        raise NotImplementedError
+
+    def metrics(self, n: int) -> dict[str, Any]:
+        """The paper's metrics of instance ``n``'s episode so far."""
+        raise NotImplementedError
+
+    def _mask_info(self, info: dict[str, Any], present: np.ndarray) -> None:
+        """Add batched ``action_mask`` entries (action types with a mask)."""
+
+    # --- Gymnasium API -------------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
+        """Reset every instance (or those of ``options["reset_mask"]``); ``seed`` as ``SyncVectorEnv`` takes it."""
+        N = self.num_envs
+        if seed is None:
+            seeds: list[int | None] = [None] * N
+        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(N)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != N:
+                raise ValueError(f"seed must be None, an int or a list of num_envs={N} seeds, got {len(seeds)}")
+        options = dict(options) if options else None
+        mask = np.ones(N, dtype=bool)
+        if options is not None and "reset_mask" in options:
+            mask = options.pop("reset_mask")
+            if not isinstance(mask, np.ndarray) or mask.shape != (N,) or mask.dtype != np.bool_ or not mask.any():
+                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({N},) with a True value")
+            if not self._started and not mask.all():
+                raise ValueError("the first reset() must reset every instance (no reset_mask)")
+        for n in np.flatnonzero(mask):
+            self._reset_one(int(n), seeds[n], options or None)
+        self._autoreset[mask] = False
+        self._started = True
+        self._parts[mask] = 0.0
+        self._repaired[mask] = False
+        return self._batch_obs(), self._info(mask, np.zeros(N, dtype=bool))
+
+    def _check_started(self) -> None:
+        if not self._started:
+            raise gym.error.ResetNeeded("step() called before reset(); call reset() first")
+
+    def _info(self, present: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
+        """The batched lean info (``SyncVectorEnv``'s layout, ``_key`` masks included): ``reward_parts``,
+        ``repaired``, the action mask where the action type has one, and ``metrics`` for the instances whose
+        episode ended (every present instance with ``info_metrics="every_step"``)."""
+        parts: dict[str, Any] = {}
+        for k, name in enumerate(self.reward_spec.names):
+            parts[name] = np.where(present, self._parts[:, k], 0.0)
+            parts[f"_{name}"] = present.copy()
+        info: dict[str, Any] = {"reward_parts": parts, "_reward_parts": present.copy(),
+                                "repaired": self._repaired & present, "_repaired": present.copy()}
+        self._mask_info(info, present)
+        for n in np.flatnonzero(present if self._every_step_metrics else ended):
+            info = self._add_info(info, {"metrics": self.metrics(int(n))}, int(n))
+        return info
