@@ -119,19 +119,28 @@ INVARIANTS: dict[str, Callable[[Any, Mapping[str, Any], dict[str, float]], list[
 # --------------------------------------------------------------------------------------------- generic checks
 
 
-def non_finite(value: Any) -> bool:
-    """True if any number in ``value`` (nested dicts, lists, tuples, arrays) is NaN or infinite."""
+def first_non_finite(value: Any, where: str = "value") -> str | None:
+    """Where the first NaN or infinite number in ``value`` (nested dicts, lists, tuples, arrays) is, or None."""
     if isinstance(value, Mapping):
-        return any(non_finite(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(non_finite(v) for v in value)
-    if isinstance(value, np.ndarray):
+        items: Any = ((f"{where}[{k!r}]", v) for k, v in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, np.ndarray):
         if value.dtype.kind in "fc":
-            return not bool(np.all(np.isfinite(value)))
-        return value.dtype == object and any(non_finite(v) for v in value.ravel())
-    if isinstance(value, float | np.floating):
-        return not math.isfinite(value)
-    return False
+            return None if np.all(np.isfinite(value)) else f"{where} = {value}"
+        if value.dtype != object:
+            return None
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value.ravel()))
+    elif isinstance(value, float | np.floating | complex | np.complexfloating):
+        return None if math.isfinite(abs(value)) else f"{where} = {value!r}"
+    else:
+        return None
+    return next((bad for path, item in items if (bad := first_non_finite(item, path)) is not None), None)
+
+
+def non_finite(value: Any) -> bool:
+    """True if any number in ``value`` is NaN or infinite."""
+    return first_non_finite(value) is not None
 
 
 @dataclass

@@ -4,19 +4,18 @@ asserted), and rewrites only the README's marked performance section."""
 from __future__ import annotations
 
 import csv
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests import scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def harness():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    return importlib.import_module("harness")
+    return scripts.load("harness")
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

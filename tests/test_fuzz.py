@@ -40,9 +40,11 @@ from hypothesis import strategies as st
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym.core.family import env_id, families
+from tests import scripts
 
 # A make, reset or step slower than this is a hang (issue 13 #11); the slowest legitimate make (a PowerFlow
 # trace synthesis) takes well under a second on the CI machine.
+soak = scripts.load("soak")
 HANG_S = 20.0
 STEPS = 6  # random steps after an accepted config or reset option
 
@@ -84,21 +86,9 @@ def time_limit(seconds: float, what: str) -> Iterator[None]:
 
 
 def assert_finite_tree(value: Any, where: str) -> None:
-    """Every number in ``value`` (nested dicts, lists, tuples, arrays) is finite."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            assert_finite_tree(item, f"{where}[{key!r}]")
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            assert_finite_tree(item, f"{where}[{i}]")
-    elif isinstance(value, np.ndarray):
-        if value.dtype.kind in "fc":
-            assert np.all(np.isfinite(value)), f"{where} holds non-finite values: {value}"
-        elif value.dtype == object:
-            for i, item in enumerate(value.ravel()):
-                assert_finite_tree(item, f"{where}[{i}]")
-    elif isinstance(value, float | np.floating | complex):
-        assert math.isfinite(abs(value)), f"{where} = {value!r}"
+    """Every number in ``value`` (nested dicts, lists, tuples, arrays) is finite (the soak benchmark's check)."""
+    bad = soak.first_non_finite(value, where)
+    assert bad is None, f"non-finite: {bad}"
 
 
 def check_step_output(env: gym.Env, obs: Any, reward: Any, info: Mapping[str, Any], where: str) -> None:
@@ -111,11 +101,19 @@ def random_steps(env: gym.Env, seed: int, steps: int = STEPS, where: str = "") -
     """Reset with ``seed`` and take ``steps`` in-space random actions, checking every output."""
     obs, info = env.reset(seed=seed)
     check_step_output(env, obs, 0.0, info, f"{where} reset")
+    continue_random(env, seed, steps, where, past_the_end=True)
+
+
+def continue_random(env: gym.Env, seed: int, steps: int, where: str, past_the_end: bool) -> None:
+    """``steps`` in-space random actions from the current state, checking every output; at an episode's end
+    reset with ``seed + 1`` and go on, or stop (``past_the_end=False``)."""
     env.action_space.seed(seed)
     for t in range(steps):
         obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
         check_step_output(env, obs, reward, info, f"{where} step {t}")
         if terminated or truncated:
+            if not past_the_end:
+                return
             obs, info = env.reset(seed=seed + 1)
 
 
@@ -306,13 +304,9 @@ def test_reset_options_raise_valueerror_or_step(family):
                 event("ValueError")
                 return
             event("accepted")
-            check_step_output(env, obs, 0.0, info, f"{id_} reset(options={options!r})")
-            env.action_space.seed(seed)
-            for _ in range(STEPS):
-                obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
-                check_step_output(env, obs, reward, info, f"{id_} options={options!r}")
-                if terminated or truncated:
-                    break
+            where = f"{id_} reset(options={options!r})"
+            check_step_output(env, obs, 0.0, info, where)
+            continue_random(env, seed, STEPS, where, past_the_end=False)
 
     run()
 

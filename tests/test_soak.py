@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
 from joulegym.core.family import families
+from tests import scripts
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_soak():
-    spec = importlib.util.spec_from_file_location("soak", ROOT / "benchmarks" / "soak.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-soak = _load_soak()
+soak = scripts.load("soak")
 
 
 def test_quick_soak_of_every_family_finds_nothing(tmp_path, capsys):

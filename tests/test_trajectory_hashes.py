@@ -8,15 +8,11 @@ history).
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("trajectory_hashes", ROOT / "benchmarks" / "trajectory_hashes.py")
-trajectory_hashes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(trajectory_hashes)
+from tests import scripts
+
+trajectory_hashes = scripts.load("trajectory_hashes")
 
 STORED = trajectory_hashes.load()
 

@@ -6,8 +6,6 @@ stops a window beyond ``simulator.MAX_SEGMENTS`` events."""
 
 from __future__ import annotations
 
-import time
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -32,10 +30,9 @@ FOUND = [  # configs the fuzzer found (> 20 s for 60 steps before the bound; the
 
 @pytest.mark.parametrize("config", FOUND)
 def test_pathological_configs_fail_fast_naming_the_limit(config):
-    start = time.process_time()
+    """Refused at ``gym.make``, before any window runs (they took minutes per 60 steps)."""
     with pytest.raises(ValueError, match=r"MAX_WINDOW_WORK|task_gflop"):
         gym.make("joulegym/EMRFKnob-v0", **config)
-    assert time.process_time() - start < 1.0
 
 
 CONFIGS = st.fixed_dictionaries({}, optional={
@@ -53,25 +50,27 @@ CONFIGS = st.fixed_dictionaries({}, optional={
 })
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
 @given(CONFIGS, st.integers(0, 100))
-def test_every_accepted_config_steps_in_bounded_time(config, seed):
-    """Any config either fails at make or runs 5 random-knob steps within a generous CPU budget (the bound
-    allows ~0.2 s per window; 2 s per step leaves room for a loaded CI machine)."""
+def test_every_accepted_config_steps_in_bounded_work(config, seed):
+    """Any config either fails at make or runs 5 random-knob steps whose windows do bounded work: events per
+    window x operations per event (users + Alg. 1 slices), the quantity ``MAX_WINDOW_WORK`` bounds in expectation,
+    stays within 10x of it (lognormal job sizes scatter around the estimate). Counted, not timed."""
     try:
         env = gym.make("joulegym/EMRFKnob-v0", **config)
     except ValueError:
         return
+    base = env.unwrapped
+    task = base.config["task_gflop"]
+    per_event = base.max_users + (base.c_tot / task if task is not None else 0.0)
     env.reset(seed=seed)
     env.action_space.seed(seed)
-    start = time.process_time()
-    steps = 0
-    while steps < 5:
+    for _ in range(5):
         _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        steps += 1
+        work = len(base.sim.last_window.segments) * per_event
+        assert work <= 10 * MAX_WINDOW_WORK, (config, work)
         if terminated or truncated:
             break
-    assert (time.process_time() - start) / steps < 2.0, config
 
 
 def test_the_defaults_imply_little_work():

@@ -6,7 +6,9 @@ and hashes, step by step, the observation bytes, the reward, the termination fla
 (planned and delivered allocation, utilisation, Δ, δ, SI and envy counts, η) and the episode-end metrics.
 The hashes in ``data/emrf_trajectory_hashes.json`` were recorded before the speed work of issue 14 (lean info,
 vectorised envy check, batched vector entry point); regenerate them only for a deliberate change of dynamics
-(``python -m tests.emrf.test_trajectory_hashes --write``) and say so in the version history.
+(``python -m tests.emrf.test_trajectory_hashes --write``) and say so in the version history. Values are hashed
+with ``benchmarks/trajectory_hashes.py``'s encoder (re-recorded once when the two encoders were merged, after
+the old encoding's hashes still matched).
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
+from tests import scripts
 from tests.emrf.helpers import policy
 
+_update = scripts.load("trajectory_hashes")._update  # the one canonical value hash
 DATA = Path(__file__).parent / "data" / "emrf_trajectory_hashes.json"
 INFO_KEYS = ("allocation", "delivered", "utilisation", "U_cpu", "U_gpu", "soft_fairness", "delta_bound",
              "si_violations", "ef_violations", "eta", "eta_target", "arrivals_joined", "arrivals_waited",
@@ -50,29 +53,6 @@ CASES: list[tuple[str, str, dict[str, Any], str, tuple[int, ...]]] = [
 ]
 
 
-def _feed(h: Any, value: Any) -> None:
-    """Hash ``value`` exactly (floats by their bits, arrays by dtype and bytes, dicts by sorted key)."""
-    if isinstance(value, dict) or hasattr(value, "keys"):
-        for key in sorted(value.keys()):
-            h.update(repr(key).encode())
-            _feed(h, value[key])
-    elif isinstance(value, np.ndarray):
-        h.update(str(value.dtype).encode() + str(value.shape).encode())
-        h.update(np.ascontiguousarray(value).tobytes())
-    elif isinstance(value, bool | np.bool_):
-        h.update(b"T" if value else b"F")
-    elif isinstance(value, int | np.integer):
-        h.update(f"i{int(value)}".encode())
-    elif isinstance(value, float | np.floating):
-        h.update(float(value).hex().encode())
-    elif isinstance(value, tuple | list):
-        h.update(f"[{len(value)}".encode())
-        for v in value:
-            _feed(h, v)
-    else:
-        h.update(repr(value).encode())
-
-
 def trajectory_hash(env_id: str, overrides: dict[str, Any], actor: str, seed: int) -> str:
     """sha256 of one whole episode (module docstring)."""
     env = gym.make(env_id, **overrides)
@@ -82,18 +62,18 @@ def trajectory_hash(env_id: str, overrides: dict[str, Any], actor: str, seed: in
     agent = None if actor == "random" else policy(actor)
     if agent is not None:
         agent.reset(env, seed=seed)
-    _feed(h, obs)
-    _feed(h, {k: info[k] for k in INFO_KEYS if k in info and k != "reward_parts"})
+    _update(h, obs)
+    _update(h, {k: info[k] for k in INFO_KEYS if k in info and k != "reward_parts"})
     done = False
     while not done:
         action = env.action_space.sample() if agent is None else agent.act(obs, info)
         obs, reward, terminated, truncated, info = env.step(action)
-        _feed(h, obs)
-        _feed(h, reward)
-        _feed(h, (terminated, truncated))
-        _feed(h, {k: info[k] for k in INFO_KEYS})
+        _update(h, obs)
+        _update(h, reward)
+        _update(h, (terminated, truncated))
+        _update(h, {k: info[k] for k in INFO_KEYS})
         done = terminated or truncated
-    _feed(h, info["metrics"])
+    _update(h, info["metrics"])
     env.close()
     return h.hexdigest()
 

@@ -4,7 +4,6 @@ thresholds and the consolidation rule for models with skewed tensors."""
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 
@@ -92,9 +91,9 @@ def test_tiresias_gpu_time_close_to_gandiva_and_beats_fifo_backfill_under_load()
     assert out["tiresias"].avg_jct_s < out["fifo-backfill"].avg_jct_s
 
 
-def test_order_is_vectorised():
-    """The 2D-LAS order is one numpy lexsort (no Python-keyed sort): 2,000 jobs order in well under a millisecond
-    per decision."""
+def test_order_is_2d_las():
+    """The 2D-LAS order over 2,000 jobs: by queue (attained GPU-service against the thresholds), then by submit
+    time inside a queue (its speed is measured by benchmarks/bench_powerflow.py, not here)."""
     rng = np.random.default_rng(0)
 
     class V:
@@ -103,9 +102,10 @@ def test_order_is_vectorised():
         jobs = np.arange(2000)
 
     pol = make("tiresias", family="powerflow")
-    start = time.perf_counter()
-    for _ in range(100):
-        order = pol._order(V)
-    assert (time.perf_counter() - start) / 100 < 2e-3
+    order = pol._order(V)
+    assert sorted(order) == list(range(2000))
+    order = np.asarray(order)
     queue = np.searchsorted(pfb._THRESHOLDS, V.attained[order], side="right")
     assert np.all(np.diff(queue) >= 0)
+    same_queue = np.diff(queue) == 0
+    assert np.all(np.diff(V.submit[order])[same_queue] >= 0)
