@@ -47,8 +47,9 @@ def test_repair_prices_jobs_as_affinity_places_them():
     The budget lies between the packed and the spread price of that job: the old repair priced it packed, let it
     run at f_max and held more power than the budget; now it is priced as placed and the budget holds."""
     _, _, packed, spread = _spread_heavier_config()
-    if spread <= packed * (1 + 2e-3):
-        pytest.skip("the performance model draws no more power spread than packed: the case cannot arise")
+    # the case needs a configuration that draws more power spread than packed; if a model change removes every
+    # such one, this test must be rethought rather than silently skipped
+    assert spread > packed * (1 + 2e-3), (packed, spread)
     fmax = dm.hardware("v100").freqs_ghz.size - 1
     probe = _sim(1000.0)
     probe.apply({0: (6, fmax), 1: (6, fmax)})
