@@ -10,7 +10,7 @@ from gymnasium.vector import AutoresetMode
 
 import joulegym  # noqa: F401
 from joulegym.envs.emrf.vector import EMRFVectorEnv
-from tests.emrf.test_trajectory_hashes import _feed
+from tests.emrf.test_trajectory_hashes import _update
 
 BATCHED = "vector_entry_point"
 
@@ -19,8 +19,8 @@ def _same_metrics(a: dict, b: dict) -> bool:
     import hashlib
 
     ha, hb = hashlib.sha256(), hashlib.sha256()
-    _feed(ha, a)
-    _feed(hb, b)
+    _update(ha, a)
+    _update(hb, b)
     return ha.digest() == hb.digest()
 
 
