@@ -81,7 +81,7 @@ def test_summary_sweep_applies_the_users_run_settings(tmp_path):
         assert (row.avg_jct_h == r.avg_jct_h) == (overhead == "none")
 
 
-@pytest.mark.slow
+@pytest.mark.reproduce  # 7-8 min on 2 cores since the Gandiva/Tiresias rewrite: run with --reproduce
 def test_evaluate_reproduce_powerflow_quick(tmp_path):
     """``evaluate.py --reproduce powerflow --quick``: Fig. 7/9 on Small100 and Fig. 10 (seed 0, every panel)."""
     from joulegym.evaluation.cli import main

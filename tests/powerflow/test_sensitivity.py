@@ -149,7 +149,7 @@ def test_reproduce_sensitivity_writes_one_row_per_policy_and_consistent_ratios(t
     assert "powerflow" not in summary.index
 
 
-@pytest.mark.slow
+@pytest.mark.reproduce  # 7-8 min on 2 cores since the Gandiva/Tiresias rewrite: run with --reproduce
 def test_fig10_trends_vs_afs_on_the_papers_traces():
     """Fig. 10b/c on the unscaled Gavel traces (§6.4), per seed: PowerFlow's gain over AFS (the elastic, strongest
     baseline) is larger on a smaller cluster (16 vs 32 GPUs) and for larger jobs (x4 vs x1 requested GPUs).
