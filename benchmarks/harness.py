@@ -8,7 +8,9 @@ Method (every figure):
   (reset on episode end, the policy's decision included); the no-op env (:class:`NoOpEnv`, made and stepped
   the same way) is measured *interleaved*: before every repeat of every measurement;
 - ratio = no-op steps/s / env steps/s of the same repeat (lower is better; compare ratios across machines,
-  not raw numbers); reported: the median over ``--repeats``.
+  not raw numbers); reported: the median over ``--repeats``;
+- a repeat is ``--steps`` steps (3000), fewer for a kind so slow that they would take more than
+  :attr:`Settings.repeat_budget_s` CPU seconds (the table gives the steps per repeat).
 
 Tables:
 
@@ -18,12 +20,23 @@ Tables:
    where it drives the kind (PowerFlow: ``powerflow-strict``, as ``bench_powerflow.py``), else the first
    applicable reference policy; a policy's ``env_config`` is applied.
 2. ``episodes``: CPU seconds per whole episode where the issue sets a target (Tiresias and PowerFlow on the
-   Philly 24 h trace), given the data.
+   Philly 24 h trace), given the data: *one* episode as :func:`joulegym.envs.powerflow.simulate` runs it (action
+   mode ``request``, a slot per job, the policy's ``env_config``, eta 0.6, until every job is done), timed per
+   episode, median over the repeats; beside it, once, ``simulate()`` as a whole, which also pays for the
+   episodes it abandons with too few slots (it starts at 128 slots and re-runs x4 when a job finds none). The
+   former row timed the scenario id's own episode instead (64 slots, ``alloc`` mode: jobs beyond the slots wait
+   unseen, 10,352 decisions instead of 4,826): a different schedule, 42-45 s.
 3. ``vector``: ``SyncVectorEnv`` of 4 ``ETF-v0`` envs against 4 single-env steps (a fixed action: the env's cost
    alone), and every kind with a batched ``vector_entry_point`` at ``N`` = 256: aggregate steps/s with random
    actions, beside the no-op's steps/s.
 4. ``growth``: cost against problem size (:data:`GROWTH`: PowerFlow time per episode vs jobs and vs GPUs, EMRF us
-   per step vs users; a new family adds its curve with :func:`register_growth`).
+   per step vs users; a new family adds its curve with :func:`register_growth`, or from its own benchmark script:
+   ``benchmarks/bench_<family>.py`` (:data:`GROWTH_MODULES`: DREAM and Qin) may define ``harness_growth()``
+   returning ``[(name, family, x_label, y_label, fn), ...]`` with ``fn(settings) -> [(x, cost), ...]``; the
+   harness imports it when present and notes it when it fails).
+
+Every registered kind is measured, new families included; a kind whose env cannot be made or stepped gives an
+``error`` row (and a note) instead of stopping the harness.
 
 Usage::
 
@@ -37,6 +50,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
+import math
 import os
 import platform
 import statistics
@@ -70,6 +85,8 @@ README_END = "<!-- harness:performance-table:end -->"
 EXTRA_IDS = ("joulegym/PowerFlow-tiny-v0",)  # the PowerFlow target of issue 14 (the base id is a whole cluster)
 REFERENCE_POLICY = {"powerflow": "powerflow-strict"}  # bench_powerflow.py's reference, so their figures agree
 EPISODE_TARGETS = (("joulegym/PowerFlow-philly-24h-v0", "tiresias"), ("joulegym/PowerFlow-philly-24h-v0", "powerflow"))
+EPISODE_ETA = 0.6  # simulate()'s default budget, as in docs/families/powerflow.md §12
+GROWTH_MODULES = ("bench_dream", "bench_qin")  # benchmark scripts that may add growth curves (harness_growth())
 BATCHED_N = 256
 SYNC_N = 4
 
@@ -205,7 +222,10 @@ def trace_kwargs(env_id: str) -> tuple[dict[str, Any] | None, str]:
 def real_trace_ids(family: str | None = None) -> list[str]:
     out = []
     for env_id in registry.registered_ids(family):
-        kwargs, note = trace_kwargs(env_id)
+        try:
+            kwargs, note = trace_kwargs(env_id)
+        except Exception:  # a scenario the harness cannot read: its base kind is measured (and errors) anyway
+            continue
         if kwargs or note:
             out.append(env_id)
     return out
@@ -226,6 +246,7 @@ class Settings:
     repeats: int = 3
     noop_steps: int = 30_000
     vector_steps: int = 300
+    repeat_budget_s: float = 10.0  # a slow kind measures fewer steps per repeat (the row says how many)
     batched_n: int = BATCHED_N
     growth_scale: float = 1.0
     quick: bool = False
@@ -239,17 +260,33 @@ def measure(env_id: str, policy_name: str, kwargs: dict[str, Any], noop: gym.Env
     policy = baselines.make(policy_name, family=family)
     env = gym.make(env_id, **env_config_for(policy, kwargs))
     rates, ratios, noops = [], [], []
-    cpu_steps_per_second(env, policy, min(cfg.steps, 200))  # warm caches and imports
+    warm = Stepper(env, policy)  # warm caches and imports; its rate sizes the repeats of a slow kind
+    warm.run(20)
+    warm.run(max(0, min(cfg.steps, 200, int(warm.rate * cfg.repeat_budget_s / 4)) - 20))
+    steps = max(20, min(cfg.steps, int(warm.rate * cfg.repeat_budget_s)))  # at most ~repeat_budget_s per repeat
+    noop_steps = max(2000, cfg.noop_steps * steps // cfg.steps)
     for repeat in range(cfg.repeats):
         noop_rate, rate = interleaved_rates(Stepper(noop, FixedActionPolicy()), Stepper(env, policy, seed=repeat),
-                                            cfg.noop_steps, cfg.steps)
+                                            noop_steps, steps)
         rates.append(rate)
         noops.append(noop_rate)
         ratios.append(noop_rate / rate)
     env.close()
     return {"id": env_id, "family": family, "policy": policy_name, "steps_per_s": statistics.median(rates),
             "noop_steps_per_s": statistics.median(noops), "ratio": statistics.median(ratios),
-            "ratio_min": min(ratios), "ratio_max": max(ratios), "repeats": cfg.repeats, "steps": cfg.steps}
+            "ratio_min": min(ratios), "ratio_max": max(ratios), "repeats": cfg.repeats, "steps": steps}
+
+
+def error_row(env_id: str, policy: str | None, error: BaseException, cfg: Settings) -> dict[str, Any]:
+    """A row (and a note) for a kind that could not be made or stepped: the harness goes on with the others (a
+    family mid-change, a new kind)."""
+    message = f"{type(error).__name__}: {error}".splitlines()[0][:200]
+    cfg.notes.append(f"{env_id} [{policy or '-'}]: error ({message})")
+    print(f"{env_id:<40} {policy or '-':<18} ERROR {message}", flush=True)
+    family = registry.CATALOG[env_id][0] if env_id in registry.CATALOG else ""
+    return {"id": env_id, "family": family, "policy": policy or "-", "steps_per_s": float("nan"),
+            "noop_steps_per_s": float("nan"), "ratio": float("nan"), "ratio_min": float("nan"),
+            "ratio_max": float("nan"), "repeats": 0, "steps": 0, "error": message}
 
 
 def kinds_table(ids: Sequence[str], cfg: Settings, policies: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -257,24 +294,50 @@ def kinds_table(ids: Sequence[str], cfg: Settings, policies: Sequence[str] | Non
     noop = gym.make(NOOP_ID)
     rows = []
     for env_id in ids:
-        kwargs, note = trace_kwargs(env_id)
-        if kwargs is None:
-            cfg.notes.append(note)
-            print(note, flush=True)
+        try:
+            kwargs, note = trace_kwargs(env_id)
+            if kwargs is None:
+                cfg.notes.append(note)
+                print(note, flush=True)
+                continue
+            probe = gym.make(env_id, **kwargs)
+            names = list(policies) if policies else ["random", reference_policy_name(probe)]
+            probe.close()
+        except Exception as error:  # the env cannot be made: one error row, the other kinds go on
+            rows.append(error_row(env_id, None, error, cfg))
             continue
-        probe = gym.make(env_id, **kwargs)
-        names = list(policies) if policies else ["random", reference_policy_name(probe)]
-        probe.close()
         for name in dict.fromkeys(n for n in names if n):
-            row = measure(env_id, name, kwargs, noop, cfg)
+            try:
+                row = measure(env_id, name, kwargs, noop, cfg)
+            except Exception as error:
+                rows.append(error_row(env_id, name, error, cfg))
+                continue
             rows.append(row)
             print(f"{env_id:<40} {name:<18} {row['steps_per_s']:>10,.0f} steps/s  ratio {row['ratio']:6.1f} "
                   f"[{row['ratio_min']:.1f}-{row['ratio_max']:.1f}]", flush=True)
     return rows
 
 
+def _episode_env(env_id: str, policy: Any, kwargs: dict[str, Any]) -> gym.Env:
+    """``env_id`` set up as :func:`joulegym.envs.powerflow.simulate` runs a trace: the policy's ``env_config``,
+    ``request`` actions, no power repair unless the policy says, until every job is done, and a slot per job (so
+    the decisions do not depend on the slots), reset once so that loading the trace is not timed."""
+    config = {"power_constraint": "none", "horizon_s": math.inf, **env_config_for(policy, kwargs)}
+    config.update(eta=EPISODE_ETA, action_mode="request", max_steps=10_000_000)
+    probe = gym.make(env_id, **config)
+    probe.reset(seed=0)
+    jobs = len(probe.unwrapped.sim.jobs)
+    probe.close()
+    env = gym.make(env_id, max_slots=jobs, **config)
+    env.reset(seed=0)
+    return env
+
+
 def episodes_table(cfg: Settings, family: str | None = None) -> list[dict[str, Any]]:
-    """CPU seconds per whole episode for :data:`EPISODE_TARGETS` (given their data)."""
+    """CPU seconds per whole episode for :data:`EPISODE_TARGETS` (given their data): one episode per repeat, the
+    median; and ``simulate()`` once, with the episodes it abandons (module docstring)."""
+    from joulegym.envs.powerflow import simulate
+
     rows = []
     for env_id, policy_name in EPISODE_TARGETS:
         if env_id not in gym.registry or (family is not None and registry.CATALOG[env_id][0] != family):
@@ -283,16 +346,31 @@ def episodes_table(cfg: Settings, family: str | None = None) -> list[dict[str, A
         if kwargs is None:
             cfg.notes.append(note)
             continue
-        policy = baselines.make(policy_name, family=registry.CATALOG[env_id][0])
-        env = gym.make(env_id, **env_config_for(policy, kwargs))
-        seconds = []
-        for repeat in range(max(1, cfg.repeats - 2)):  # minutes per episode: fewer repeats
+        try:
+            policy = baselines.make(policy_name, family=registry.CATALOG[env_id][0])
+            env = _episode_env(env_id, policy, kwargs)
+            seconds = []
+            for _ in range(cfg.repeats):
+                start = time.process_time()
+                episode = rollout(env, policy, seed=0)
+                seconds.append(time.process_time() - start)
+            jobs = env.unwrapped.sim.jobs
+            cluster = env.unwrapped.cluster
             start = time.process_time()
-            episode = rollout(env, policy, seed=repeat)
-            seconds.append(time.process_time() - start)
+            result = simulate(jobs, policy, cluster=cluster, eta=EPISODE_ETA,
+                              **{k: v for k, v in kwargs.items() if k != "trace_path"})
+            simulate_s = time.process_time() - start
+        except Exception as error:  # data or family mid-change: a note, the other tables go on
+            cfg.notes.append(f"episode {env_id} [{policy_name}]: error ({type(error).__name__}: {error})")
+            continue
+        same = result.metrics["avg_jct_s"] == episode.metrics["avg_jct_s"]
         rows.append({"id": env_id, "policy": policy_name, "cpu_s_per_episode": statistics.median(seconds),
-                     "steps": episode.length, "repeats": len(seconds)})
-        print(f"{env_id} {policy_name}: {rows[-1]['cpu_s_per_episode']:.2f} CPU s per episode", flush=True)
+                     "min": min(seconds), "max": max(seconds), "steps": episode.length, "repeats": len(seconds),
+                     "simulate_cpu_s": simulate_s, "avg_jct_h": episode.metrics["avg_jct_s"] / 3600.0,
+                     "simulate_same_result": same})
+        print(f"{env_id} {policy_name}: {rows[-1]['cpu_s_per_episode']:.2f} CPU s per episode "
+              f"[{min(seconds):.2f}-{max(seconds):.2f}], {episode.length} decisions; simulate() {simulate_s:.2f} s"
+              f"{'' if same else ' (a DIFFERENT result from the episode: check)'}", flush=True)
     return rows
 
 
@@ -348,35 +426,48 @@ def batched_rows(ids: Sequence[str], noop: gym.Env, cfg: Settings) -> list[dict[
     """Aggregate steps/s of every id with a ``vector_entry_point`` at ``N`` instances, random actions."""
     rows = []
     for env_id in ids:
-        if gym.spec(env_id).vector_entry_point is None:
+        try:
+            row = _batched_row(env_id, noop, cfg)
+        except Exception as error:  # a family mid-change: a note, the other rows go on
+            note = f"{env_id} batched: error ({type(error).__name__}: {error})".splitlines()[0]
+            cfg.notes.append(note)
+            print(note, flush=True)
             continue
-        n = cfg.batched_n
-        vec = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
-        vec.reset(seed=0)
-        space = vec.action_space
-        space.seed(0)
-        actions = [space.sample() for _ in range(64)]
-        for k in range(20):
-            vec.step(actions[k % 64])
-        rates, noops = [], []
-        for _ in range(cfg.repeats):
-            noop_stepper = Stepper(noop, FixedActionPolicy())
-            vector_s, chunks = 0.0, 10
-            for chunk in range(chunks):
-                noop_stepper.run(max(1, cfg.noop_steps // chunks))
-                start = time.process_time()
-                for k in range(max(1, cfg.vector_steps // chunks)):
-                    vec.step(actions[(chunk + k) % 64])
-                vector_s += time.process_time() - start
-            noops.append(noop_stepper.rate)
-            rates.append(n * chunks * max(1, cfg.vector_steps // chunks) / max(vector_s, 1e-9))
-        vec.close()
-        row = {"kind": "batched", "id": env_id, "num_envs": n, "value": statistics.median(rates),
-               "unit": "aggregate steps/s (random actions)", "min": min(rates), "max": max(rates),
-               "noop_steps_per_s": statistics.median(noops)}
-        rows.append(row)
-        print(f"{env_id} batched N={n}: {row['value']:,.0f} steps/s (no-op {row['noop_steps_per_s']:,.0f})", flush=True)
+        if row is not None:
+            rows.append(row)
     return rows
+
+
+def _batched_row(env_id: str, noop: gym.Env, cfg: Settings) -> dict[str, Any] | None:
+    """Aggregate steps/s of ``env_id``'s batched vector env (``None``: it has none)."""
+    if gym.spec(env_id).vector_entry_point is None:
+        return None
+    n = cfg.batched_n
+    vec = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
+    vec.reset(seed=0)
+    space = vec.action_space
+    space.seed(0)
+    actions = [space.sample() for _ in range(64)]
+    for k in range(20):
+        vec.step(actions[k % 64])
+    rates, noops = [], []
+    for _ in range(cfg.repeats):
+        noop_stepper = Stepper(noop, FixedActionPolicy())
+        vector_s, chunks = 0.0, 10
+        for chunk in range(chunks):
+            noop_stepper.run(max(1, cfg.noop_steps // chunks))
+            start = time.process_time()
+            for k in range(max(1, cfg.vector_steps // chunks)):
+                vec.step(actions[(chunk + k) % 64])
+            vector_s += time.process_time() - start
+        noops.append(noop_stepper.rate)
+        rates.append(n * chunks * max(1, cfg.vector_steps // chunks) / max(vector_s, 1e-9))
+    vec.close()
+    row = {"kind": "batched", "id": env_id, "num_envs": n, "value": statistics.median(rates),
+           "unit": "aggregate steps/s (random actions)", "min": min(rates), "max": max(rates),
+           "noop_steps_per_s": statistics.median(noops)}
+    print(f"{env_id} batched N={n}: {row['value']:,.0f} steps/s (no-op {row['noop_steps_per_s']:,.0f})", flush=True)
+    return row
 
 
 # --- cost growth ------------------------------------------------------------------------------------------------
@@ -430,6 +521,28 @@ register_growth("powerflow-gpus", "powerflow", "GPUs (8 per node)", "CPU s per e
 register_growth("emrf-users", "emrf", "users (EMRF-apu-random, random actions)", "us per step", _emrf_vs_users)
 
 
+def load_growth_modules(notes: list[str], names: Sequence[str] = GROWTH_MODULES) -> list[str]:
+    """Register the curves of the family benchmark scripts that define ``harness_growth()`` (DREAM, Qin): each
+    returns ``[(name, family, x_label, y_label, fn), ...]``. A script that is absent is skipped; one that fails
+    to import or to answer gives a note, not a crash. Returns the curves added."""
+    added = []
+    for module_name in names:
+        path = ROOT / "benchmarks" / f"{module_name}.py"
+        if not path.is_file():
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location(f"_harness_{module_name}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            hook = getattr(module, "harness_growth", None)
+            for name, family, x_label, y_label, fn in (hook() if hook is not None else ()):
+                register_growth(name, family, x_label, y_label, fn)
+                added.append(name)
+        except Exception as error:
+            notes.append(f"growth curves of benchmarks/{module_name}.py: error ({type(error).__name__}: {error})")
+    return added
+
+
 def growth_rows(names: Sequence[str], cfg: Settings) -> list[dict[str, Any]]:
     rows = []
     for name in names:
@@ -458,10 +571,14 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> Path:
 
 
 def kinds_markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| id | policy | steps/s | ratio to no-op (median [min-max]) |", "|---|---|---:|---:|"]
+    lines = ["| id | policy | steps/s | ratio to no-op (median [min-max]) | steps per repeat |",
+             "|---|---|---:|---:|---:|"]
     for r in rows:
+        if r.get("error"):
+            lines.append(f"| `{r['id']}` | {r['policy']} | error | {r['error']} | |")
+            continue
         lines.append(f"| `{r['id']}` | {r['policy']} | {r['steps_per_s']:,.0f} | "
-                     f"{r['ratio']:.1f} [{r['ratio_min']:.1f}-{r['ratio_max']:.1f}] |")
+                     f"{r['ratio']:.1f} [{r['ratio_min']:.1f}-{r['ratio_max']:.1f}] | {r['steps']:,} |")
     return "\n".join(lines)
 
 
@@ -478,8 +595,10 @@ def vector_markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def episodes_markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| id | policy | CPU s per episode | steps |", "|---|---|---:|---:|"]
-    lines += [f"| `{r['id']}` | {r['policy']} | {r['cpu_s_per_episode']:.2f} | {r['steps']} |" for r in rows]
+    lines = ["| trace (id) | policy | CPU s per episode (median [min-max]) | decisions | avg JCT (h) | "
+             "`simulate()` CPU s (with its abandoned runs) |", "|---|---|---:|---:|---:|---:|"]
+    lines += [f"| `{r['id']}` | {r['policy']} | {r['cpu_s_per_episode']:.2f} [{r['min']:.2f}-{r['max']:.2f}] | "
+              f"{r['steps']} | {r['avg_jct_h']:.2f} | {r['simulate_cpu_s']:.2f} |" for r in rows]
     return "\n".join(lines)
 
 
@@ -502,6 +621,7 @@ def plot(kinds: list[dict[str, Any]], growth: list[dict[str, Any]], path: Path) 
     import matplotlib.pyplot as plt
 
     curves = list(dict.fromkeys(r["curve"] for r in growth))
+    kinds = [r for r in kinds if not r.get("error")]
     fig, axes = plt.subplots(1, 1 + max(len(curves), 1), figsize=(5.5 + 4.0 * max(len(curves), 1), 0.9 + 0.3 *
                                                                    max(len(kinds), 4)), squeeze=False)
     ax = axes[0, 0]
@@ -562,6 +682,9 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
     unknown = [i for i in ids if i not in registry.CATALOG]
     if unknown:
         raise ValueError(f"--ids {unknown} are not joulegym ids; see `python -m joulegym list`")
+    cfg_notes: list[str] = []
+    if not (args.no_growth or args.growth == ["none"]):
+        load_growth_modules(cfg_notes)
     if args.no_growth or args.growth == ["none"]:
         curves: list[str] = []
     else:
@@ -570,6 +693,7 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
         if bad:
             raise ValueError(f"--growth {bad}: known curves are {list(GROWTH)} (or 'none')")
     args.out.mkdir(parents=True, exist_ok=True)
+    cfg.growth_notes += cfg_notes
 
     print(machine_line(cfg), flush=True)
     kinds = kinds_table(ids, cfg, args.policies)
@@ -605,7 +729,9 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
         table = "\n\n".join([f"{machine_line(cfg)}.", kinds_markdown(kinds)]
                             + ([vector_markdown(vector)] if vector else [])
                             + ([episodes_markdown(episodes)] if episodes else [])
-                            + ([f"Notes: {'; '.join(cfg.notes)}."] if cfg.notes else []))
+                            + ([growth_markdown(growth)] if growth else [])
+                            + ([f"Notes: {'; '.join(cfg.notes + cfg.growth_notes)}."]
+                               if cfg.notes or cfg.growth_notes else []))
         rewrite_readme(table)
     print("wrote " + ", ".join(str(p) for p in written.values()), flush=True)
     return written

@@ -1,5 +1,7 @@
 """``python -m joulegym list [FAMILY]``: every registered env id with a one-line description, read from the
-family descriptors (:mod:`joulegym.core.family`); ``python -m joulegym families`` lists the families."""
+family descriptors (:mod:`joulegym.core.family`); ``python -m joulegym families`` lists the families;
+``python -m joulegym data list`` / ``data fetch NAME...`` the public traces and profiles (:mod:`joulegym.datasets`:
+``$JOULEGYM_DATA`` sets where they are stored, ``$JOULEGYM_DATA_URL`` a mirror)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,14 @@ def main(argv: list[str] | None = None) -> int:
     listing = sub.add_parser("list", help="list the registered environment ids")
     listing.add_argument("family", nargs="?", help="only this family (etf, emrf, powerflow, ...)")
     sub.add_parser("families", help="list the families with their kinds, policies and docs page")
+    data = sub.add_parser("data", help="list or fetch the public traces and profiles (joulegym.datasets)")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    data_sub.add_parser("list", help="every dataset: size, licence, origin, whether it is present")
+    fetch = data_sub.add_parser("fetch", help="download datasets (sha256-checked) into $JOULEGYM_DATA or the cache")
+    fetch.add_argument("names", nargs="+", metavar="NAME", help="dataset names (see `data list`), or all")
     args = parser.parse_args(argv)
+    if args.command == "data":
+        return _data(args)
     if args.command == "families":
         for descriptor in families():
             kinds = ", ".join(k.name for k in descriptor.kinds)
@@ -37,6 +46,31 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         except BrokenPipeError:  # `python -m joulegym list | head`: the reader left, which is fine
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _data(args: argparse.Namespace) -> int:
+    from joulegym import datasets
+
+    if args.data_command == "list":
+        rows = datasets.listing()
+        width = max(len(str(r["name"])) for r in rows)
+        print(f"data folder: {datasets.data_dir()} (set {datasets.DATA_DIR_ENV} to change it)")
+        for r in rows:
+            mark = "present" if r["present"] else "absent "
+            print(f"{r['name']:<{width}}  {mark}  {int(r['size']) / 1e3:>8.1f} kB  {r['description']}\n"
+                  f"{'':<{width}}  licence: {r['licence']}; from {r['source']}")
+        return 0
+    names = list(datasets.DATASETS) if args.names == ["all"] else args.names
+    try:
+        for name in names:
+            datasets.dataset(name)  # every name is checked before any download
+        for name in names:
+            for path in datasets.fetch(name, progress=sys.stderr.isatty()):
+                print(f"{name}: {path}")
+    except datasets.DataError as err:
+        print(f"python -m joulegym data: error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

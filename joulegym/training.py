@@ -11,6 +11,7 @@ Writes into ``--out`` (which must be empty, unless ``--resume`` or ``--overwrite
 - ``agent/`` — the same policy weights-only (``agent.json`` + ``weights.pt``), the safe format for sharing and
   for leaderboards (:mod:`joulegym.agents.weights`);
 - ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs); ``tb/`` — TensorBoard logs.
+- ``learning_curve.png`` — episode return against timesteps, from ``monitor/`` (issue 18 item 5).
 
 Every file is written to a temporary name and renamed; ``config.json`` with ``"complete": true`` is written
 last, so a run without it is unfinished and its ``model.zip`` (if any) is not the final one.
@@ -32,9 +33,28 @@ CHECKPOINT_EVERY = 10_000  # environment steps between checkpoints (default)
 CHECKPOINT = "latest"  # checkpoints/latest.zip, latest_replay_buffer.pkl, latest.json
 
 
+def _prog() -> str:
+    """``joulegym-train`` when run as the console script, else ``train.py`` (usage lines and errors)."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return name if name == "joulegym-train" else "train.py"
+
+
+def evaluate_command(run_dir: str | Path, program: str = "python evaluate.py") -> str:
+    """The complete ``evaluate.py`` command for a finished run: its env id and env kwargs (from its
+    ``config.json``), the weights-only agent and random, and an output folder beside the run."""
+    import shlex
+
+    run_dir = Path(run_dir)
+    config = _read_config(run_dir)
+    parts = [*program.split(), "--env", config["env_id"], "--env-kwargs",
+             json.dumps(config.get("env_kwargs") or {}, sort_keys=True),
+             "--policies", f"random,{config['algo']}:{run_dir / 'agent'}", "--out", str(run_dir / "evaluation")]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="train.py", description="Train an SB3 agent on a joulegym env.",
+        prog=_prog(), description="Train an SB3 agent on a joulegym env.",
         epilog="Security: a model.zip is unpickled when loaded and can run code; share and evaluate third-party "
                "agents through the weights-only OUT/agent/ directory instead.")
     parser.add_argument("--env", default=DEFAULT_ENV,
@@ -109,10 +129,10 @@ def save_checkpoint(model: Any, out_dir: Path) -> Path:
     return zip_path
 
 
-def _callbacks(out_dir: Path, every: int):
+def _callbacks(out_dir: Path, every: int, progress_steps: int = 0):
     from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
-    from joulegym.agents.callbacks import EpisodeMetricsCallback
+    from joulegym.agents.callbacks import EpisodeMetricsCallback, TrainingProgressCallback
 
     class Checkpoints(BaseCallback):
         """Saves the latest checkpoint every ``every`` steps; stops training at SIGINT/SIGTERM."""
@@ -131,7 +151,9 @@ def _callbacks(out_dir: Path, every: int):
             return True
 
     checkpoints = Checkpoints()
-    return CallbackList([EpisodeMetricsCallback(), checkpoints]), checkpoints
+    # A tqdm bar on a terminal, plain lines when piped (SB3's own bar shows nothing in a log file).
+    progress = [TrainingProgressCallback(progress_steps, desc=f"train {out_dir.name}")] if progress_steps > 0 else []
+    return CallbackList([EpisodeMetricsCallback(), checkpoints, *progress]), checkpoints
 
 
 def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = None, seed: int = 0,
@@ -188,8 +210,8 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     if not resume:
         _write_config(out_dir, config)
     model, vec_env = _build(config, out_dir, resume, tensorboard, verbose, threads)
-    callbacks, checkpoints = _callbacks(out_dir, checkpoint_every)
     remaining = timesteps - int(model.num_timesteps)
+    callbacks, checkpoints = _callbacks(out_dir, checkpoint_every, remaining if progress_bar else 0)
     start = time.perf_counter()
     previous_handlers = {}
 
@@ -200,7 +222,7 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
         previous_handlers[signum] = signal.signal(signum, stop)
     try:
         if remaining > 0:
-            model.learn(total_timesteps=remaining, callback=callbacks, progress_bar=progress_bar, tb_log_name=algo,
+            model.learn(total_timesteps=remaining, callback=callbacks, progress_bar=False, tb_log_name=algo,
                         reset_num_timesteps=not resume)
     finally:
         for signum, handler in previous_handlers.items():
@@ -237,6 +259,7 @@ def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: boo
 
 
 def _finish(model: Any, vec_env: Any, config: dict[str, Any], out_dir: Path, seconds: float) -> Path:
+    from joulegym.agents.callbacks import plot_learning_curve
     from joulegym.agents.weights import save_weights
 
     model_path = out_dir / "model.zip"
@@ -247,8 +270,10 @@ def _finish(model: Any, vec_env: Any, config: dict[str, Any], out_dir: Path, sec
     previous = _read_config(out_dir)
     config = {**config, "complete": True, "num_timesteps": int(model.num_timesteps),
               "train_seconds": round(float(previous.get("train_seconds", 0.0)) + seconds, 3)}
+    vec_env.close()  # flushes the Monitor CSVs the learning curve reads
+    plot_learning_curve(out_dir / "monitor", out_dir / "learning_curve.png",
+                        title=f"{config['env_id']}: {config['algo']}, seed {config['seed']}")
     _write_config(out_dir, config)  # last: the run is complete
-    vec_env.close()
     return model_path
 
 
@@ -294,10 +319,11 @@ def main(argv: list[str] | None = None) -> int:
               f"python train.py --out {stopped.checkpoint.parent.parent} --resume", file=sys.stderr)
         return 128 + stopped.signum
     except ValueError as err:
-        print(f"train.py: error: {err}", file=sys.stderr)
+        print(f"{_prog()}: error: {err}", file=sys.stderr)
         return 2
     print(f"saved {path} (config: {path.with_name('config.json')}; weights-only agent: {path.with_name('agent')})")
-    print(f"evaluate: python evaluate.py --env {args.env} --policies random,{args.algo}:{path.with_name('agent')}")
+    program = "joulegym-evaluate" if _prog() == "joulegym-train" else "python evaluate.py"
+    print(f"evaluate: {evaluate_command(path.parent, program)}")
     return 0
 
 

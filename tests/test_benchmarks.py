@@ -61,3 +61,62 @@ def _without_markers(tmp_path: Path) -> Path:
     path = tmp_path / "plain.md"
     path.write_text("# no markers\n")
     return path
+
+
+class _Broken:
+    """An env whose construction fails (a family mid-change)."""
+
+    def __init__(self, **kwargs):
+        raise RuntimeError("half-built family")
+
+
+def test_a_kind_that_cannot_be_made_is_an_error_row(harness, monkeypatch):
+    import gymnasium as gym
+
+    from joulegym.core import family as registry
+
+    env_id = "joulegym/BrokenKind-v0"
+    gym.register(env_id, entry_point=_Broken)
+    monkeypatch.setitem(registry.CATALOG, env_id, ("etf", None))
+    try:
+        cfg = harness.Settings(steps=20, repeats=1, noop_steps=100)
+        rows = harness.kinds_table([env_id], cfg)
+    finally:
+        del gym.registry[env_id]
+    assert len(rows) == 1 and rows[0]["id"] == env_id and "half-built family" in rows[0]["error"]
+    assert any(env_id in note and "error" in note for note in cfg.notes)
+    assert f"| `{env_id}` | - | error | RuntimeError: half-built family | |" in harness.kinds_markdown(rows)
+
+
+def test_family_benchmark_scripts_add_growth_curves(harness, monkeypatch, tmp_path):
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "bench_dream.py").write_text(
+        "def harness_growth():\n"
+        "    return [('dream-test', 'dream', 'tasks', 'us per step', lambda cfg: [(1, 2.0), (2, 4.0)])]\n")
+    (tmp_path / "benchmarks" / "bench_qin.py").write_text("raise ImportError('qin mid-change')\n")
+    monkeypatch.setattr(harness, "ROOT", tmp_path)
+    monkeypatch.setattr(harness, "GROWTH", dict(harness.GROWTH))
+    notes: list[str] = []
+    assert harness.load_growth_modules(notes) == ["dream-test"]
+    assert harness.GROWTH["dream-test"][0] == "dream"
+    assert len(notes) == 1 and "bench_qin.py" in notes[0] and "qin mid-change" in notes[0]
+    rows = harness.growth_rows(["dream-test"], harness.Settings())
+    assert [(r["x"], r["cost"]) for r in rows] == [(1, 2.0), (2, 4.0)]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_the_timed_episode_is_the_one_simulate_runs(harness):
+    """The whole-episode table times one episode of the trace as simulate() runs it (a slot per job, request
+    actions, the policy's settings): the same schedule, so the same metrics."""
+    from joulegym import baselines
+    from joulegym.core.rollout import rollout
+    from joulegym.envs.powerflow import simulate
+
+    policy = baselines.make("tiresias", family="powerflow")
+    env = harness._episode_env("joulegym/PowerFlow-tiny-v0", policy, {})
+    episode = rollout(env, policy, seed=0)
+    base = env.unwrapped
+    assert base.K == len(base.sim.jobs) and base.action_mode == "request"
+    result = simulate(base.sim.jobs, policy, cluster=base.cluster, eta=harness.EPISODE_ETA)
+    assert episode.metrics["avg_jct_s"] == result.avg_jct_s
+    assert episode.metrics["total_energy_j"] == result.total_energy_j

@@ -3,7 +3,8 @@
 Hyperparameters live in ``hyperparams/<algo>.yml`` in the rl-zoo3 format: a mapping from env id to
 keyword arguments of the algorithm, with ``default`` for ids not listed. ``policy`` names the SB3
 policy class (``MlpPolicy``); everything else goes to the algorithm's constructor. A user file
-given to ``train.py --hyperparams`` overrides the packaged one key by key.
+given to ``train.py --hyperparams`` overrides the packaged one key by key. ``learning_rate``, ``clip_range``
+and ``clip_range_vf`` may be rl-zoo3 linear schedules (``lin_1e-3``: the value falls linearly to 0).
 
 ==================  =====================  =====================================================
 name                class                  action spaces
@@ -19,6 +20,9 @@ name                class                  action spaces
 from __future__ import annotations
 
 import importlib
+import json
+import math
+import zipfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -119,7 +123,41 @@ def split_run_keys(hyperparams: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     run = {k: params.pop(k) for k in RUN_KEYS if k in params}
     if isinstance(params.get("policy_kwargs"), str):  # rl-zoo3 writes "dict(net_arch=[64, 64])"
         params["policy_kwargs"] = _parse_dict_call(params["policy_kwargs"])
+    for key in SCHEDULE_KEYS:
+        if isinstance(params.get(key), str):
+            params[key] = parse_schedule(key, params[key])
     return params, run
+
+
+# rl-zoo3 (``ExperimentManager._preprocess_schedules``) reads "lin_<value>" for these keys as a linear schedule.
+SCHEDULE_KEYS = ("learning_rate", "clip_range", "clip_range_vf")
+
+
+class LinearSchedule:
+    """rl-zoo3's ``linear_schedule``: ``initial_value`` times SB3's ``progress_remaining`` (1 at the start, 0 at
+    the end). A class rather than a closure so a saved model unpickles it by name."""
+
+    def __init__(self, initial_value: float) -> None:
+        self.initial_value = float(initial_value)
+
+    def __call__(self, progress_remaining: float) -> float:
+        return progress_remaining * self.initial_value
+
+    def __repr__(self) -> str:
+        return f"lin_{self.initial_value:g}"
+
+
+def parse_schedule(key: str, text: str) -> LinearSchedule:
+    """An rl-zoo3 schedule string (``lin_1e-3``, ``lin_0.2``) as a callable; ``ValueError`` naming the form."""
+    kind, _, value = text.strip().partition("_")
+    try:
+        initial = float(value)
+    except ValueError:
+        initial = math.nan
+    if kind != "lin" or not math.isfinite(initial) or initial < 0:
+        raise ValueError(f"hyperparameter {key}={text!r}: a schedule must be 'lin_<value>' with a finite value >= 0 "
+                         "(rl-zoo3's linear schedule, e.g. lin_1e-3), or a number")
+    return LinearSchedule(initial)
 
 
 def _parse_dict_call(text: str) -> dict[str, Any]:
@@ -158,4 +196,29 @@ def load_model(algo: str, path: str | Path):
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"model file {str(path)!r} does not exist")
+    saved = saved_algo(path)
+    if saved is not None and saved != spec.name:
+        raise ValueError(f"{str(path)!r} holds a {saved!r} model, not {spec.name!r}: load it as {saved}:{path}")
     return spec.load_class().load(str(path), device="cpu")
+
+
+def saved_algo(path: str | Path) -> str | None:
+    """The algorithm that wrote the SB3 ``model.zip`` at ``path``, read from its ``data`` JSON (the policy
+    class's module, and ``clip_range`` to tell PPO from A2C); None when it cannot be told. Reads JSON only,
+    nothing is unpickled."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read("data"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    module = str((data.get("policy_class") or {}).get("__module__", ""))
+    if not module:
+        return None
+    for name in ("sac", "td3", "dqn"):
+        if module.startswith(f"stable_baselines3.{name}."):
+            return name
+    if module.startswith("sb3_contrib.common.maskable"):
+        return "maskable_ppo"
+    if module.startswith("stable_baselines3.common.policies"):  # ActorCriticPolicy: PPO or A2C
+        return "ppo" if "clip_range" in data else "a2c"  # only PPO saves a clip range
+    return None

@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from joulegym.agents.algos import algo_spec, load_model
+from joulegym.agents.algos import ALGOS, algo_spec, load_model, saved_algo
 from joulegym.agents.weights import AGENT_FILE, is_weights_dir, load_weights
 
 
@@ -58,13 +58,40 @@ class SB3Policy:
         if path.is_dir():
             path = path / "model.zip"
         if algo is None:
-            config = path.with_name("config.json")
-            if not config.is_file():
-                raise ValueError(f"cannot tell the algorithm of {str(path)!r}: no config.json beside it; "
-                                 "pass it as ALGO:PATH (e.g. ppo:runs/x/model.zip)")
-            algo = json.loads(config.read_text())["algo"]
+            algo = cls.infer_algo(path)  # config.json beside it, else the zip's own data; ValueError otherwise
         algo_spec(algo)
         return cls(load_model(algo, path), name=name or algo, deterministic=deterministic)
+
+    @staticmethod
+    def run_config(path: str | Path) -> dict[str, Any] | None:
+        """The ``train.py`` ``config.json`` of the agent at ``path`` (a run directory, its ``agent/`` or its
+        ``model.zip``), or None when there is none."""
+        path = Path(path)
+        for folder in (path, path.parent) if path.name in ("agent", "model.zip") or path.is_file() else (path,):
+            config = folder / "config.json"
+            if config.is_file():
+                try:
+                    return json.loads(config.read_text())
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{config}: not valid JSON ({err.msg})") from None
+        return None
+
+    @classmethod
+    def infer_algo(cls, path: str | Path) -> str:
+        """The algorithm of the agent at ``path``: from ``agent.json``, the run's ``config.json`` or the
+        ``model.zip`` itself; ``ValueError`` naming the ``ALGO:PATH`` form when it cannot be told."""
+        path = Path(path)
+        for candidate in (path, path / "agent"):
+            if is_weights_dir(candidate):
+                return str(json.loads((candidate / AGENT_FILE).read_text())["algo"])
+        config = cls.run_config(path)
+        if config is not None and config.get("algo"):
+            return str(config["algo"])
+        algo = saved_algo(path / "model.zip" if path.is_dir() else path)
+        if algo is None:
+            raise ValueError(f"cannot tell the algorithm of {str(path)!r} (no agent.json or config.json); pass it "
+                             f"as ALGO:PATH with ALGO one of {sorted(ALGOS)}")
+        return algo
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
         if self.model is None:

@@ -50,13 +50,24 @@ class RandomPolicy:
 
 
 def _sample_multidiscrete(space: gym.spaces.MultiDiscrete, mask, rng: np.random.Generator) -> np.ndarray:
+    """Per sub-space a uniform draw among its allowed values (0 where none is allowed), in one vectorised call:
+    ``rng.integers(0, counts)`` draws the same stream as one ``rng.choice(allowed)`` per sub-space did (issue 14:
+    x9 faster on PowerFlow-tiny's 32 sub-spaces; same actions and generator state, checked by the trajectory
+    hashes)."""
     nvec = np.asarray(space.nvec).ravel()
-    action = np.empty(nvec.size, dtype=np.int64)
-    offset = 0
-    for k, n in enumerate(nvec):
-        allowed = np.arange(n) if mask is None else np.flatnonzero(np.asarray(mask)[offset:offset + n])
-        action[k] = rng.choice(allowed) if allowed.size else 0
-        offset += n
+    flat = np.ones(int(nvec.sum()), dtype=bool) if mask is None else np.asarray(mask, dtype=bool).ravel()
+    if flat.size != nvec.sum():
+        raise ValueError(f"action mask has {flat.size} entries, the MultiDiscrete space {nvec.tolist()} needs "
+                         f"{int(nvec.sum())}")
+    starts = np.concatenate(([0], np.cumsum(nvec)[:-1]))
+    counts = np.add.reduceat(flat, starts) if flat.size else np.zeros(nvec.size, dtype=np.int64)
+    action = np.zeros(nvec.size, dtype=np.int64)
+    some = counts > 0
+    if some.any():
+        draws = rng.integers(0, counts[some])
+        seen = np.cumsum(flat)  # the draw-th allowed value of a sub-space: where the running count reaches it
+        before = np.concatenate(([0], seen))[starts[some]]
+        action[some] = np.searchsorted(seen, before + draws + 1) - starts[some]
     return action.reshape(space.shape)
 
 

@@ -42,6 +42,7 @@ Energy-unaware baselines run every GPU at ``f_mhz`` (default: the maximum; the F
 from __future__ import annotations
 
 import heapq
+import itertools
 from typing import Any
 
 import numpy as np
@@ -109,7 +110,10 @@ class _Base:
         if last is not None and last[0] is base.sim and last[1] == base.decision_index:
             decision = last[2]  # the same decision point (micro steps): the same decision
         else:
-            decision = self._decide(base.sim.view())
+            # decide over the jobs the action can address: with jobs overflowing the K slots, a decision that
+            # gives GPUs to unslotted jobs is dropped by the encoding, and the slotted jobs it left out idle the
+            # cluster for good (the powerflow-jobs growth curve: 10 of 96 jobs done in 14 days on PowerFlow-tiny)
+            decision = self._decide(base.sim.view(base.occupied_jobs if base.slots.overflow else None))
             self._last = (base.sim, base.decision_index, decision)
         base.request_wakeup(self._wakeup_s)  # e.g. Tiresias's next queue demotion
         return base.action_type.encode(decision)
@@ -302,22 +306,17 @@ class _NonElastic(_Base):
         maxp = self.max_power_w if self.max_power_w is not None else 300.0  # V100 TDP (docs §8)
         return int(np.argmin(self.zeus_eta * e + (1 - self.zeus_eta) * maxp * n * t))
 
-    def _order(self, v) -> list[int]:
-        """FIFO: by submission time, then job id."""
-        return np.lexsort((v.jobs, v.submit)).tolist()
+    def _order(self, v) -> np.ndarray:
+        """FIFO: by submission time, then job id (view positions)."""
+        return np.lexsort((v.jobs, v.submit))
 
     def _decide(self, v) -> dict[int, tuple[int, int]]:
         out = _pinned_alloc(v)
         free = v.num_gpus - sum(k for k, _ in out.values())
         order = self._order(v)
         jobs, n_now = v.jobs.tolist(), v.n.tolist()
-        if self.zeus:
-            freq = self._freq
-        else:  # one global frequency level for every job
-            level = _flevel(v, self.f_mhz)
-
-            def freq(v, i: int, n: int) -> int:
-                return level
+        level = None if self.zeus else _flevel(v, self.f_mhz)  # one global frequency level for every job
+        freq = self._freq if self.zeus else (lambda v, i, n: level)
 
         taken = v.pinned.copy()  # jobs already decided (pinned: their GPUs are in ``out``)
         if not self.preemptive:  # running jobs keep their GPUs
@@ -328,14 +327,16 @@ class _NonElastic(_Base):
             taken[run] = True
         if self._exclude:
             taken |= np.isin(v.jobs, np.fromiter(self._exclude, dtype=np.int64))
-        want = np.minimum(v.n_req, v.num_gpus).tolist()
-        order = np.asarray(order, dtype=np.int64)
-        for i in order[~taken[order]].tolist():
-            if free <= 0:  # every job needs at least one GPU: nothing more can start
+        queue = order[~taken[order]]
+        wants = np.minimum(v.n_req, v.num_gpus)[queue]
+        # the smallest request from each place in the queue on: once the free GPUs are fewer, nobody else fits
+        # (stopping there skips a tail of hundreds of jobs on the overloaded Philly traces; the same decision)
+        smallest = np.minimum.accumulate(wants[::-1])[::-1].tolist()
+        for i, k, least in zip(queue.tolist(), wants.tolist(), smallest):
+            if free <= 0 or free < least:  # every job needs at least one GPU: nothing more can start
                 break
-            k = want[i]
             if k <= free:
-                out[jobs[i]] = (k, freq(v, i, k))
+                out[jobs[i]] = (k, freq(v, i, k) if self.zeus else level)
                 free -= k
             elif not self.backfill:
                 break
@@ -475,17 +476,19 @@ class Tiresias(_NonElastic):
     name = "tiresias"
     preemptive = True
     _sensitive = np.zeros(0, dtype=bool)
+    _sensitive_jobs: frozenset[int] = frozenset()
 
     def reset(self, env, seed: int | None = None) -> None:
         super().reset(env, seed)
         models = env.unwrapped.sim.jobs.model
         self._sensitive = np.array([TENSOR_SKEW.get(str(m), 0.0) > TIRESIAS_SKEW_CUT for m in models], dtype=bool)
+        self._sensitive_jobs = frozenset(np.flatnonzero(self._sensitive).tolist())  # set lookups per decision
 
-    def _order(self, v) -> list[int]:
+    def _order(self, v) -> np.ndarray:
         """2D-LAS: by queue (thresholds passed by the attained GPU-seconds), then submission time, then job id
         (one numpy lexsort over the waiting and running jobs: no Python-keyed sort)."""
         queue = np.searchsorted(_THRESHOLDS, v.attained, side="right")
-        return np.lexsort((v.jobs, v.submit, queue)).tolist()
+        return np.lexsort((v.jobs, v.submit, queue))
 
     def _decide(self, v) -> dict[int, tuple[int, int]]:
         """The 2D-LAS admission; then the simulator's own placement is previewed, and a consolidation-sensitive
@@ -496,17 +499,20 @@ class Tiresias(_NonElastic):
         gpn, G = v.gpn, v.num_gpus
         if self._sensitive.size != len(sim.jobs):  # the env was reset without the policy
             self.reset(self._env)
-        sensitive = self._sensitive
+        sensitive = self._sensitive_jobs
         out = super()._decide(v)
         # only a sensitive job placed afresh (a start, a resumption, a resize) can be spread: else no preview
+        held = [(j, k) for j, (k, _) in out.items() if j in sensitive]
+        if not held:
+            return out
         n_now = dict(zip(v.jobs.tolist(), v.n.tolist()))
-        if not any(sensitive[j] and n_now[j] != k for j, (k, _) in out.items()):
+        if not any(n_now[j] != k for j, k in held):
             return out
         for _ in range(len(v.jobs)):
             sizes = {j: k for j, (k, _) in out.items()}
             previous = {j: sim.gpus[j] for j in sizes if sim.gpus[j]}
             placed = first_fit_place(sizes, previous, G, gpn)
-            bad = {j for j, g in placed.items() if sensitive[j] and g != previous.get(j)
+            bad = {j for j, g in placed.items() if j in sensitive and g != previous.get(j)
                    and len({x // gpn for x in g}) > -(-len(g) // gpn)}
             if not bad:
                 break
@@ -520,7 +526,7 @@ class Tiresias(_NonElastic):
         if not out:
             return None
         held = np.fromiter(out, dtype=np.int64, count=len(out))
-        k = np.fromiter((n for n, _ in out.values()), dtype=np.int64, count=len(out))
+        k = np.fromiter(itertools.chain.from_iterable(out.values()), dtype=np.int64, count=2 * len(out))[::2]
         attained = v.attained[np.searchsorted(v.jobs, held)]  # v.jobs is sorted (job index order)
         queue = np.searchsorted(_THRESHOLDS, attained, side="right")
         below = queue < _THRESHOLDS.size  # jobs in the last queue are never demoted

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from joulegym.core.benchmark import Benchmark
 from joulegym.core.config import Scenario
 
 NAMESPACE = "joulegym"
@@ -61,6 +62,7 @@ class FamilyDescriptor:
     :param docs: the family's page in ``docs/``.
     :param contract_id: a small env id whose full episodes the contract test runs (reference policy against
         ``random``); ``None``: the first kind's base id.
+    :param benchmark: the family's leaderboard benchmark (``evaluate.py --suite``), or ``None``: not on it yet.
     """
 
     name: str
@@ -72,6 +74,7 @@ class FamilyDescriptor:
     evaluation: str | None = None
     docs: str = ""
     contract_id: str | None = None
+    benchmark: Benchmark | None = None
 
     def kind(self, name: str) -> EnvKind:
         for kind in self.kinds:
@@ -103,6 +106,9 @@ def register_family(descriptor: FamilyDescriptor) -> list[str]:
             raise ValueError(f"scenario key {name!r} differs from its name {scenario.name!r}")
         if "action_mode" in scenario.config:
             raise ValueError(f"scenario {name!r} sets action_mode; a kind fixes it")
+    if descriptor.benchmark is not None:
+        descriptor.benchmark.check_family(descriptor.name, tuple(k.name for k in descriptor.kinds),
+                                          descriptor.scenarios)
     _FAMILIES[descriptor.name] = descriptor
     ids = []
     for kind in descriptor.kinds:

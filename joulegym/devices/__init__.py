@@ -4,6 +4,7 @@ Units everywhere: frequency MHz, voltage V, power W, energy J, time s; compute c
 their own unit (``Device.capacity_unit``, e.g. GFLOPS).
 """
 
+from joulegym.devices import cpu as _cpu  # noqa: F401  (registers the Qin servers, qin-<name>)
 from joulegym.devices import presets as _presets  # noqa: F401  (registers the presets)
 from joulegym.devices.device import DEVICE_KINDS, Device, available_devices, get_device, register_device
 from joulegym.devices.frequency import FrequencyGrid

@@ -5,6 +5,9 @@
     python evaluate.py                                   # ETF reference policies on tx2-fig5
     python evaluate.py --env joulegym/ETF-v0 --policies etf,tf,ef,random,ppo:runs/x/model.zip --seeds 10
     python evaluate.py --reproduce etf --out results/etf-paper
+    python evaluate.py --suite                           # the leaderboard page (joulegym.evaluation.suite)
+    python evaluate.py --suite etf --quick --out results/lb
+    python evaluate.py --ship runs/etf-ppo                # a train.py run into joulegym/agents/zoo
 
 Writes into ``--out`` (the run's files are written beside it and moved into place together, replacing a
 previous run's as a whole): ``episodes.csv`` (one row per episode: return, length and the
@@ -21,53 +24,130 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 DEFAULT_ENV = "joulegym/ETF-tx2-fig5-v0"
 
 
+def prog_name(default: str, console_script: str) -> str:
+    """The name usage lines and errors show: the console script's when run as one, else ``default``."""
+    name = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "")
+    return name if name in (default, console_script) else default
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="evaluate.py", description=__doc__,
+    parser = argparse.ArgumentParser(prog=prog_name("evaluate.py", "joulegym-evaluate"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="Security: a model.zip is unpickled when loaded and can run code; "
                                             "evaluate third-party agents from weights-only directories.")
-    parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id (default {DEFAULT_ENV})")
+    parser.add_argument("--env", default=None, help=f"env id (default: the one the agents were trained on, else "
+                                                    f"{DEFAULT_ENV})")
     parser.add_argument("--policies", default="all",
                         help="comma-separated: reference names (NAME or NAME:key=value), agents ALGO:PATH, or all")
     parser.add_argument("--seeds", type=int, default=5, help="held-out seeds (episodes) per policy")
     parser.add_argument("--out", default=None, help="output directory (default results/<env>)")
-    parser.add_argument("--env-kwargs", default="{}", help="JSON dict of gym.make kwargs")
+    parser.add_argument("--env-kwargs", default=None, help="JSON dict of gym.make kwargs (default: those the agents "
+                                                           "were trained with, from their config.json, else {})")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     parser.add_argument("--reproduce", metavar="FAMILY", help="recompute the paper's figures of FAMILY instead")
-    parser.add_argument("--quick", action="store_true", help="with --reproduce: a reduced, faster version")
-    return parser.parse_args(argv)
+    parser.add_argument("--quick", action="store_true", help="with --reproduce or --suite: a reduced, faster version")
+    parser.add_argument("--suite", nargs="*", metavar="FAMILY",
+                        help="the leaderboard: every reference policy and shipped agent on the benchmark of each "
+                             "FAMILY (default: every family with one); writes leaderboard.md/.csv and index.html")
+    parser.add_argument("--ship", metavar="RUN_DIR", help="copy a finished train.py run's agent into the zoo "
+                                                          "(--zoo) with its provenance and held-out score")
+    parser.add_argument("--zoo", default=None, help="with --suite: a directory of shipped agents "
+                                                    "(<family>/<scenario>/<algo>/; default joulegym/agents/zoo)")
+    args = parser.parse_args(argv)
+    if args.quick and args.reproduce is None and args.suite is None:
+        parser.error("--quick applies only with --reproduce FAMILY or --suite [FAMILY ...]")
+    return args
+
+
+def _agent_tokens(text: str) -> str:
+    """``--policies`` with every bare agent path (``runs/x/model.zip``, a run or agent directory) given its
+    algorithm as ``ALGO:PATH``, read from the run's ``agent.json`` / ``config.json`` (issue 18 #3)."""
+    from joulegym.agents import SB3Policy
+
+    tokens = []
+    for token in [t.strip() for t in text.split(",") if t.strip()]:
+        if ":" not in token and (token.endswith(".zip") or os.sep in token) and Path(token).exists():
+            token = f"{SB3Policy.infer_algo(token).lower()}:{token}"
+        tokens.append(token)
+    return ",".join(tokens)
+
+
+def _trained_on(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(path, config.json)`` of each ``ALGO:PATH`` agent of ``--policies`` that has a train.py config."""
+    from joulegym.agents import SB3Policy
+    from joulegym.agents.algos import ALGOS
+
+    found = []
+    for token in [t.strip() for t in text.split(",") if t.strip()]:
+        head, _, rest = token.partition(":")
+        if head.lower().replace("-", "_") in ALGOS and rest and Path(rest).exists():
+            config = SB3Policy.run_config(rest)
+            if config is not None and "env_id" in config:
+                found.append((rest, config))
+    return found
+
+
+def _env_and_kwargs(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The env id and kwargs to evaluate on: the user's, else those the agents were trained with; a warning when
+    the user's differ from an agent's training env."""
+    from joulegym.core.config import parse_env_kwargs
+
+    trained = _trained_on(args.policies)
+    env_id = args.env or (trained[0][1]["env_id"] if trained else DEFAULT_ENV)
+    kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else (
+        dict(trained[0][1].get("env_kwargs") or {}) if trained else {})
+    for path, config in trained:
+        theirs = (config["env_id"], dict(config.get("env_kwargs") or {}))
+        if theirs != (env_id, kwargs):
+            print(f"warning: the agent {path} was trained on {theirs[0]} with env kwargs {json.dumps(theirs[1])}; "
+                  f"evaluating it on {env_id} with {json.dumps(kwargs)}", file=sys.stderr)
+    return env_id, kwargs
 
 
 def run(args: argparse.Namespace) -> list[Path]:
     import gymnasium as gym
 
     import joulegym  # noqa: F401  (registers the ids)
-    from joulegym.core.config import parse_env_kwargs
     from joulegym.core.io import ResultDir, write_atomic, write_csv
     from joulegym.evaluation.hooks import hooks_for
     from joulegym.evaluation.runner import eval_seeds, evaluate, markdown_table, parse_policies, summarise
 
+    if args.ship:
+        from joulegym.evaluation.suite import ship_agent
+
+        target = ship_agent(args.ship, args.zoo)
+        print(f"shipped {args.ship} to {target}: {json.loads((target / 'provenance.json').read_text())['score']}")
+        return [target]
+    if args.suite is not None:
+        from joulegym.evaluation.suite import run_suite
+
+        return run_suite(args.suite, quick=args.quick, out=args.out, zoo=args.zoo, plots=not args.no_plots)
     if args.reproduce:
+        from joulegym.core.progress import heartbeat
+
         family = args.reproduce.lower()
         hooks = hooks_for(family)
         if hooks.reproduce is None:
             raise ValueError(f"--reproduce {family!r}: no reproduction for this family")
         result = ResultDir(args.out or f"results/{family}-paper")
-        with result as tmp:
+        with result as tmp, heartbeat(f"reproduce {family}"):  # never silent, whatever the family's own lines
             written = hooks.reproduce(tmp, args.quick)
         return [result.final(p) for p in written]
 
+    args.policies = _agent_tokens(args.policies)
+    args.env, env_kwargs = _env_and_kwargs(args)
     if args.env not in gym.registry:
         raise ValueError(f"env={args.env!r} is not registered; see `python -m joulegym list`")
     result = ResultDir(args.out or f"results/{args.env.split('/')[-1]}")  # checked before the work
-    env_kwargs = parse_env_kwargs(args.env_kwargs)
     probe = gym.make(args.env, **env_kwargs)
     family = probe.unwrapped.family
     entries = parse_policies(args.policies, probe)
@@ -121,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(args)
     except ValueError as err:
-        print(f"evaluate.py: error: {err}", file=sys.stderr)
+        print(f"{prog_name('evaluate.py', 'joulegym-evaluate')}: error: {err}", file=sys.stderr)
         return 2
     return 0
 

@@ -13,7 +13,7 @@ import importlib
 
 from joulegym.core.family import CATALOG, env_id, register_family, registered_ids
 
-FAMILY_MODULES = ("etf", "emrf", "powerflow")
+FAMILY_MODULES = ("etf", "emrf", "powerflow", "dream", "qin")
 
 _registered = False
 

@@ -437,3 +437,21 @@ def test_apply_advance_is_one_window():
     view = sim.view()
     assert view.windows == 3 and view.time == 3.0 and view.active == (False, True) and view.capacities == CAPS
     assert sim.metrics()["jobs_completed"] == 1.0 and sim.truncated
+
+
+def test_slot_streams_are_created_on_first_use_with_the_same_draws():
+    """Issue 14: each slot's random streams are created when first drawn from (resets of sparse mixes skip the
+    empty slots' and unused streams), seeded exactly as the eager creation seeded them."""
+    seed_rng = np.random.default_rng(7)
+    sim = EMRFSimulator(CAPS, max_users=4, window_s=1.0, horizon=10)
+    users = [UserSpec("GE", 0.21, 1.0, job_gflop=100.0, jobs=2, job_sigma=0.5, co_run=True),
+             UserSpec("BT", 0.0, 1.0, job_gflop=100.0, jobs=1)]
+    sim.reset(users, np.random.default_rng(7))
+    seeds = seed_rng.integers(0, 2**63 - 1, size=3 * 4 + 1).tolist()  # what reset drew from the same generator
+    assert set(sim._size_rng) == {0}  # only the lognormal job sizes drew (slot 0); no arrivals, phases or noise
+    assert not sim._arrival_rng and not sim._phase_rng and not sim._noise_rng
+    eager = np.random.default_rng(seeds[0])
+    expected = 100.0 * np.exp(0.5 * eager.standard_normal() - 0.125)
+    assert sim.current_size[0] == pytest.approx(expected, rel=1e-15)
+    assert sim._size_rng[0].standard_normal() == eager.standard_normal()  # the stream continues as the eager one
+    assert sim._phase_rng[3].random() == np.random.default_rng(seeds[2 * 4 + 3]).random()

@@ -3,6 +3,8 @@ gives, instance by instance, the bits of N single envs under the same seeds, wit
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -165,3 +167,77 @@ def test_batched_quiet_windows_equal_single_envs_over_whole_episodes(env_id, kwa
             ended[i] = single[2] or single[3]
     stepped = horizon * 3 // 2 * n
     assert 0 < batched.batched_steps < stepped  # quiet windows batched, the eventful ones not
+
+
+_SIM_STATE = ("time", "windows", "total_gflop", "cpu_gflop", "gpu_gflop", "last_utilisation", "remaining",
+              "current_size", "work_done", "work_window", "cpu_ops_window", "xi", "xi_hat", "last_rates", "queue",
+              "jobs_total", "jobs_done", "next_arrival", "present", "waiting", "finished_at", "last_window")
+_ENV_STATE = ("_sum_e", "_sum_v", "_sum_delta", "_sum_delta_bound", "_sum_speedup", "_si_total", "_ef_total", "_steps",
+              "_ratio_time", "_active_time", "_last_ratio", "_last_util", "_history", "_last_eta", "_last_delta",
+              "_last_bound", "_last_diag", "_last_arrivals", "last_reward_parts", "_episode_over", "_xi_view",
+              "eta_target")
+
+
+def _exact(value):
+    """``value`` with every float as a plain ``float`` (``np.float64`` too: the allocators' caches are shared between
+    envs and may hand back either type for equal inputs) and every sequence as a list, for an exact ``repr``."""
+    if dataclasses.is_dataclass(value):
+        return [_exact(getattr(value, f.name)) for f in dataclasses.fields(value)]
+    if isinstance(value, list | tuple):
+        return [_exact(v) for v in value]
+    if isinstance(value, float | np.floating):
+        return float(value)
+    return value
+
+
+def _carried_state(env) -> str:
+    """Everything an EMRF instance carries from one step to the next (simulator lists and totals, the last window,
+    the env's accumulators, history and last-window diagnostics), as an exact text (``repr`` round-trips floats)."""
+    return repr(_exact(([getattr(env.sim, name) for name in _SIM_STATE], [getattr(env, name) for name in _ENV_STATE],
+                        list(env._last_alloc))))
+
+
+SHORT_JOBS = {"solo_seconds": 0.2, "random": {"n_users": [1, 2], "arrival_rate": 1.5, "job_sigma": 0.0}}
+
+
+@pytest.mark.parametrize(("env_id", "kwargs", "paths_taken"), [
+    ("joulegym/EMRF-v0", {"horizon": 30}, ("idle", "queued", "left")),
+    # users arrive over the first windows (scalar path until then)
+    ("joulegym/EMRF-apu-dynamic-v0", {"horizon": 40}, ("left",)),
+    ("joulegym/EMRF-v0", {"horizon": 30, "admit_at_window": True, "vector_reward": True}, ("idle", "queued", "left")),
+    # closed-loop users that finish (jobs left = queue / jobs)
+    ("joulegym/EMRF-apu-m1-v0", {"horizon": 30}, ("left",)),
+    ("joulegym/EMRF-apu-m3-v0", {"horizon": 12}, ("left",)),  # backlogged users: every window is quiet
+    # users idle most windows, jobs arriving at them at the windows' ends (also in the episode's last window)
+    ("joulegym/EMRF-v0", {"horizon": 2, "admit_at_window": True, **SHORT_JOBS}, ("idle", "left")),
+])
+def test_resident_array_state_writes_back_the_single_envs_state(env_id, kwargs, paths_taken):
+    """Issue 14: the batched env keeps the state of instances in quiet windows in (N, slots) arrays and writes it
+    back when an instance leaves them (an event, an episode end, ``sync()``, ``metrics``). After ``sync()`` every
+    instance carries exactly the single env's state (lists, totals, history, diagnostics), and every path of the
+    array state was taken: windows nobody works in, Poisson jobs queued at busy users, instances leaving."""
+    n, seed, horizon = 24, 5, kwargs["horizon"]
+    batched = gym.make_vec(env_id, num_envs=n, vectorization_mode=BATCHED, **kwargs)
+    batched.batch_from = 1
+    singles = [gym.make(env_id, **kwargs) for _ in range(n)]
+    batched.reset(seed=seed)
+    for i, env in enumerate(singles):
+        env.reset(seed=seed + i)
+    batched.action_space.seed(seed)
+    ended = [False] * n
+    for step in range(horizon * 5 // 2):
+        actions = batched.action_space.sample()
+        obs, reward, *_ = batched.step(actions)
+        for i, env in enumerate(singles):
+            single = (env.reset()[0], np.zeros_like(reward[i]), False, False) if ended[i] else env.step(actions[i])[:4]
+            assert single[0].tobytes() == obs[i].tobytes()
+            assert np.asarray(single[1], dtype=np.float64).tobytes() == np.asarray(reward[i]).tobytes()
+            ended[i] = single[2] or single[3]
+        if step % 7 == 3:
+            batched.sync()
+            for i, env in enumerate(singles):
+                assert _carried_state(batched.envs[i]) == _carried_state(env.unwrapped), (step, i)
+    batched.sync()
+    for i, env in enumerate(singles):
+        assert _carried_state(batched.envs[i]) == _carried_state(env.unwrapped), i
+    assert batched.batched_steps > 0 and all(batched.batched_paths[path] > 0 for path in paths_taken)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import inspect
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -79,12 +78,11 @@ def test_sweeps_are_kwargs_merged_into_the_scenario():
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_checkers_pass_quickly(env_id):
-    start = time.perf_counter()
+def test_checkers_pass(env_id):
+    # speed is measured by benchmarks/harness.py, never by a wall-clock assert in a test
     env = make_env(env_id)
     check_env(env.unwrapped, skip_render_check=True)
     sb3_check_env(env.unwrapped)
-    assert time.perf_counter() - start < 10.0  # "within a few seconds": ~1 s measured at worst (alibaba1901)
     env.close()
 
 

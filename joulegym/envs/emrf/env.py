@@ -262,40 +262,64 @@ class _EnvyArrays:
 
 
 class _Derived:
-    """Everything the env derives from one (active set, xi_hat, weights, eta_target): cached per key."""
+    """Everything the env derives from one (active set, xi_hat, weights, eta_target): cached per key.
 
-    __slots__ = ("_envy", "bound", "diag", "fmax", "inst", "m", "norm", "refs", "share", "slot_static", "total_w",
-                 "vector_rows")
+    ``refs`` (the reference allocations of the info, one EMRF solve and two saturating scalings) is built when first
+    needed: the single env's info asks for it, the batched vector env's windows never do (issue 14); the bound
+    needs only the fairness stage's residual capacities (the same ones ``emrf_core`` computes).
+    """
+
+    __slots__ = ("_c_tot", "_envy", "_refs", "_slot_static", "_solve", "active", "bound", "diag", "fmax", "inst",
+                 "m", "norm", "share", "total_w")
 
     def __init__(self, env: EMRFEnv, active: tuple[int, ...], inst) -> None:
         self.inst = inst
+        self.active = active
+        # what the lazy refs need: (max_users, eta_target, tie_break, lp_solver) of the key (no reference to the env)
+        self._solve = (env.max_users, env.eta_target, env.config["tie_break"], env.config["lp_solver"])
         self.m, self.share, self.fmax, _, self.total_w = basics(*inst)
         w = inst[3]
         self.norm = sum(w) / min(w)
-        tie_break, solver = env.config["tie_break"], env.config["lp_solver"]
         xi = inst[2]
-        n = env.max_users
-
-        def saturating(omega) -> list[float]:  # omega scaled until the first device saturates (weights mode)
-            t = 1.0 / max(sum(o * x for o, x in zip(omega, xi)) / inst[0],
-                          sum(o * (1.0 - x) for o, x in zip(omega, xi)) / inst[1])
-            return [o * t for o in omega]
-
-        emrf, c_res_cpu, c_res_gpu = emrf_core(*inst, env.eta_target, tie_break, solver)
+        c_res_cpu, c_res_gpu = residual_core(inst[0], inst[1], xi, self.fmax, env.eta_target)  # as emrf_core's
         self.bound = delta_bound_from_residual(xi, w, self.m, self.total_w, c_res_cpu, c_res_gpu)
-        # what each reference policy would allocate now (baselines.emrf), and the fair shares S
-        self.refs = ReferenceAllocations({
-            "emrf": _spread(active, emrf, n), "drf": _spread(active, self.fmax, n),
-            "wfq": _spread(active, saturating(w), n), "static-partition": _spread(active, saturating(self.share), n),
-            "fair-share": _spread(active, self.share, n),
-        }, inst, active, n, tie_break, solver)
-        ctot = env.c_tot
-        # observation features 0-5 of each active slot: active, xi_hat, w/W, S/C_tot, F^max/C_tot, F^solo/C_tot
-        self.slot_static = [[1.0, x, wk / self.total_w, s / ctot, f / ctot, 1.0 / mk / ctot]
-                            for x, wk, s, f, mk in zip(xi, w, self.share, self.fmax, self.m)]
+        self._c_tot = env.c_tot
+        self._slot_static: list[list[float]] | None = None
         self.diag: BoundedCache[tuple[int, int]] = BoundedCache(DERIVED_CACHE_SIZE)
         self._envy: _EnvyArrays | None = None
-        self.vector_rows: tuple | None = None  # per-slot padded copies for the batched env (vector.py), lazily
+        self._refs: ReferenceAllocations | None = None
+
+    @property
+    def slot_static(self) -> list[list[float]]:
+        """Observation features 0-5 of each active slot: active, xi_hat, w/W, S/C_tot, F^max/C_tot, F^solo/C_tot
+        (built when first observed: the batched vector env observes from its arrays)."""
+        if self._slot_static is None:
+            ctot = self._c_tot
+            self._slot_static = [[1.0, x, wk / self.total_w, s / ctot, f / ctot, 1.0 / mk / ctot]
+                                 for x, wk, s, f, mk in zip(self.inst[2], self.inst[3], self.share, self.fmax, self.m)]
+        return self._slot_static
+
+    @property
+    def refs(self) -> ReferenceAllocations:
+        """What each reference policy would allocate now (baselines.emrf), and the fair shares S."""
+        if self._refs is None:
+            inst, active = self.inst, self.active
+            n, eta, tie_break, solver = self._solve
+            xi, w = inst[2], inst[3]
+
+            def saturating(omega) -> list[float]:  # omega scaled until the first device saturates (weights mode)
+                t = 1.0 / max(sum(o * x for o, x in zip(omega, xi)) / inst[0],
+                              sum(o * (1.0 - x) for o, x in zip(omega, xi)) / inst[1])
+                return [o * t for o in omega]
+
+            emrf = emrf_core(*inst, eta, tie_break, solver)[0]
+            self._refs = ReferenceAllocations({
+                "emrf": _spread(active, emrf, n), "drf": _spread(active, self.fmax, n),
+                "wfq": _spread(active, saturating(w), n),
+                "static-partition": _spread(active, saturating(self.share), n),
+                "fair-share": _spread(active, self.share, n),
+            }, inst, active, n, tie_break, solver)
+        return self._refs
 
     def envy_arrays(self) -> _EnvyArrays:
         if self._envy is None:

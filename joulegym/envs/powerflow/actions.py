@@ -57,8 +57,9 @@ def _halve_to_fit(env: PowerFlowEnv, want: dict[int, list[int]]) -> bool:
     G = env.cluster.num_gpus
     if total <= G:
         return False
-    arrive = env.sim.jobs.submit_s
+    submit = env.sim.jobs.submit_s
     pinned = env.pinned_jobs
+    arrive = {j: submit[j].item() for j in want}  # Python floats: the same order, cheaper comparisons
     while total > G:
         j = max((j for j in want if j not in pinned), key=lambda j: (want[j][0], arrive[j], j))
         if want[j][0] == 1:
@@ -186,19 +187,18 @@ class _MaskedSlots(ActionType):
             if gpus.sum() <= env.cluster.num_gpus:
                 self.repaired = bool(repaired)
                 return dict(zip(js[sel].tolist(), zip(gpus[sel].tolist(), f_req[sel].tolist())))
-        want: dict[int, list[int]] = {}
-        for k, j, v, f, good in zip(ks.tolist(), js.tolist(), n_req.tolist(), f_req.tolist(), ok.tolist()):
-            if not good:
-                repaired = True
-                if not self._mn[k, v]:  # the largest allowed value below the asked one, else the smallest
-                    allowed = np.flatnonzero(self._mn[k])
-                    below = allowed[allowed <= v]
-                    v = int(below[-1]) if below.size else int(allowed[0])
-                if not self._mf[k, f]:
-                    f = int(np.flatnonzero(self._mf[k])[0])
-            n = int(self._gpus_of(np.array([v]), np.array([j]))[0])
-            if n > 0:
-                want[j] = [n, f]
+        values, freqs = n_req.tolist(), f_req.tolist()
+        for i in np.flatnonzero(~ok).tolist():  # clip the slots outside their masks (Python: a few slots)
+            repaired = True
+            k, v, f = int(ks[i]), values[i], freqs[i]
+            if not self._mn[k, v]:  # the largest allowed value below the asked one, else the smallest
+                allowed = np.flatnonzero(self._mn[k])
+                below = allowed[allowed <= v]
+                values[i] = int(below[-1]) if below.size else int(allowed[0])
+            if not self._mf[k, f]:
+                freqs[i] = int(np.flatnonzero(self._mf[k])[0])
+        gpus = self._gpus_of(np.array(values, dtype=np.int64), js).tolist()  # one lookup for every slot
+        want: dict[int, list[int]] = {j: [n, f] for j, n, f in zip(js.tolist(), gpus, freqs) if n > 0}
         if _halve_to_fit(env, want):
             repaired = True
         self.repaired = bool(repaired)

@@ -43,7 +43,8 @@ Config keys: every :class:`~joulegym.envs.powerflow.simulator.SimConfig` setting
 ``profile_scope``, ``pin_overhead``) plus the cluster (``device``, ``nodes``, ``gpus_per_node``), the workload
 (``trace``, a dict merged key by key; ``trace_path``, ``trace_format``), ``max_slots`` (K) and ``max_steps``.
 Wake-ups: :meth:`PowerFlowEnv.request_wakeup` asks for a decision point at a simulated time with the next
-committed decision (Tiresias's queue demotions). Reference policies read ``env.unwrapped.sim.view()`` and act
+committed decision (Tiresias's queue demotions). Reference policies read ``env.unwrapped.sim.view()`` (restricted
+to ``occupied_jobs`` while jobs overflow the slots: the action reaches slotted jobs only) and act
 through ``env.unwrapped.action_type.encode``; :func:`simulate` runs a trace through this env with
 :func:`joulegym.core.rollout.rollout`, so a standalone run and an env episode are one code path.
 
@@ -99,7 +100,8 @@ GLOBAL_FEATURES = 14
 POWER_MODES = ("repair", "penalty", "none")
 TRACE_KINDS = ("gavel", "alibaba", "motivating", "file")
 MAX_JOBS = 200_000  # jobs of a generated trace and slots K (a 10x margin over the largest public traces used here)
-TRACE_KEYS = ("kind", "num_jobs", "duration_scale", "mean_interarrival_s", "size_multiplier", "rho", "span_s", "hint")
+TRACE_KEYS = ("kind", "num_jobs", "duration_scale", "mean_interarrival_s", "size_multiplier", "rho", "span_s", "hint",
+              "dataset")
 N_CAP = 64  # largest per-job allocation the alloc action can express (docs §10)
 # Size bounds (issue 13 #11, fuzz findings P2-P5): far above every scenario (the largest is 16 x 8), small enough
 # that the per-GPU tables and the observation stay in memory. Our choice, not the paper's.
@@ -213,6 +215,14 @@ class PowerFlowEnv(JoulegymEnv):
         if kind == "file":
             path = c["trace_path"]
             hint = trace.get("hint", "a Philly-style CSV")
+            if path is None and trace.get("dataset"):  # issue 18: the fetched public file (never downloads here)
+                from joulegym.workloads.datasets import DataError, resolve
+
+                try:
+                    path = c["trace_path"] = str(resolve(trace["dataset"]))
+                except DataError as err:  # names the exact fetch command
+                    raise ValueError(f"scenario {c['scenario']!r} replays a real trace: {err}; or pass "
+                                     f"trace_path=<file> to gym.make (the file is {hint})") from None
             if path is None:
                 raise ValueError(f"scenario {c['scenario']!r} replays a real trace: pass trace_path=<file> to "
                                  f"gym.make; the file is {hint}")
@@ -438,7 +448,7 @@ class PowerFlowEnv(JoulegymEnv):
             np.minimum(dyn[:, 1:3], 10.0, out=dyn[:, 1:3])  # the others lie in [0, 1] by construction
             self._slot_obs[ks, _DYNAMIC] = dyn
         G = self.cluster.num_gpus
-        alloc = float(sim.n[sim.running].sum()) if sim.running.size else 0.0
+        alloc = float(sim._allocated)  # GPUs held by the running jobs, kept by the simulator
         energy = sum(sim.energy.values())
         day = 2 * math.pi * (sim.now % 86400.0) / 86400.0
         ev = [0.0, 0.0, 0.0]

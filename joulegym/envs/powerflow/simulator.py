@@ -68,7 +68,7 @@ import heapq
 import itertools
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any, ClassVar
@@ -98,6 +98,13 @@ NON_MIGRATING = {"first-fit": first_fit_place, "affinity": affinity_place, "affi
 PLACEMENTS = ("packed", "packed-sticky", *NON_MIGRATING)
 POWER_CONSTRAINTS = ("none", "repair")
 TRUTH_NOISE_MAX = 1.0  # sigma of the truth noise: factors e^(+-1) at one sigma already dwarf the model [A]
+# Plain Python or numpy over the running jobs (issue 14): a numpy call costs ~1 us whatever its size, a Python
+# step ~0.1 us per job, so the per-event bookkeeping loops in Python over fewer than SMALL_RUN running jobs and in
+# numpy beyond (PowerFlow-tiny runs 1-8 jobs; the Philly traces hundreds). Measured on PowerFlow-tiny (one core):
+# the event processing and integration went from ~50 to ~15 us per event. Both paths give the same bits: the
+# elementwise arithmetic is the same IEEE operation, and a float sum goes through :func:`_sum_at`, which adds
+# left to right only where numpy does (fewer than 8 values).
+SMALL_RUN = 8
 
 
 def overhead_s(mode: str, n: int, flat_s: float = 30.0) -> float:
@@ -152,6 +159,17 @@ class SimConfig:
             raise ValueError(f"switch_overhead_s must be None or a finite number >= 0, got {self.switch_overhead_s!r}")
         if not self.horizon_s > 0 or not self.idle_tick_s > 0:
             raise ValueError("horizon_s and idle_tick_s must be > 0")
+
+
+def _sum_at(values: np.ndarray, idx: np.ndarray) -> float:
+    """``float(values[idx].sum())`` bit for bit: numpy adds fewer than 8 values left to right starting from -0.0
+    (its pairwise summation unrolls 8 ways from 8 values on), so small sums loop in Python."""
+    if idx.size < 8:
+        total = -0.0
+        for j in idx.tolist():
+            total += values.item(j)
+        return total
+    return float(values[idx].sum())
 
 
 @lru_cache(maxsize=8)
@@ -234,6 +252,24 @@ class _Profiles:
             row = self._true[key] = self._rows(dm.perf_params(model, self.device), model, bs, n, r, multi, True)
         return row
 
+    def predicted_profiling_power(self, model: str, bs: int, n: int) -> float:
+        """Predicted mean power of an online-profiling window on ``n`` GPUs (equal time per level; cached)."""
+        key = ("predicted-profiling", model, bs, n)
+        out = self._means.get(key)
+        if out is None:
+            t, e = self.predicted(model, bs, n)
+            out = self._means[key] = float(np.mean(e / t))
+        return out
+
+    def true_power(self, model: str, bs: int, n: int, r: int, multi: bool) -> list[float]:
+        """True power ``E / T`` per frequency level (a list: the power repair reads single levels; cached)."""
+        key = ("power", model, bs, n, r, multi)
+        out = self._means.get(key)
+        if out is None:
+            t, e = self.true(model, bs, n, r, multi)
+            out = self._means[key] = (e / t).tolist()  # elementwise: the same division as e[f] / t[f]
+        return out
+
     def predicted(self, model: str, bs: int, n: int):
         if self.predictor == "oracle":
             return self.true(model, bs, n)
@@ -243,6 +279,24 @@ class _Profiles:
             params = dm.fitted_params(model, self.device, sigma=self.noise if self.noise > 0 else 1e-3)
             row = self._pred[key] = self._rows(params, model, bs, n, min(n, self.gpn), n > self.gpn, False)
         return row
+
+
+class _JobTables(Sequence):
+    """``T`` or ``E`` of a :class:`SchedView`: item ``i`` is job ``jobs[i]``'s predicted table, looked up on access
+    (a policy that reads no table, e.g. Tiresias over hundreds of queued jobs, pays nothing; issue 14)."""
+
+    __slots__ = ("_ids", "_part", "_sim")
+
+    def __init__(self, sim: PowerFlowSim, ids: list[int], part: int) -> None:
+        self._sim, self._ids, self._part = sim, ids, part
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._sim.predicted_tables_of(j)[self._part] for j in self._ids[i]]
+        return self._sim.predicted_tables_of(self._ids[i])[self._part]
 
 
 @dataclass
@@ -268,8 +322,8 @@ class SchedView:
     pinned: np.ndarray
     pinned_power: np.ndarray
     attained: np.ndarray
-    T: list[np.ndarray]
-    E: list[np.ndarray]
+    T: Sequence[np.ndarray]
+    E: Sequence[np.ndarray]
     n_values: tuple[int, ...]
     freqs_mhz: np.ndarray
     num_gpus: int
@@ -378,6 +432,13 @@ class PowerFlowSim:
         prerun = self.cfg.prerun_s if self.cfg.profiling else 0.0
         self._arrive = np.asarray(self.jobs.submit_s, dtype=float)
         self._ready_at = self._arrive + prerun
+        # per-job constants as Python values, read once (issue 14: the decision view and the power model look
+        # them up for hundreds of jobs per decision on the Philly traces)
+        self._model_of = [str(m) for m in self.jobs.model]
+        self._bs_of = np.asarray(self.jobs.batch_size).tolist()
+        self._tables_of: list[tuple[np.ndarray, np.ndarray] | None] = [None] * J  # predicted tables per job
+        self._zero_levels = [0.0] * self.F
+        self._ready: np.ndarray | None = None  # ready_jobs() until a status changes
         self._ai = 0  # next arrival pointer
         self._ri = 0  # next ready pointer
         self._t_log: list[float] = [0.0]
@@ -399,17 +460,28 @@ class PowerFlowSim:
 
     # ------------------------------------------------------------------------------------------ views
     def ready_jobs(self) -> np.ndarray:
-        return np.flatnonzero(self.status == READY)
+        """The schedulable jobs in job (submit) order (cached until a status changes: read-only)."""
+        if self._ready is None:
+            self._ready = np.flatnonzero(self.status == READY)
+            self._ready.flags.writeable = False  # shared by the view, the slots and apply until a status changes
+        return self._ready
 
-    def view(self) -> SchedView:
-        idx = self.ready_jobs()
+    def predicted_tables_of(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Job ``j``'s predicted ``(T, E)`` over ``n_values`` (the shared per-(model, BS) tables, kept per job)."""
+        tab = self._tables_of[j]
+        if tab is None:
+            tab = self._tables_of[j] = self.prof.predicted_tables(self._model_of[j], self._bs_of[j], self.n_values)
+        return tab
+
+    def view(self, idx: np.ndarray | None = None) -> SchedView:
+        """The scheduler's view of the schedulable jobs, or of the subset ``idx`` of them (ascending job ids): an
+        env's slotted jobs, the only ones its action can give GPUs while others overflow the slots."""
+        if idx is None:
+            idx = self.ready_jobs()
         jobs = self.jobs
-        T, E = [], []
         prof = self.prof
-        for j in idx:
-            t, e = prof.predicted_tables(jobs.model[j], int(jobs.batch_size[j]), self.n_values)
-            T.append(t)
-            E.append(e)
+        ids = idx.tolist()
+        T, E = _JobTables(self, ids, 0), _JobTables(self, ids, 1)
         pinned = self.pinned_mask(idx)
         pinned_power = np.zeros(idx.size)
         pinned_power[pinned] = self.planned_power(idx[pinned])
@@ -427,10 +499,11 @@ class PowerFlowSim:
             return prof.true_tables(jobs.model[j], int(jobs.batch_size[j]), self.n_values)
 
         return SchedView(
-            now=self.now, jobs=idx, submit=self._arrive[idx].copy(), remaining=jobs.iterations[idx] - self.done_it[idx],
-            n_req=np.asarray(jobs.n_req)[idx].copy(), batch_size=np.asarray(jobs.batch_size)[idx].copy(),
-            model=[str(jobs.model[j]) for j in idx], n=self.n[idx].copy(), fl=self.fl[idx].copy(), pinned=pinned,
-            pinned_power=pinned_power, attained=self.attained[idx].copy(), T=T, E=E,
+            # fancy indexing copies already: the view owns its arrays
+            now=self.now, jobs=idx, submit=self._arrive[idx], remaining=jobs.iterations[idx] - self.done_it[idx],
+            n_req=np.asarray(jobs.n_req)[idx], batch_size=np.asarray(jobs.batch_size)[idx],
+            model=[self._model_of[j] for j in ids], n=self.n[idx], fl=self.fl[idx], pinned=pinned,
+            pinned_power=pinned_power, attained=self.attained[idx], T=T, E=E,
             n_values=self.n_values, freqs_mhz=self.hw.freqs_mhz.copy(), num_gpus=self.G, gpn=self.gpn,
             power_limit_w=self.power_limit, p_max_w=self.p_max, row=row, true_row=true_row,
             predictor=self.cfg.predictor, true_tables=true_tables,
@@ -442,14 +515,15 @@ class PowerFlowSim:
         restarts (0 for jobs without GPUs)."""
         idx = np.asarray(idx, dtype=np.int64)
         out = np.zeros(idx.size)
-        for i in np.flatnonzero(self.n[idx] > 0):
-            j = int(idx[i])
-            t, e = self.prof.predicted(self.jobs.model[j], int(self.jobs.batch_size[j]), int(self.n[j]))
-            if self.profile_until[j] > self.now + EPS_T:
-                out[i] = float(np.mean(e / t))
+        for i in np.flatnonzero(self.n[idx] > 0).tolist():
+            j = idx.item(i)
+            n = self.n.item(j)
+            if self.profile_until.item(j) > self.now + EPS_T:
+                out[i] = self.prof.predicted_profiling_power(self._model_of[j], self._bs_of[j], n)
             else:
-                f = int(self.fl[j])
-                out[i] = float(e[f] / t[f])
+                t, e = self.prof.predicted(self._model_of[j], self._bs_of[j], n)
+                f = self.fl.item(j)
+                out[i] = e.item(f) / t.item(f)
         return out
 
     def pinned_mask(self, idx: np.ndarray) -> np.ndarray:
@@ -477,50 +551,50 @@ class PowerFlowSim:
         return self.done_count == len(self.jobs)
 
     # ------------------------------------------------------------------------------------------ power
-    def _job_power(self, j: int) -> tuple[float, float]:
-        """(rate, power) of running job ``j`` in its current phase (truth)."""
-        n = int(self.n[j])
+    def _job_power(self, j: int) -> tuple[float, float, int]:
+        """(rate, power, phase) of running job ``j`` in its current phase (truth; phase 0 run, 1 overhead, 2
+        profiling). Scalars read with ``.item``: Python floats, the same IEEE operations as numpy's scalars."""
+        n = self.n.item(j)
         if n == 0:
-            return 0.0, 0.0
-        if self.now < self.overhead_until[j] - EPS_T:
-            return 0.0, n * self.hw.p_idle_w
+            return 0.0, 0.0, 0
+        now = self.now
+        if now < self.overhead_until.item(j) - EPS_T:
+            return 0.0, n * self.hw.p_idle_w, 1
         r, multi = self.shape[j]
-        if self.now < self.profile_until[j] - EPS_T:
-            return self.prof.profiling_means(self.jobs.model[j], int(self.jobs.batch_size[j]), n, r, multi)
-        t, e = self.prof.true(self.jobs.model[j], int(self.jobs.batch_size[j]), n, r, multi)
-        f = int(self.fl[j])
-        return 1.0 / float(t[f]), float(e[f] / t[f])
+        if now < self.profile_until.item(j) - EPS_T:
+            return (*self.prof.profiling_means(self._model_of[j], self._bs_of[j], n, r, multi), 2)
+        t, e = self.prof.true(self._model_of[j], self._bs_of[j], n, r, multi)
+        f = self.fl.item(j)
+        t_f = t.item(f)
+        return 1.0 / t_f, e.item(f) / t_f, 0
 
     def _refresh_power(self, changed: Any = None, placement: bool = True) -> None:
         """Recompute rate/power of ``changed`` running jobs (all if None) and the cluster aggregates."""
         run = self.running
-        for j in (run if changed is None else changed):
-            j = int(j)
-            if self.n[j] == 0:
+        n_of = self.n
+        for j in (run.tolist() if changed is None else changed):
+            if n_of.item(j) == 0:
                 continue
-            rate, pw = self._job_power(j)
-            self.rate[j], self.power[j] = rate, pw
-            if self.now < self.overhead_until[j] - EPS_T:
-                self.phase[j] = 1
-            elif self.now < self.profile_until[j] - EPS_T:
-                self.phase[j] = 2
-            else:
-                self.phase[j] = 0
+            self.rate[j], self.power[j], self.phase[j] = self._job_power(j)
             self._arm(j)
-        allocated = int(self.n[run].sum()) if run.size else 0
+        allocated = int(self.n[run].sum()) if run.size >= SMALL_RUN else sum(self.n.item(j) for j in run.tolist())
         if placement and self.cfg.node_shutdown:
-            used = set()
             gpn = self.gpn
-            packed = self.cfg.placement not in NON_MIGRATING
-            for j in run:
-                g = self.gpus[int(j)]
-                if packed:  # contiguous blocks: first..last node
+            gpus = self.gpus
+            if self.cfg.placement not in NON_MIGRATING:  # contiguous blocks: first..last node
+                used = set()
+                for j in run.tolist():
+                    g = gpus[j]
                     used.update(range(g[0] // gpn, g[-1] // gpn + 1))
-                else:
-                    used.update(x // gpn for x in g)
-            self._powered_nodes = len(used)
+                self._powered_nodes = len(used)
+            elif run.size:  # GPUs of any node: one pass over every held GPU (hundreds of jobs on the Philly traces)
+                held = np.fromiter(itertools.chain.from_iterable(gpus[j] for j in run.tolist()), dtype=np.int64)
+                self._powered_nodes = int(np.count_nonzero(np.bincount(held // gpn)))
+            else:
+                self._powered_nodes = 0
+        self._allocated = allocated
         self._idle_gpus = self._powered_nodes * self.gpn - allocated
-        job_power = float(self.power[run].sum()) if run.size else 0.0
+        job_power = _sum_at(self.power, run) if run.size else 0.0
         self._job_power_total = job_power
         self._cluster_power = job_power + self._idle_gpus * self.hw.p_idle_w
         if self.cfg.record_timeline:
@@ -535,8 +609,8 @@ class PowerFlowSim:
         :raises ValueError: an unknown/unready job, an infeasible size, or more GPUs than the cluster has.
         """
         ready = self.ready_jobs()
-        ready_set = set(int(j) for j in ready)
-        pinned = {int(j) for j in ready[self.pinned_mask(ready)]}
+        ready_set = set(ready.tolist())
+        pinned = set(ready[self.pinned_mask(ready)].tolist())
         target: dict[int, tuple[int, int]] = {}
         for j, (k, f) in alloc.items():
             j, k, f = int(j), int(k), int(f)
@@ -557,9 +631,11 @@ class PowerFlowSim:
             placed = self._place({j: k for j, (k, _) in target.items()}, pinned)
         sizes = {j: k for j, (k, _) in target.items()}
         changed = []
-        for j in ready.tolist():
+        gpus, fl_now = self.gpus, self.fl.tolist()
+        # only a job placed, sized or holding GPUs (the running ones) can change; job order, as the events are armed
+        for j in sorted(placed.keys() | sizes.keys() | set(self.running.tolist())):
             new = placed.get(j, ())
-            old = self.gpus[j]
+            old = gpus[j]
             k = len(new)
             if new != old:
                 changed.append(j)
@@ -581,7 +657,7 @@ class PowerFlowSim:
                     self.overhead_until[j] = 0.0
                     self.profile_until[j] = 0.0
                     self._job_gen[j] += 1  # its pending completion is void
-            if k > 0 and j not in pinned and self.fl[j] != target[j][1]:
+            if k > 0 and j not in pinned and fl_now[j] != target[j][1]:
                 self.fl[j] = target[j][1]
                 changed.append(j)
             if 0 < k < sizes.get(j, 0) or (k == 0 and j in sizes):
@@ -604,24 +680,22 @@ class PowerFlowSim:
         return buddy_place(sizes, previous, self.G, frozenset(pinned), compact=self.cfg.placement == "packed",
                            gpn=self.gpn)
 
-    def _steady_power(self, j: int, f: int, gpus: tuple[int, ...], pinned: set[int]) -> float:
-        """True power of job ``j`` at level ``f`` on ``gpus`` as placed (its shape: GPUs per node, spanning nodes
-        or not), once its overhead is over: the profiling-window mean when it profiles."""
+    def _steady_power_levels(self, j: int, gpus: tuple[int, ...], pinned: set[int]) -> list[float]:
+        """True power of job ``j`` on ``gpus`` as placed (its shape: GPUs per node, spanning nodes or not), once its
+        overhead is over, per frequency level: the profiling-window mean at every level when it profiles."""
         k = len(gpus)
         if k == 0:
-            return 0.0
-        model, bs = self.jobs.model[j], int(self.jobs.batch_size[j])
+            return self._zero_levels
+        model, bs = self._model_of[j], self._bs_of[j]
         if j in pinned:  # profiling (maybe still in its overhead) or restarting: its power once running
             r, multi = self.shape[j]
             if self.profile_until[j] > self.now + EPS_T:
-                return self.prof.profiling_means(model, bs, k, r, multi)[1]
-            t, e = self.prof.true(model, bs, k, r, multi)
-            return float(e[f] / t[f])
+                return [self.prof.profiling_means(model, bs, k, r, multi)[1]] * self.F
+            return self.prof.true_power(model, bs, k, r, multi)
         r, multi = placement_shape(gpus, self.gpn)
         if self.needs_profiling(j, k):
-            return self.prof.profiling_means(model, bs, k, r, multi)[1]
-        t, e = self.prof.true(model, bs, k, r, multi)
-        return float(e[f] / t[f])
+            return [self.prof.profiling_means(model, bs, k, r, multi)[1]] * self.F
+        return self.prof.true_power(model, bs, k, r, multi)
 
     def _repair_power(self, target: dict[int, tuple[int, int]],
                       pinned: set[int]) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[int, ...]]]:
@@ -634,9 +708,10 @@ class PowerFlowSim:
         target = dict(target)
         limit = self.power_limit * (1 + 1e-3)
         placed = self._place({j: k for j, (k, _) in target.items()}, pinned)
+        levels = {j: self._steady_power_levels(j, placed.get(j, ()), pinned) for j in target}  # per placement
 
         def total() -> float:
-            return sum(self._steady_power(j, f, placed.get(j, ()), pinned) for j, (_, f) in target.items())
+            return sum(levels[j][f] for j, (_, f) in target.items())
 
         self.repaired = False
         self._cap_enforced = True
@@ -659,23 +734,27 @@ class PowerFlowSim:
             else:
                 del target[latest]
             placed = self._place({j: k for j, (k, _) in target.items()}, pinned)
+            levels = {j: self._steady_power_levels(j, placed.get(j, ()), pinned) for j in target}
         return target, placed
 
     # ------------------------------------------------------------------------------------------ time
     def _arm(self, j: int) -> None:
         """Schedule running job ``j``'s next rate change: its completion, or the end of its overhead or
         profiling window, whichever comes first (rates are constant in between)."""
-        self._job_gen[j] += 1
+        gen = self._job_gen.item(j) + 1
+        self._job_gen[j] = gen
         now = self.now
         nxt = math.inf
-        if self.overhead_until[j] > now + EPS_T:
-            nxt = float(self.overhead_until[j])
-        elif self.profile_until[j] > now + EPS_T:
-            nxt = float(self.profile_until[j])
-        if self.rate[j] > 0:
-            nxt = min(nxt, now + float(self.jobs.iterations[j] - self.done_it[j]) / float(self.rate[j]))
+        overhead_until, profile_until = self.overhead_until.item(j), self.profile_until.item(j)
+        if overhead_until > now + EPS_T:
+            nxt = overhead_until
+        elif profile_until > now + EPS_T:
+            nxt = profile_until
+        rate = self.rate.item(j)
+        if rate > 0:
+            nxt = min(nxt, now + float(self.jobs.iterations[j] - self.done_it[j]) / rate)
         if math.isfinite(nxt):
-            self.env.timeout(max(0.0, nxt - now)).callbacks.append(partial(self._on_job, j, int(self._job_gen[j])))
+            self.env.timeout(max(0.0, nxt - now)).callbacks.append(partial(self._on_job, j, gen))
 
     def _arm_wakeup(self) -> None:
         self._wake_gen += 1
@@ -712,7 +791,24 @@ class PowerFlowSim:
         if dt <= 0:
             return
         run = self.running
-        if run.size:
+        if 0 < run.size < min(SMALL_RUN, 8):  # fewer than 8: numpy's sums below add left to right, as here
+            done, rate, power, energy_job = self.done_it, self.rate, self.power, self.energy_job
+            phase, n, gpu_s, attained = self.phase, self.n, self.gpu_s, self.attained
+            by_phase = [-0.0, -0.0, -0.0]  # busy, overhead, profiling
+            for j in run.tolist():
+                done[j] += rate.item(j) * dt
+                e = power.item(j) * dt
+                energy_job[j] += e
+                ph = phase.item(j)
+                by_phase[ph] += e
+                gs = n.item(j) * dt
+                gpu_s[j] += gs
+                if ph != 1:  # overhead (a restart) attains no service
+                    attained[j] += gs
+            self.energy["busy"] += by_phase[0]
+            self.energy["overhead"] += by_phase[1]
+            self.energy["profiling"] += by_phase[2]
+        elif run.size:
             self.done_it[run] += self.rate[run] * dt
             e = self.power[run] * dt
             self.energy_job[run] += e
@@ -775,6 +871,7 @@ class PowerFlowSim:
         while self._ri < len(self._ready_at) and self._ready_at[self._ri] <= tol and self._ri < self._ai:
             j = self._ri
             self.status[j] = READY
+            self._ready = None
             if self.cfg.profiling and self.cfg.prerun_s > 0:
                 mean_p = self.prof.profiling_means(str(jobs.model[j]), int(jobs.batch_size[j]), 1, 1, False)[1]
                 self.energy["prerun"] += self.cfg.prerun_s * mean_p
@@ -785,15 +882,13 @@ class PowerFlowSim:
             self.last_event = EV_ARRIVAL
         run = self.running
         if run.size:
-            rem = jobs.iterations[run] - self.done_it[run]
-            fin = run[(rem <= 1e-9 * np.maximum(1.0, jobs.iterations[run])) | ((self.rate[run] > 0) & (
-                rem / np.where(self.rate[run] > 0, self.rate[run], 1.0) <= EPS_T * max(1.0, t)))]
+            fin, due = self._due(run, t, tol)
             for j in fin:
-                j = int(j)
                 self.max_completion_residual = max(self.max_completion_residual,
                                                    abs(self.done_it[j] - jobs.iterations[j]) / jobs.iterations[j])
                 self.done_it[j] = jobs.iterations[j]  # exact (the residual above is round-off only)
                 self.status[j] = DONE
+                self._ready = None
                 self.finish[j] = t
                 self.n[j] = 0
                 self.gpus[j] = ()
@@ -802,13 +897,10 @@ class PowerFlowSim:
                 decision = True
                 changed = True
                 self.last_event = EV_COMPLETION
-            if fin.size:
+            if fin:
                 self.running = run = run[self.status[run] != DONE]
             touched = []
-            ou = self.overhead_until[run]
-            pu = self.profile_until[run]
-            for j in run[((self.phase[run] == 1) & (ou <= tol)) | ((pu > 0) & (pu <= tol))]:
-                j = int(j)
+            for j in due:
                 touched.append(j)
                 if self.profile_until[j] > 0 and self.profile_until[j] <= tol:
                     self.profile_until[j] = 0.0
@@ -824,6 +916,30 @@ class PowerFlowSim:
         if changed or touched or decision:
             self._refresh_power(touched, placement=changed)
         return decision
+
+    def _due(self, run: np.ndarray, t: float, tol: float) -> tuple[list[int], list[int]]:
+        """Of the running jobs ``run``: those finished at ``t`` (round-off tolerance), and of the others those whose
+        overhead or profiling window ends by ``tol``; in job order (a Python loop for few jobs, numpy for many)."""
+        its, done, rate = self.jobs.iterations, self.done_it, self.rate
+        phase, overhead_until, profile_until = self.phase, self.overhead_until, self.profile_until
+        limit = EPS_T * max(1.0, t)
+        if run.size < SMALL_RUN:
+            fin, due = [], []
+            for j in run.tolist():
+                it = its[j]
+                rem = it - done.item(j)
+                r = rate.item(j)
+                if rem <= 1e-9 * max(1.0, it) or (r > 0 and rem / r <= limit):
+                    fin.append(j)
+                elif (phase.item(j) == 1 and overhead_until.item(j) <= tol) or 0 < profile_until.item(j) <= tol:
+                    due.append(j)
+            return fin, due
+        rem = its[run] - done[run]
+        finished = (rem <= 1e-9 * np.maximum(1.0, its[run])) | ((rate[run] > 0) & (
+            rem / np.where(rate[run] > 0, rate[run], 1.0) <= limit))
+        rest = run[~finished]
+        ou, pu = overhead_until[rest], profile_until[rest]
+        return run[finished].tolist(), rest[((phase[rest] == 1) & (ou <= tol)) | ((pu > 0) & (pu <= tol))].tolist()
 
     # ------------------------------------------------------------------------------------------ metrics
     # ------------------------------------------------------------------------------------------ copies

@@ -1,0 +1,215 @@
+"""``joulegym/DREAM-v0`` and ``joulegym/DREAMParams-v0`` (docs/families/dream.md §4): ids, spaces, masks and repair,
+reward parts that sum to minus UXCost, config errors, seeding, the random mix, the task-level switch, rendering."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym import baselines
+from joulegym.core.rollout import ActionSequencePolicy, rollout
+from joulegym.envs.dream.env import A_MAX, SLOT_FEATURES, DreamEnv
+from joulegym.scenarios import registered_ids
+from joulegym.scenarios.dream import SCENARIOS
+
+SHORT = {"horizon_s": 0.1}  # 6 VR_Gaming frames of the 60 FPS model: a few hundred decisions
+
+
+def test_ids_are_the_paper_experiments_only():
+    """Ids for the Table 3 workloads (Figs. 2, 7-9, 12 by kwargs), the heavy cascade of Figs. 12/14, the Fig. 10(d)
+    switch, the random mix and the CI scenario; every (workload, hardware, p) combination is a kwarg, not an id."""
+    ids = registered_ids("dream")
+    expected = [f"joulegym/{kind}-{name}-v0" for kind in ("DREAM", "DREAMParams") for name in SCENARIOS]
+    assert sorted(ids) == sorted(["joulegym/DREAM-v0", "joulegym/DREAMParams-v0", *expected])
+    assert set(SCENARIOS) == {"vr-gaming", "ar-call", "drone-outdoor", "drone-indoor", "ar-social", "ar-social-p99",
+                              "vr-gaming-to-ar-social", "random-mix", "tiny"}
+
+
+def test_spaces_and_observation_layout():
+    env = gym.make("joulegym/DREAM-v0", max_slots=8, **SHORT)
+    assert env.action_space == gym.spaces.Discrete(8 * A_MAX + 8 + 1)
+    obs, _info = env.reset(seed=0)
+    assert obs.dtype == np.float32 and env.observation_space.contains(obs)
+    base = env.unwrapped
+    for k, task in base.slots.occupied():  # the slot rows: valid flag and the model's one-hot position
+        row = obs[k * SLOT_FEATURES:(k + 1) * SLOT_FEATURES]
+        assert row[0] == 1.0 and row[1 + base.sim.f_model[task]] == 1.0 and row[1:11].sum() == 1.0
+    for k in range(8):
+        if base.slots.items[k] < 0:
+            assert not obs[k * SLOT_FEATURES:(k + 1) * SLOT_FEATURES].any()
+    params = gym.make("joulegym/DREAMParams-v0", **SHORT)
+    assert params.action_space == gym.spaces.Box(0.0, 2.0, (2,), dtype=np.float32)
+    obs, _ = params.reset(seed=0)
+    assert params.observation_space.contains(obs)
+
+
+def test_mask_matches_the_simulator_state_and_repairs_to_wait():
+    env = gym.make("joulegym/DREAM-v0", **SHORT)
+    base = env.unwrapped
+    _obs, info = env.reset(seed=1)
+    K = base.K
+    sim = base.sim
+    for _ in range(60):
+        mask = info["action_mask"]
+        assert np.array_equal(mask, env.unwrapped.action_masks())
+        assert mask[-1]  # wait is always valid
+        for k, task in enumerate(base.slots.items):
+            for a in range(A_MAX):
+                ok = task >= 0 and task in sim.ready and a < sim.n_acc and sim.acc_running[a] < 0
+                assert mask[k * A_MAX + a] == ok
+            drop_ok = task >= 0 and sim.is_leaf(sim.f_model[task]) and sim.drops_in_window(sim.f_model[task]) < 2
+            assert mask[K * A_MAX + k] == drop_ok
+        invalid = np.flatnonzero(~mask)
+        action = int(invalid[0]) if invalid.size and _ % 3 == 0 else int(np.flatnonzero(mask)[0])
+        now, decisions = sim.now, sim.decisions
+        _obs, _reward, _terminated, truncated, info = env.step(action)
+        assert info["repaired"] == (not mask[action])
+        if not mask[action]:  # a masked-out action waits: the simulator took a Wait
+            assert sim.decisions == decisions + 1 and sim.now >= now
+        if truncated:
+            break
+
+
+def test_invalid_part_only_under_the_penalty_preset():
+    env = gym.make("joulegym/DREAM-v0", reward="uxcost-penalty", **SHORT)
+    _obs, info = env.reset(seed=0)
+    bad = int(np.flatnonzero(~info["action_mask"])[0])
+    _, reward, _, _, info = env.step(bad)
+    assert info["repaired"] and info["reward_parts"]["invalid"] == -0.01
+    assert reward == pytest.approx(info["reward_parts"]["dlv"] + info["reward_parts"]["energy"] - 0.01)
+
+
+@pytest.mark.parametrize("workload", ["vr-gaming", "ar-call", "drone-indoor"])
+def test_episode_return_is_minus_uxcost(workload):
+    """The default parts telescope: sum of rewards = -UXCost (Alg. 2) of the episode, for any actions."""
+    env = gym.make("joulegym/DREAM-v0", workload=workload, horizon_s=0.25)
+    episode = rollout(env, baselines.make("random"), seed=2, record=True)
+    assert episode.truncated and not episode.terminated
+    ux = episode.metrics["uxcost"]
+    assert ux > 0 and episode.total_return == pytest.approx(-ux, rel=1e-9)
+    assert episode.rewards[-1] == pytest.approx(sum(episode.infos[-1]["reward_parts"][p] for p in ("dlv", "energy")))
+    terminal = rollout(gym.make("joulegym/DREAM-v0", workload=workload, horizon_s=0.25, reward="terminal"),
+                       baselines.make("random"), seed=2, record=True)
+    assert terminal.total_return == pytest.approx(-ux, rel=1e-12)
+    assert all(r == 0.0 for r in terminal.rewards[:-1])
+
+
+def test_proxy_parts_count_violations_and_energy():
+    env = gym.make("joulegym/DREAM-v0", workload="ar-call", horizon_s=0.25, reward="proxy")
+    episode = rollout(env, baselines.make("random"), seed=0, record=True)
+    base = env.unwrapped
+    violations = sum(info["reward_parts"]["violations"] for info in episode.infos)
+    expected = -sum(v / max(0.25 / p, 1.0) for v, p in zip(base.sim.acc_violated, base.period))
+    assert violations == pytest.approx(expected, rel=1e-9) and violations < 0
+    assert all(info["reward_parts"]["energy_proxy"] <= 0 for info in episode.infos)
+
+
+def test_same_seed_same_episode_different_seed_differs():
+    def run(seed):
+        episode = rollout(gym.make("joulegym/DREAM-v0", workload="ar-call", horizon_s=0.3), baselines.make("random"),
+                          seed=seed, record=True)
+        return episode.metrics, [float(r) for r in episode.rewards]
+
+    assert run(4) == run(4)
+    assert run(4) != run(5)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"workload": "vr_gamingX"}, "workload"), ({"workload": []}, "workload"), ({"hw": "16k-3ws"}, "hw"),
+    ({"hw": ["4k-2ws", 3]}, "hw"), ({"p": 1.5}, "p"), ({"p": "0.5"}, "p"), ({"kappa": -1.0}, "kappa"),
+    ({"horizon_s": 0.0}, "horizon_s"), ({"horizon_s": float("nan")}, "horizon_s"),
+    ({"warmup_s": 3.0}, "warmup_s"), ({"switch_to": "idle"}, "switch_to"), ({"switch_at_s": -1.0}, "switch_at_s"),
+    ({"switch_to": "ar-social", "switch_at_s": 5.0}, "switch_at_s"), ({"child_deadline": "never"}, "child_deadline"),
+    ({"outstanding_cap": 0}, "outstanding_cap"), ({"release_phase": "late"}, "release_phase"),
+    ({"togo_mode": "best"}, "togo_mode"), ({"max_slots": 0}, "max_slots"), ({"supernet": "agent"}, "supernet"),
+    ({"window_s": 0.0}, "window_s"), ({"dream_variant": "ultra"}, "dream_variant"),
+    ({"record_timeline": 1}, "record_timeline"),
+])
+def test_bad_config_names_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        gym.make("joulegym/DREAM-v0", **kwargs)
+
+
+def test_scenario_ids_and_kwargs():
+    env = gym.make("joulegym/DREAM-ar-social-p99-v0")
+    assert env.unwrapped.config["p"] == 0.99 and env.unwrapped.workloads == ("ar-social",)
+    env = gym.make("joulegym/DREAM-v0", scenario="drone_outdoor", hw="8K-2WS")
+    env.reset(seed=0)
+    assert env.unwrapped.workload == "drone-outdoor" and env.unwrapped.hw == "8k-2ws"
+    assert env.unwrapped.sim.n_acc == 2
+
+
+def test_random_mix_draws_workload_and_hardware_per_episode():
+    env = gym.make("joulegym/DREAM-random-mix-v0", horizon_s=0.05)
+    seen = set()
+    for seed in range(12):
+        obs, _ = env.reset(seed=seed)
+        base = env.unwrapped
+        seen.add((base.workload, base.hw))
+        assert env.observation_space.contains(obs)
+        glob = obs[-11:]  # t, p, overflow, workload one-hot (5), n_acc, PEs, switched
+        assert glob[3:8].argmax() == ("vr-gaming", "ar-call", "drone-outdoor", "drone-indoor",
+                                      "ar-social").index(base.workload)
+    assert len({w for w, _ in seen}) >= 3 and len({h for _, h in seen}) >= 3
+    again = gym.make("joulegym/DREAM-random-mix-v0", horizon_s=0.05)
+    again.reset(seed=7)
+    env.reset(seed=7)
+    assert (again.unwrapped.workload, again.unwrapped.hw) == (env.unwrapped.workload, env.unwrapped.hw)
+
+
+def test_task_level_switch_cancels_the_old_workloads_frames():
+    """Fig. 10(d): VR_Gaming -> AR_Social at 2 s; the frames of VR-only models still outstanding are cancelled and
+    AR_Social's models release from the switch on."""
+    env = gym.make("joulegym/DREAM-vr-gaming-to-ar-social-v0", switch_at_s=0.1, horizon_s=0.2)
+    episode = rollout(env, baselines.make("edf", family="dream"), seed=0)
+    m = episode.metrics
+    base = env.unwrapped
+    assert set(base.active_models()) == {"focal-length-depth", "ed-tcn", "ssd-mobilenetv2", "vgg-voxceleb", "ofa"}
+    assert m["frames/fbnet-c"] > 0 and m["frames/ed-tcn"] > 0
+    assert min(base.sim.f_release[i] for i in range(len(base.sim.f_model))
+               if base.sim.model_names[base.sim.f_model[i]] == "ed-tcn") == pytest.approx(0.1)
+    assert episode.total_return == pytest.approx(-m["uxcost"], rel=1e-9)
+
+
+def test_overflow_frames_wait_outside_the_slots():
+    env = gym.make("joulegym/DREAM-v0", max_slots=1, horizon_s=0.1)
+    wait = ActionSequencePolicy([1 * A_MAX + 1])  # always "wait" with K = 1
+    episode = rollout(env, wait, seed=0)
+    assert episode.metrics["overflow_steps"] > 0 and episode.final_info["overflow"] >= 0
+    assert episode.metrics["completed"] == 0 and episode.metrics["dlv_rate"] == 1.0
+
+
+def test_params_episode_windows_and_reward():
+    env = gym.make("joulegym/DREAMParams-v0", workload="ar-call", horizon_s=0.5, window_s=0.125)
+    policy = ActionSequencePolicy([np.array([0.5, 1.5], dtype=np.float32)])
+    episode = rollout(env, policy, seed=0, record=True)
+    base = env.unwrapped
+    assert episode.length == 4 and episode.truncated
+    for (alpha, beta, ux), reward, info in zip(base.param_log, episode.rewards, episode.infos, strict=True):
+        assert (alpha, beta) == (0.5, 1.5) and reward == -ux
+        assert info["window_uxcost"] == ux and info["reward_parts"]["log_uxcost_window"] == pytest.approx(
+            -np.log(max(ux, 1e-6)))
+    assert base.sim.now == pytest.approx(0.5) and episode.metrics["windows"] == 4
+    busy = base.last_window["busy"]  # the time each accelerator was dispatched for in the window, as a share
+    assert busy.shape == (3,) and (busy > 0).all()
+    obs = base._observe()
+    assert np.allclose(obs[40:43], np.minimum(busy, 1.0))
+
+
+def test_render_modes_draw_the_gantt_timeline():
+    env = gym.make("joulegym/DREAM-v0", workload="ar-call", horizon_s=0.1, render_mode="rgb_array")
+    rollout(env, baselines.make("edf", family="dream"), seed=0)
+    sim = env.unwrapped.sim
+    assert sim.timeline and (sim.miss_log or sim.drop_log)
+    image = env.render()
+    assert image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8
+    text = gym.make("joulegym/DREAM-v0", render_mode="ansi", **SHORT)
+    text.reset(seed=0)
+    out = text.render()
+    assert "acc 0" in out and "slot" in out
+
+
+def test_env_class_has_no_step_of_its_own():
+    assert "step" not in DreamEnv.__dict__ and "reset" not in DreamEnv.__dict__

@@ -1,0 +1,91 @@
+"""MapScore, Algorithm 1 lines 1-15 [P §3.1-§3.5] (spec §2.1), on a hand-computed 2-task x 3-accelerator
+toy, and the DREAM scheduler's inlined argmax against the pure function on live states."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from joulegym.envs.dream.scheduling import DreamScheduler, map_score, map_score_terms
+from joulegym.envs.dream.simulator import EPS_SLACK_S, DreamSim
+
+# task A: ToGo 6 ms, Slack 12 ms, waited 2 ms; next layer 1/2/4 ms, energy 10/5/5; a switch to acc 1 costs 5
+# task B: ToGo 9 ms, Slack 6 ms, waited 0; next layer 3/3/3 ms, energy 2/4/8; no switch cost anywhere
+A = dict(to_go=6e-3, slack=12e-3, t_queue=2e-3, lat_next=(1e-3, 2e-3, 4e-3), energy_next=(10.0, 5.0, 5.0))
+B = dict(to_go=9e-3, slack=6e-3, t_queue=0.0, lat_next=(3e-3, 3e-3, 3e-3), energy_next=(2.0, 4.0, 8.0))
+SWITCH_A = (0.0, 5.0, 0.0)
+
+# hand-computed (alpha = 0.5, beta = 2):
+#   A, acc: urgency 0.5; latpref 7/1, 7/2, 7/4; starv 2 / (7/3) = 6/7; pref_energy 20/10, 20/5, 20/5;
+#           cost_switch 0, 5/5, 0
+#   B, acc: urgency 1.5; latpref 3, 3, 3; starv 0; pref_energy 14/2, 14/4, 14/8; cost_switch 0
+EXPECTED = {
+    ("A", 0): 0.5 * 7 + 0.5 * 6 / 7 + 2 * (2 - 0),
+    ("A", 1): 0.5 * 3.5 + 0.5 * 6 / 7 + 2 * (4 - 1),
+    ("A", 2): 0.5 * 1.75 + 0.5 * 6 / 7 + 2 * (4 - 0),
+    ("B", 0): 1.5 * 3 + 2 * 7,
+    ("B", 1): 1.5 * 3 + 2 * 3.5,
+    ("B", 2): 1.5 * 3 + 2 * 1.75,
+}
+
+
+def test_unit_scores_by_hand():
+    t = map_score_terms(**A, acc=1, switch_energy=5.0)
+    assert t["urgency"] == pytest.approx(0.5)
+    assert t["lat_pref"] == pytest.approx(3.5)
+    assert t["starvation"] == pytest.approx(6 / 7)
+    assert t["pref_energy"] == pytest.approx(4.0)
+    assert t["cost_switch"] == pytest.approx(1.0)
+    assert t["energy"] == pytest.approx(3.0)
+
+
+def test_mapscore_table_by_hand_and_its_argmax():
+    table = {}
+    for name, task in (("A", A), ("B", B)):
+        for acc in range(3):
+            sw = SWITCH_A[acc] if name == "A" else 0.0
+            table[(name, acc)] = map_score(**task, acc=acc, switch_energy=sw, alpha=0.5, beta=2.0)
+    for key, value in EXPECTED.items():
+        assert table[key] == pytest.approx(value), key
+    assert max(table, key=table.get) == ("B", 0)  # the energy-cheap accelerator for the urgent task
+    # with beta = 0 the urgency x latency preference decides: A on its fast acc 0 (3.5 + 0.43) < B (4.5)
+    no_energy = {k: map_score(**(A if k[0] == "A" else B), acc=k[1], switch_energy=0.0, alpha=0.5, beta=0.0)
+                 for k in EXPECTED}
+    assert max(no_energy, key=no_energy.get) in {("B", 0), ("B", 1), ("B", 2)}
+
+
+def test_homogeneous_preferences_equal_n_acc_and_late_tasks_get_epsilon_slack():
+    t = map_score_terms(to_go=1e-3, slack=-5e-3, t_queue=0.0, lat_next=(2e-3, 2e-3), energy_next=(3.0, 3.0),
+                        acc=0, switch_energy=0.0)
+    assert t["lat_pref"] == pytest.approx(2.0) and t["pref_energy"] == pytest.approx(2.0)
+    assert t["urgency"] == pytest.approx(1e-3 / EPS_SLACK_S)
+
+
+@pytest.mark.parametrize(("scenario", "hw"), [("vr-gaming", "4k-1ws2os"), ("ar-social", "4k-1os2ws")])
+def test_dream_dispatch_is_the_argmax_of_the_pure_mapscore(scenario, hw):
+    sim = DreamSim.from_catalog(scenario, hw, horizon_s=0.3)
+    sched = DreamScheduler("mapscore", "fixed", 0.7, 1.3)
+    sim.reset(2)
+    sched.reset(sim, 2)
+    view = sim.view()
+    checked = 0
+    while sim.advance():
+        decision = sched.decide(view)
+        now = sim.now
+        best, best_key = None, None
+        for i in sim.ready:
+            for a in sim.idle_accs():
+                s = map_score(sim.to_go(i), sim.f_deadline[i] - now, now - sim.f_tcmpl[i], sim.next_lat(i),
+                              sim.next_energy(i), a, sim.switch_energy(i, a), 0.7, 1.3)
+                key = (s, -sim.f_release[i], -a)
+                if best_key is None or key > best_key:
+                    best, best_key = (i, a), key
+        assert (decision.task, decision.acc) == best or math.isclose(
+            best_key[0], map_score(sim.to_go(decision.task), sim.f_deadline[decision.task] - now,
+                                   now - sim.f_tcmpl[decision.task], sim.next_lat(decision.task),
+                                   sim.next_energy(decision.task), decision.acc,
+                                   sim.switch_energy(decision.task, decision.acc), 0.7, 1.3), rel_tol=1e-12)
+        checked += 1
+        sim.apply(decision)
+    assert checked > 500

@@ -1,0 +1,200 @@
+"""The schedulers of §5 (spec §3.6) on toy workloads with known outcomes, and every scheduler on the catalog."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from joulegym.envs.dream import scheduling as sch
+from joulegym.envs.dream.scheduling import (
+    MULTI_LAYER,
+    SCHEDULER_NAMES,
+    DreamScheduler,
+    FCFSScheduler,
+    PlanariaScheduler,
+    StaticFCFSScheduler,
+    VeltairScheduler,
+    make_scheduler,
+    run_episode,
+    select_variant,
+)
+from joulegym.envs.dream.simulator import App, Dispatch, DreamSim, Drop, Wait
+from tests.dream.toy import model, sim, table
+
+
+def skip_toy(**kw) -> DreamSim:
+    # A: 2 layers of 20 ms, the second always skipped (p_dynamic = 1); B: one 50 ms layer; 10 FPS; one acc
+    tabs = {"A": model("A", table("A", [[20.0], [20.0]], skip=[[1, 2]])), "B": model("B", table("B", [[50.0]]))}
+    return sim(tabs, [App("A", 10, p_dynamic=1.0), App("B", 10)], horizon_s=0.3, record_timeline=True, **kw)
+
+
+def test_fcfs_known_completion_times():
+    s = skip_toy()
+    run_episode(s, FCFSScheduler(), 0)
+    names = s.model_names
+    ends = {(names[s.f_model[i]], s.f_frame[i]): round(s.f_end[i], 9) for i in range(len(s.f_state))}
+    # A skips its second layer (20 ms), then B (50 ms); every 100 ms
+    assert ends[("A", 0)] == 0.02 and ends[("B", 0)] == 0.07
+    assert ends[("A", 1)] == 0.12 and ends[("B", 1)] == 0.17
+    assert s.dispatches == 6 and s.layers == 6  # one ALL_LAYERS dispatch per frame (A's layer 1 skipped)
+
+
+def test_static_fcfs_waits_for_the_worst_case_reservation():
+    s = skip_toy()
+    sched = StaticFCFSScheduler()
+    run_episode(s, sched, 0)
+    # the offline plan assumes A's skippable layer runs (40 ms): B is reserved at 40 ms and may not start early
+    assert sched.plan[(0, 0)] == (0.0, 0) and sched.plan[(1, 0)] == (pytest.approx(0.04), 0)
+    names = s.model_names
+    ends = {(names[s.f_model[i]], s.f_frame[i]): round(s.f_end[i], 9) for i in range(len(s.f_state))}
+    assert ends[("A", 0)] == 0.02 and ends[("B", 0)] == 0.09
+    assert ends[("B", 1)] == 0.19
+
+
+def test_static_fcfs_leaves_the_slot_of_an_unactivated_child_idle():
+    tabs = {"P": model("P", table("P", [[10.0]])), "C": model("C", table("C", [[30.0]])),
+            "X": model("X", table("X", [[30.0]]))}
+    apps = [App("P", 10), App("C", 10, parent="P", p=0.5), App("X", 10)]
+    stat = sim(tabs, apps, horizon_s=1.0, record_timeline=True)
+    dyn = sim(tabs, apps, horizon_s=1.0, record_timeline=True)
+    plan = StaticFCFSScheduler()
+    run_episode(stat, plan, 1)
+    run_episode(dyn, FCFSScheduler(), 1)
+    # plan per period: P [0, 10], then X (released at 0, older than C) [10, 40], C [40, 70]
+    assert plan.plan[(2, 0)][0] == pytest.approx(0.01) and plan.plan[(1, 0)][0] == pytest.approx(0.04)
+    for s in (stat, dyn):
+        assert all(t1 - t0 > 0 for _a, t0, t1, *_ in s.timeline)
+    x_stat = [stat.f_end[i] - stat.f_release[i] for i in range(len(stat.f_state)) if stat.f_model[i] == 2]
+    x_dyn = [dyn.f_end[i] - dyn.f_release[i] for i in range(len(dyn.f_state)) if dyn.f_model[i] == 2]
+    assert x_stat == pytest.approx([0.04] * len(x_stat))  # always at its reservation
+    assert x_dyn == pytest.approx([0.04] * len(x_dyn))
+    # static: every C runs at its reserved 40 ms -> finishes at 70 ms; dynamic runs C right after X too
+    c_stat = [stat.f_end[i] - 0.1 * stat.f_frame[i] for i in range(len(stat.f_state)) if stat.f_model[i] == 1]
+    assert c_stat and all(v == pytest.approx(0.07) for v in c_stat)
+
+
+def test_veltair_blocks_group_layers_below_the_threshold():
+    V = VeltairScheduler(theta_block_s=1e-3)
+    s = sim({"m": model("m", table("m", [[0.4], [0.4], [0.4], [2.0], [0.3], [0.3]]))}, [App("m", 10)],
+            horizon_s=0.1)
+    s.reset(0)
+    s.advance()
+    ends = V.block_end(s.tables_of(0))
+    assert ends == [2, 2, 3, 4, 6, 6]  # [0.4 0.4] [0.4] [2.0] [0.3 0.3]
+    d = V.decide(s.view())
+    assert d == Dispatch(0, 0, 2)
+
+
+def test_planaria_takes_the_smallest_accelerator_that_meets_the_deadline():
+    # acc 0: 4096 PEs fast; acc 1: 1024 PEs slower but fast enough
+    s = sim({"m": model("m", table("m", [[10.0, 30.0]]))}, [App("m", 10)], n_acc=2, pes=[4096, 1024],
+            horizon_s=0.1)
+    s.reset(0)
+    s.advance()
+    assert PlanariaScheduler().decide(s.view()) == Dispatch(0, 1)
+    tight = sim({"m": model("m", table("m", [[10.0, 120.0]]))}, [App("m", 10)], n_acc=2, pes=[4096, 1024],
+                horizon_s=0.1)
+    tight.reset(0)
+    tight.advance()
+    assert PlanariaScheduler().decide(tight.view()) == Dispatch(0, 0)
+
+
+def test_edf_takes_the_earliest_deadline_on_the_fastest_idle_accelerator():
+    tabs = {"slow": model("slow", table("slow", [[5.0, 1.0]])), "fast": model("fast", table("fast", [[2.0, 4.0]]))}
+    s = sim(tabs, [App("slow", 5), App("fast", 50)], n_acc=2, horizon_s=0.1)
+    s.reset(0)
+    s.advance()
+    assert make_scheduler("edf").decide(s.view()) == Dispatch(1, 0)
+
+
+def test_random_is_reproducible_by_seed():
+    a = run_episode(DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.4), make_scheduler("random"), 9)
+    b = run_episode(DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.4), make_scheduler("random"), 9)
+    assert a == b
+
+
+def test_supernet_rule_prefers_the_heaviest_variant_that_fits():
+    assert select_variant(10.0, [8.0, 6.0, 4.0, 2.0], 1.0) == 0
+    assert select_variant(10.0, [9.5, 6.0, 4.0, 2.0], 1.0) == 1
+    assert select_variant(10.0, [12.0, 11.0, 10.0, 9.5], 1.0) == 3  # none fits: the lightest
+
+
+def test_dream_full_switches_to_a_lighter_variant_under_load_only():
+    heavy = table("o-big", [[1.0], [1.0]] + [[8.0]] * 4)
+    light = table("o-small", [[1.0], [1.0], [2.0]])
+    tabs = {"o": model("o", heavy, light, switch_point=2), "x": model("x", table("x", [[5.0]]))}
+    light_load = sim(tabs, [App("o", 20)], horizon_s=0.5)
+    heavy_load = sim(tabs, [App("o", 20), App("x", 100)], horizon_s=0.5)  # offered load 1.18
+    res = {}
+    for key, s in (("light", light_load), ("heavy", heavy_load)):
+        res[key] = run_episode(s, DreamScheduler("full", "fixed"), 0)
+    assert res["light"]["subnet/o-small"] == 0 and res["light"]["subnet/o-big"] > 0
+    assert res["heavy"]["subnet/o-small"] > 0
+    smartdrop = run_episode(heavy_load, DreamScheduler("smartdrop", "fixed"), 0)
+    assert smartdrop["subnet/o-small"] == 0  # only DREAM-Full switches
+
+
+@pytest.mark.parametrize("name", SCHEDULER_NAMES)
+def test_every_scheduler_runs_a_catalog_episode(name):
+    kwargs = {"tuning": "fixed"} if name.startswith("dream-") else {}
+    s = DreamSim.from_catalog("vr-gaming", "4k-1os2ws", horizon_s=0.3)
+    sched = make_scheduler(name, **kwargs)
+    assert sched.name == name
+    m = run_episode(s, sched, 0)
+    assert m["frames"] > 0 and m["dispatches"] > 0 and np.isfinite(m["uxcost"]) and m["uxcost"] > 0
+    assert (m["layers"] > m["dispatches"]) == (name in MULTI_LAYER)
+    if not name.startswith("dream-") or name == "dream-mapscore":
+        assert m["drops"] == 0
+    if name != "dream-full":
+        assert m["subnet/ofa-219"] == m["subnet/ofa-219"] + m["subnet/ofa-145"] + m["subnet/ofa-96"] \
+            + m["subnet/ofa-66"]
+
+
+def test_offline_tuning_locks_the_search_result_and_is_cached(monkeypatch):
+    tabs = {"a": model("a", table("a", [[3.0, 6.0], [6.0, 3.0]], [[1.0, 3.0], [3.0, 1.0]])),
+            "b": model("b", table("b", [[4.0, 4.0]], [[2.0, 1.0]]))}
+    s = sim(tabs, [App("a", 40), App("b", 40)], n_acc=2, horizon_s=0.5)
+    sched = DreamScheduler("mapscore", "offline")
+    sched.reset(s, 0)
+    rec = sched.tuning_record
+    assert rec is not None and len(rec.trajectory) == 5
+    assert (sched.alpha, sched.beta) == rec.params
+    calls = []
+    monkeypatch.setattr(sch, "optimize", lambda *a, **k: calls.append(a))
+    again = DreamScheduler("mapscore", "offline")
+    again.reset(s.spawn(3), 3)
+    assert not calls and (again.alpha, again.beta) == rec.params
+
+
+def test_online_tuning_changes_parameters_during_the_episode():
+    s = DreamSim.from_catalog("ar-social", "4k-1ws2os", horizon_s=1.0)
+    sched = DreamScheduler("mapscore", "online", window_s=0.1)
+    run_episode(s, sched, 1)
+    hist = sched.engine.history
+    assert len(hist) >= 8 and len({h["params"] for h in hist}) > 3
+
+
+def test_bad_scheduler_arguments():
+    with pytest.raises(ValueError, match="scheduler="):
+        make_scheduler("lottery")
+    with pytest.raises(ValueError, match="variant="):
+        DreamScheduler("turbo")
+    with pytest.raises(ValueError, match="alpha="):
+        DreamScheduler("full", "fixed", alpha=3.0)
+    with pytest.raises(ValueError, match="theta_block_s"):
+        VeltairScheduler(0.0)
+    with pytest.raises(ValueError, match="acc_choice"):
+        FCFSScheduler("slowest")
+
+
+def test_schedulers_return_only_protocol_decisions():
+    s = DreamSim.from_catalog("drone-indoor", "4k-1ws2os", horizon_s=0.2)
+    for name in SCHEDULER_NAMES:
+        sched = make_scheduler(name, **({"tuning": "fixed"} if name.startswith("dream-") else {}))
+        s.reset(0)
+        sched.reset(s, 0)
+        v = s.view()
+        while s.advance():
+            d = sched.decide(v)
+            assert type(d) in (Dispatch, Drop, Wait)
+            s.apply(d)

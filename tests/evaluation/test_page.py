@@ -1,0 +1,116 @@
+"""The leaderboard page in a real browser: headless Chromium renders ``index.html`` (issue 17).
+
+Checks that every table and figure renders (the page's load handler counts the images with a decoded size), that
+a screenshot is not blank, that no console message (an uncaught error) is logged, and that a click on a header
+sorts its table. Needs Debian's ``chromium`` (``.ci/run`` installs it where apt is available; set
+``JOULEGYM_CHROMIUM`` to another binary); skipped, saying so, where no browser is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from joulegym.evaluation import page as page_module
+from joulegym.evaluation.suite import run_suite
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+TIMEOUT_S = 120
+
+
+def _browser() -> str | None:
+    override = os.environ.get("JOULEGYM_CHROMIUM")
+    if override:
+        return shutil.which(override)  # None (skip) if it names no executable
+    return next((path for name in BROWSERS if (path := shutil.which(name))), None)
+
+
+BROWSER = _browser()
+needs_browser = pytest.mark.skipif(BROWSER is None, reason="no headless Chromium installed (apt-get install chromium; "
+                                                           ".ci/run does it where apt is available)")
+
+
+def _chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess:
+    # --no-sandbox: CI containers run as root, where Chromium's sandbox refuses to start; the page is our own file.
+    command = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               f"--user-data-dir={profile}", "--window-size=1280,2400", "--virtual-time-budget=10000",
+               "--enable-logging=stderr", "--v=0", *args,
+               page.resolve().as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+
+
+def _console(stderr: str) -> list[str]:
+    """The page's console messages (Chromium logs them as ``...:CONSOLE:<line>] "message", source: ...``)."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+def _render(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
+    result = _chromium(page, tmp_path / "profile", "--dump-dom")
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout, _console(result.stderr)
+
+
+@pytest.fixture(scope="module")
+def quick_page(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("page") / "leaderboard"
+    run_suite(["etf"], quick=True, out=out, zoo=out.parent / "no-zoo")
+    return out / "index.html"
+
+
+@needs_browser
+def test_index_html_renders_tables_and_every_image(quick_page, tmp_path):
+    # the test's own script clicks the IQM header (ascending) and records the column, after the page's load handler
+    html = quick_page.read_text()
+    probe = quick_page.with_name("probe.html")
+    probe.write_text(html.replace("</body>", """<script>window.addEventListener("load", function(){
+  var table = document.querySelector("table.sortable");
+  table.tHead.rows[0].cells[4].click();
+  document.body.dataset.sortedIqm = Array.prototype.map.call(table.tBodies[0].rows,
+    function(r){ return r.cells[4].dataset.v; }).join(",");
+});</script></body>"""))
+    dom, console = _render(probe, tmp_path)
+    images = len(re.findall(r"<img ", html))
+    assert images >= 3 and f'data-images-loaded="{images}/{images}"' in dom  # every figure decoded
+    assert console == []  # no uncaught error, no console output at all
+    tables = re.findall(r'<table class="sortable">', dom)
+    rows = re.findall(r"<tr class=\"(?:reference|agent)\">", dom)
+    assert len(tables) == 2 and len(rows) >= 6  # aggregate and per-scenario tables, one row per policy at least
+    iqm = [float(v) for v in re.search(r'data-sorted-iqm="([^"]*)"', dom).group(1).split(",")]
+    assert iqm == sorted(iqm) and iqm != sorted(iqm, reverse=True)  # the page ranks descending; a click sorts up
+
+
+@needs_browser
+def test_screenshot_is_not_blank(quick_page, tmp_path):
+    import matplotlib.image
+
+    shot = tmp_path / "shot.png"
+    result = _chromium(quick_page, tmp_path / "profile", f"--screenshot={shot}")
+    assert result.returncode == 0 and shot.is_file(), result.stderr[-2000:]
+    pixels = matplotlib.image.imread(shot)[..., :3]
+    not_white = (pixels < 0.95).any(axis=-1).mean()
+    assert not_white > 0.02 and pixels.std() > 0.05  # text, table borders and a figure, not an empty page
+
+
+@needs_browser
+def test_the_checks_catch_a_broken_page(quick_page, tmp_path):
+    """The negative control: a missing figure and a script error are both detected."""
+    broken = quick_page.with_name("broken.html")
+    broken.write_text(quick_page.read_text().replace(
+        "</body>", '<img src="plots/missing.png" alt="missing"><script>noSuchFunction();</script></body>'))
+    dom, console = _render(broken, tmp_path)
+    images = len(re.findall(r"<img ", broken.read_text()))
+    assert f'data-images-loaded="{images - 1}/{images}"' in dom
+    assert any("noSuchFunction" in line for line in console)
+
+
+def test_page_escapes_text_and_prints_the_command(quick_page):
+    html = quick_page.read_text()
+    assert "python evaluate.py --suite etf --quick" in html
+    assert html.count("<table") == html.count("</table>") == 2 and "<script>" in html
+    assert page_module._e('<a & "b">') == "&lt;a &amp; &quot;b&quot;&gt;"
+    assert page_module._num(-1e-9) == "0.000" and page_module._num(float("nan")) == "n/a"

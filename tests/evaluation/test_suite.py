@@ -1,0 +1,308 @@
+"""``evaluate.py --suite``: the benchmarks on the descriptors, normalisation, the zoo, and the quick run end to end."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym import baselines
+from joulegym.core.benchmark import DEFAULT_EVAL_SEEDS, TRAINING_SEED_LIMIT, Benchmark
+from joulegym.core.family import env_id, families, get_family
+from joulegym.evaluation import suite
+from joulegym.evaluation.cli import main
+
+ETF_QUICK = get_family("etf").benchmark.quick_scenarios
+BENCH = {"kind": "ETF", "scenarios": ("a", "b"), "generalisation": "b", "metric": "F_S",
+         "metric_terms": {"system_fairness": 1.0}, "higher_is_better": True, "best_heuristic": {"a": "etf", "b": "ef"}}
+
+
+# --- the benchmark definitions ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("change", "match"), [
+    ({"scenarios": ()}, "scenarios"),
+    ({"generalisation": "c"}, "generalisation"),
+    ({"best_heuristic": {"a": "etf"}}, "best_heuristic"),
+    ({"heuristics": ("tf",)}, "among heuristics"),
+    ({"metric_terms": {}}, "metric_terms"),
+    ({"metric_terms": {"x": float("nan")}}, "finite"),
+    ({"eval_seeds": tuple(range(10_000, 10_009))}, ">= 10 distinct"),
+    ({"eval_seeds": tuple(range(5, 15))}, "held out"),
+    ({"training_budget_s": 0.0}, "training_budget_s"),
+    ({"quick_scenarios": ("z",)}, "quick_scenarios"),
+    ({"quick_seeds": 0}, "quick_seeds"),
+])
+def test_benchmark_rejects_bad_fields(change, match):
+    with pytest.raises(ValueError, match=match):
+        Benchmark(**{**BENCH, **change})
+
+
+def test_benchmark_defaults_and_metric():
+    bench = Benchmark(**BENCH)
+    assert bench.eval_seeds == DEFAULT_EVAL_SEEDS and len(bench.eval_seeds) >= 10
+    assert min(bench.eval_seeds) >= TRAINING_SEED_LIMIT and bench.training_budget_s == 3600.0
+    assert bench.quick_scenarios == ("a",) and bench.seeds(quick=True) == DEFAULT_EVAL_SEEDS[:2]
+    floor = Benchmark(**{**BENCH, "metric_terms": {"mean_efficiency": 1.0, "floor_violation": -50.0}})
+    assert floor.value({"mean_efficiency": 0.6, "floor_violation": 0.002, "other": 9.0}) == pytest.approx(0.5)
+    assert floor.describe_metric() == "F_S = mean_efficiency - 50 floor_violation (higher is better)"
+    with pytest.raises(ValueError, match="floor_violation"):
+        floor.value({"mean_efficiency": 0.6})
+
+
+def test_register_family_checks_the_benchmark_against_the_family():
+    etf = get_family("etf")
+    with pytest.raises(ValueError, match="kind='Nope'"):
+        Benchmark(**{**BENCH, "kind": "Nope"}).check_family("etf", tuple(k.name for k in etf.kinds), etf.scenarios)
+    with pytest.raises(ValueError, match=r"\['a', 'b'\] are unknown"):
+        Benchmark(**BENCH).check_family("etf", tuple(k.name for k in etf.kinds), etf.scenarios)
+    fig8 = {**BENCH, "kind": "ETFDVFS", "scenarios": ("a10g-fig8",), "generalisation": "a10g-fig8",
+            "best_heuristic": {"a10g-fig8": "etf"}}
+    with pytest.raises(ValueError, match="do not apply to kind 'ETFDVFS'"):  # a10g-fig8 has no DVFS kind
+        Benchmark(**fig8).check_family("etf", tuple(k.name for k in etf.kinds), etf.scenarios)
+
+
+@pytest.mark.parametrize("family", ["etf", "emrf", "powerflow"])
+def test_builtin_benchmarks_name_registered_ids_and_policies(family):
+    descriptor = get_family(family)
+    bench = descriptor.benchmark
+    assert bench is not None and bench.generalisation in bench.scenarios
+    version = descriptor.kind(bench.kind).version
+    import gymnasium as gym
+
+    for scenario in bench.scenarios:
+        assert env_id(bench.kind, scenario, version) in gym.registry
+    known = set(baselines.available(family))
+    assert set(bench.best_heuristic.values()) <= set(bench.heuristics) <= known
+    assert "random" not in bench.heuristics
+
+
+def test_emrf_floor_lambda_is_the_envs():
+    from joulegym.envs.emrf.env import FLOOR_LAMBDA
+
+    assert get_family("emrf").benchmark.metric_terms["floor_violation"] == -FLOOR_LAMBDA
+
+
+def test_suite_families_selection():
+    assert [d.name for d in suite.suite_families(["ETF"])] == ["etf"]
+    assert {d.name for d in suite.suite_families([])} == {d.name for d in families() if d.benchmark is not None}
+    without = [d.name for d in families() if d.benchmark is None]
+    if without:
+        with pytest.raises(ValueError, match="no benchmark yet"):
+            suite.suite_families([without[0]])
+    with pytest.raises(ValueError, match="is unknown"):
+        suite.suite_families(["nofamily"])
+
+
+def test_normalisation_per_scenario_flags_a_better_heuristic_and_rejects_a_tie():
+    """Lower-is-better metric: random 4 h, normaliser 2 h, a published heuristic at 1.5 h scores 1.25 and is
+    flagged; a scenario where random and the normaliser tie cannot be normalised."""
+    bench = Benchmark(**{**BENCH, "scenarios": ("s",), "generalisation": "s", "best_heuristic": {"s": "h1"},
+                         "heuristics": ("h1", "h2"), "higher_is_better": False})
+    episodes = pd.DataFrame({"scenario": "s", "policy": ["random", "random", "h1", "h2"],
+                             "metric": [3.0, 5.0, 2.0, 1.5]})
+    scored, notes = suite._normalise(episodes, bench, ("s",))
+    assert np.allclose(scored["normalised"], [0.5, -0.5, 1.0, 1.25])
+    assert notes and "['h2'] beat the normaliser 'h1'" in notes[0]
+    with pytest.raises(ValueError, match="scenario 's': cannot normalise"):
+        suite._normalise(episodes.assign(metric=2.0), bench, ("s",))
+    with pytest.raises(ValueError, match="policy 'h1' did not run"):
+        suite._normalise(episodes[episodes["policy"] != "h1"], bench, ("s",))
+
+
+def test_truncated_episodes_are_noted():
+    """A PowerFlow episode cut by the horizon averages JCT over the finished jobs only: the page must say so."""
+    episodes = pd.DataFrame({"scenario": ["s", "s", "s"], "policy": ["a", "a", "b"], "truncated": [1.0, 1.0, 0.0]})
+    assert suite.truncation_notes(episodes) == [
+        "s: 2 episode(s) of a hit the env's horizon (truncated); their metric counts only what finished"]
+    assert suite.truncation_notes(episodes.assign(truncated=0.0)) == []
+
+
+# --- the zoo ----------------------------------------------------------------------------------------------------
+def _provenance(**change) -> dict:
+    data = {"format": 1, "family": "etf", "scenario": ETF_QUICK[0], "env_id": env_id("ETF", ETF_QUICK[0]),
+            "env_kwargs": {}, "algo": "ppo", "seed": 0, "timesteps": 0, "wall_time_s": 0.0,
+            "command": "test fixture: an untrained PPO policy (initialised with seed 0)", "commit": "none",
+            "score": {"metric": "F_S", "mean": None, "eval_seeds": []}}
+    return {**data, **change}
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory) -> Path:
+    """A zoo with one weights-only PPO agent (initialised, not trained: the suite's pickup is under test)."""
+    import gymnasium as gym
+
+    from joulegym.agents.algos import make_model
+    from joulegym.agents.weights import save_weights
+
+    root = tmp_path_factory.mktemp("zoo")
+    scenario_id = env_id("ETF", ETF_QUICK[0])
+    model = make_model("ppo", gym.make(scenario_id), seed=0, hyperparams={"n_steps": 64, "batch_size": 64})
+    agent = save_weights(model, "ppo", root / "etf" / ETF_QUICK[0] / "ppo")
+    (agent / "provenance.json").write_text(json.dumps(_provenance()))
+    return root
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"env_id": "joulegym/ETF-tx2-fig6-v0"}, "env_id="),
+    ({"format": 2}, "format=2"),
+    ({"commit": None, "drop": "commit"}, "missing keys"),
+])
+def test_bad_zoo_provenance_is_rejected(tmp_path, change, match):
+    agent = tmp_path / "etf" / ETF_QUICK[0] / "ppo"
+    agent.mkdir(parents=True)
+    (agent / "model.zip").write_bytes(b"not read before the provenance is checked")
+    data = _provenance(**{k: v for k, v in change.items() if k != "drop"})
+    data.pop(change.get("drop", "-"), None)
+    (agent / "provenance.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=match):
+        suite.find_agents(tmp_path, "etf", ETF_QUICK[0], env_id("ETF", ETF_QUICK[0]))
+
+
+def test_zoo_directory_must_name_an_algorithm(tmp_path):
+    (tmp_path / "etf" / "tx2-fig5" / "mystery").mkdir(parents=True)
+    with pytest.raises(ValueError, match="must be an algorithm"):
+        suite.find_agents(tmp_path, "etf", "tx2-fig5", env_id("ETF", "tx2-fig5"))
+    assert suite.find_agents(tmp_path, "etf", "tx2-fig6", env_id("ETF", "tx2-fig6")) == []
+
+
+def test_packaged_zoo_is_where_the_docs_say():
+    assert suite.default_zoo().parts[-3:] == ("joulegym", "agents", "zoo")
+
+
+def test_ship_agent_records_a_score_that_reproduces(zoo, tmp_path):
+    """A finished train.py run goes into the zoo with its provenance; re-evaluating the shipped agent on the
+    recorded seeds gives the recorded score."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(zoo / "etf" / ETF_QUICK[0] / "ppo", run / "agent")
+    config = {"env_id": env_id("ETF", ETF_QUICK[0]), "env_kwargs": {}, "algo": "ppo", "seed": 3, "timesteps": 64,
+              "n_envs": 1, "complete": False, "num_timesteps": 64, "train_seconds": 1.5, "hyperparams": {}}
+    (run / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="not complete"):
+        suite.ship_agent(run, tmp_path / "zoo2", commit="abc")
+    (run / "config.json").write_text(json.dumps({**config, "complete": True}))
+    target = suite.ship_agent(run, tmp_path / "zoo2", commit="abc")
+    assert target == tmp_path / "zoo2" / "etf" / ETF_QUICK[0] / "ppo"
+    [found] = suite.find_agents(tmp_path / "zoo2", "etf", ETF_QUICK[0], env_id("ETF", ETF_QUICK[0]))
+    recorded = found.provenance["score"]
+    assert found.provenance["seed"] == 3 and found.provenance["commit"] == "abc"
+    assert "--seed 3" in found.provenance["command"] and found.provenance["wall_time_s"] == 1.5
+    assert recorded["eval_seeds"] == list(get_family("etf").benchmark.eval_seeds)
+    assert suite.agent_score(found.entry(), get_family("etf"), ETF_QUICK[0]) == recorded
+    (run / "config.json").write_text(json.dumps({**config, "complete": True, "env_id": "joulegym/ETF-toy-fig3-v0"}))
+    with pytest.raises(ValueError, match="is not a benchmark scenario"):
+        suite.ship_agent(run, tmp_path / "zoo3")
+
+
+def _packaged_agents() -> list:
+    found = []
+    for descriptor in families():
+        bench = descriptor.benchmark
+        for scenario in bench.scenarios if bench is not None else ():
+            scenario_id = env_id(bench.kind, scenario, descriptor.kind(bench.kind).version)
+            found += [pytest.param(descriptor, a, id=f"{descriptor.name}-{scenario}-{a.algo}")
+                      for a in suite.find_agents(suite.default_zoo(), descriptor.name, scenario, scenario_id)]
+    return found or [pytest.param(None, None, marks=pytest.mark.skip(reason="no agent is shipped in "
+                                                                             "joulegym/agents/zoo yet"))]
+
+
+@pytest.mark.parametrize(("descriptor", "agent"), _packaged_agents())
+def test_shipped_agents_reproduce_their_recorded_score(descriptor, agent):
+    recorded = agent.provenance["score"]
+    measured = suite.agent_score(agent.entry(), descriptor, agent.scenario, recorded["eval_seeds"])
+    assert measured["mean"] == pytest.approx(recorded["mean"], rel=1e-6, abs=1e-9)
+    assert measured["normalised_iqm"] == pytest.approx(recorded["normalised_iqm"], rel=1e-6, abs=1e-9)
+
+
+# --- the quick suite end to end ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory, zoo) -> Path:
+    out = tmp_path_factory.mktemp("lb") / "leaderboard"
+    assert main(["--suite", "etf", "--quick", "--zoo", str(zoo), "--out", str(out)]) == 0
+    return out
+
+
+def test_quick_suite_writes_the_three_files_and_the_figures(quick_run, zoo):
+    names = {p.name for p in quick_run.iterdir()}
+    assert {"leaderboard.md", "leaderboard.csv", "index.html", "episodes.csv", "plots", "provenance"} <= names
+    page = (quick_run / "index.html").read_text()
+    md = (quick_run / "leaderboard.md").read_text()
+    for text in (page, md):  # the one command that regenerates the page
+        assert f"--suite etf --quick --zoo {zoo} --out {quick_run}" in text
+    for link in set(re.findall(r'(?:src|href)="([^"#]+)"', page)):  # every figure and provenance link resolves
+        assert (quick_run / link).is_file(), link
+    images = re.findall(r'<img src="([^"]+)"', page)
+    assert len(images) == 3  # IQM intervals, performance profiles, probability of improvement
+    episode_plots = sorted(set(re.findall(r'href="(plots/[^"]+-episode\.png)"', page)))
+    assert len(episode_plots) == len(ETF_QUICK)  # the per-scenario rows link to their episode plot
+    assert all((quick_run / i).stat().st_size > 5000 for i in images + episode_plots)
+    assert not list(quick_run.parent.glob(".leaderboard.*"))  # no temporary directory left
+
+
+def test_quick_suite_normalises_random_to_0_and_the_best_heuristic_to_1(quick_run):
+    episodes = pd.read_csv(quick_run / "episodes.csv")
+    bench = get_family("etf").benchmark
+    assert set(episodes["scenario"]) == set(ETF_QUICK) and set(episodes["seed"]) == set(bench.eval_seeds[:2])
+    means = episodes.groupby(["scenario", "policy"])["normalised"].mean()
+    for scenario in ETF_QUICK:
+        assert means[(scenario, "random")] == pytest.approx(0.0, abs=1e-12)
+        assert means[(scenario, bench.best_heuristic[scenario])] == pytest.approx(1.0)
+    board = pd.read_csv(quick_run / "leaderboard.csv")
+    overall = board[board["scope"] == "all"].set_index("policy")
+    assert set(overall.index) == set(baselines.applicable(__import__("gymnasium").make(
+        env_id("ETF", ETF_QUICK[0])))) | {"ppo"}
+    assert (overall["score_ci_low"] <= overall["score_iqm"] + 1e-12).all()
+    assert (overall["score_iqm"] <= overall["score_ci_high"] + 1e-12).all()
+    assert list(overall["score_iqm"]) == sorted(overall["score_iqm"], reverse=True)  # ranked by IQM
+    # the raw metric is the final F_S of each episode
+    assert np.allclose(episodes["metric"], episodes["system_fairness"])
+
+
+def test_quick_suite_picks_up_the_shipped_agent(quick_run):
+    board = pd.read_csv(quick_run / "leaderboard.csv")
+    agent = board[(board["policy"] == "ppo") & (board["scope"] == "all")].iloc[0]
+    assert agent["kind"] == "agent" and agent["scenarios"] == 1  # shipped for one of the quick scenarios
+    provenance = json.loads((quick_run / "provenance" / "etf" / "ppo.json").read_text())
+    assert provenance["scenarios"][ETF_QUICK[0]]["command"].startswith("test fixture")
+    assert "ppo" in (quick_run / "index.html").read_text()
+
+
+def test_quick_suite_is_deterministic(quick_run, zoo, tmp_path):
+    again = tmp_path / "leaderboard"
+    assert main(["--suite", "etf", "--quick", "--zoo", str(zoo), "--out", str(again)]) == 0
+    for name in ("leaderboard.csv", "episodes.csv"):
+        assert (again / name).read_bytes() == (quick_run / name).read_bytes(), name
+    for name in ("leaderboard.md", "index.html"):  # identical up to the --out path in the printed command
+        first = (quick_run / name).read_text().replace(str(quick_run), "OUT")
+        assert (again / name).read_text().replace(str(again), "OUT") == first, name
+
+
+def test_progress_lines_are_plain_without_a_terminal(tmp_path):
+    stream = io.StringIO()
+    suite.run_suite(["etf"], quick=True, out=tmp_path / "lb", zoo=tmp_path / "empty-zoo", plots=False, stream=stream)
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue() and lines[0].startswith("suite: etf (quick)")
+    steps = [line for line in lines if line.startswith("[")]
+    total = int(steps[0].split("/")[1].split("]")[0])
+    assert len(steps) == total and steps[-1].startswith(f"[{total}/{total}]")
+    assert not (tmp_path / "lb" / "plots").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--suite", "nofamily"], "is unknown"),
+    (["--suite", "etf", "--zoo", "ZOO"], "must be an algorithm"),
+    (["--ship", "ZOO"], "is not a train.py run"),
+])
+def test_suite_errors_exit_2(tmp_path, capsys, args, message):
+    (tmp_path / "zoo" / "etf" / ETF_QUICK[0] / "nope").mkdir(parents=True)
+    args = [a.replace("ZOO", str(tmp_path / "zoo")) for a in args]
+    quick = ["--quick"] if "--suite" in args else []  # --quick belongs to --suite/--reproduce only
+    assert main([*args, *quick, "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
