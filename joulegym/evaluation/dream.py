@@ -599,7 +599,7 @@ BOUNDS = {"fig11_two_steps": +1, "fig11_gap_5_steps": -1}
 
 
 def paper_claims(report: dict[str, Any]) -> list[Claim]:
-    """The paper's numbers (:data:`PAPER`, docs §7, spec §6) beside ours with a verdict, plus the orderings
+    """The paper's numbers (:data:`PAPER`, docs §7) beside ours with a verdict, plus the orderings
     (DREAM-Full beats both baselines, every Fig. 9 ablation step helps); a quantity the run did not measure
     (an experiment left out of the budget) has no row."""
     claims = []

@@ -234,7 +234,7 @@ WHY_FIG12 = "DAC's gain here is within the seed spread (per seed -23 % to +16 %,
 
 def paper_claims(t4: pd.DataFrame | None = None, t5: pd.DataFrame | None = None, t12: pd.DataFrame | None = None,
                  t10: pd.DataFrame | None = None, runs: pd.DataFrame | None = None) -> list[Claim]:
-    """The paper's numbers (Tables 4/5, Fig. 12; spec §6) beside ours with a verdict, plus the qualitative claims
+    """The paper's numbers (Tables 4/5, Fig. 12; docs §6) beside ours with a verdict, plus the qualitative claims
     of Fig. 10b (d > 3 is no better than d = 2-3) and Fig. 7 (Qin's makespan gain grows with M); a table not given
     (a stage left out) has no rows."""
     claims: list[Claim] = []
