@@ -15,10 +15,11 @@ Method (every figure):
 Tables:
 
 1. ``kinds``: the base id of every registered kind, ``PowerFlow-tiny-v0`` (the PowerFlow target), and the
-   real-trace ids given their data (``trace_path`` from ``../shared/reference-data``; skipped with a note
-   otherwise), each with random actions (masked) and with its reference policy: the family's own algorithm
-   where it drives the kind (PowerFlow: ``powerflow-strict``, as ``bench_powerflow.py``), else the first
-   applicable reference policy; a policy's ``env_config`` is applied.
+   real-trace ids given their data (``trace_path`` resolved through :mod:`joulegym.datasets`: ``python -m
+   joulegym data fetch NAME`` or ``$JOULEGYM_DATA``; skipped with a note otherwise), each with random actions
+   (masked) and with its reference policy: the family's own algorithm where it drives the kind (PowerFlow:
+   ``powerflow-strict``, as ``bench_powerflow.py``), else the first applicable reference policy;
+   a policy's ``env_config`` is applied.
 2. ``episodes``: CPU seconds per whole episode where the issue sets a target (Tiresias and PowerFlow on the
    Philly 24 h trace), given the data: *one* episode as :func:`joulegym.envs.powerflow.simulate` runs it (action
    mode ``request``, a slot per job, the policy's ``env_config``, eta 0.6, until every job is done), timed per
@@ -72,10 +73,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import joulegym  # noqa: E402
-from joulegym import baselines  # noqa: E402
+from joulegym import baselines, datasets  # noqa: E402
 from joulegym.core import family as registry  # noqa: E402
 from joulegym.core.policy import env_config_for  # noqa: E402
 from joulegym.core.rollout import rollout  # noqa: E402
+from joulegym.workloads.datasets import FETCH_COMMAND  # noqa: E402
 
 NOOP_ID = "joulegym-bench/NoOp-v0"
 DEFAULT_OUT = ROOT / "benchmarks" / "results"
@@ -212,11 +214,13 @@ def trace_kwargs(env_id: str) -> tuple[dict[str, Any] | None, str]:
     trace = config.get("trace")
     if not (isinstance(trace, dict) and trace.get("kind") == "file"):
         return {}, ""
-    hint = str(trace.get("hint", ""))
-    path = (ROOT / hint.split()[0]).resolve() if hint else None
-    if path is None or not path.is_file():
-        return None, f"{env_id}: skipped, its trace is absent ({hint or 'no hint'})"
-    return {"trace_path": str(path)}, ""
+    name = trace.get("dataset")
+    if name is None:  # a file scenario without a registered dataset: the caller must pass trace_path
+        return None, f"{env_id}: skipped, its trace has no joulegym.datasets entry ({trace.get('hint', 'no hint')})"
+    if not datasets.is_present(name):
+        return None, (f"{env_id}: skipped, dataset {name!r} is not in {datasets.data_dir()} "
+                      f"(`{FETCH_COMMAND} {name}`)")
+    return {"trace_path": str(datasets.resolve(name))}, ""
 
 
 def real_trace_ids(family: str | None = None) -> list[str]:

@@ -1,4 +1,11 @@
-"""Where the tests find ``../shared/reference-data`` (read at run time, never copied into the repo)."""
+"""Where the tests find ``../shared/reference-data`` (read at run time, never copied into the repo).
+
+The package itself never reads this folder: it resolves files through :mod:`joulegym.datasets` (the user cache
+that ``python -m joulegym data fetch NAME`` fills, or ``$JOULEGYM_DATA``). The reference data has the registry's
+layout (``<folder>/<file>``), so tests point the fetcher at it: as a data folder (``JOULEGYM_DATA=REF``,
+:func:`use_reference_data`, or ``root=REF``), or as a mirror (``JOULEGYM_DATA_URL=file://REF`` or a loopback
+HTTP server over it, tests/test_datasets.py).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-REF = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference-data"
+REF = (Path(__file__).resolve().parents[1] / ".." / "shared" / "reference-data").resolve()
 
 
 def ref_file(*parts: str) -> Path:
@@ -15,3 +22,11 @@ def ref_file(*parts: str) -> Path:
     if not path.is_file():
         pytest.skip(f"reference data {path} is absent (../shared/reference-data is not shipped with the repo)")
     return path
+
+
+def use_reference_data(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point :func:`joulegym.datasets.data_dir` at the reference data for one test (skip when it is absent)."""
+    if not REF.is_dir():
+        pytest.skip(f"reference data {REF} is absent (../shared/reference-data is not shipped with the repo)")
+    monkeypatch.setenv("JOULEGYM_DATA", str(REF))
+    return REF

@@ -36,7 +36,7 @@ def test_quick_run_writes_tables_and_plot(harness, tmp_path):
 
 
 def test_real_trace_ids_are_skipped_with_a_note_without_their_data(harness, monkeypatch, tmp_path):
-    monkeypatch.setattr(harness, "ROOT", tmp_path)  # no ../shared/reference-data beside this root
+    monkeypatch.setenv("JOULEGYM_DATA", str(tmp_path))  # an empty data folder: nothing fetched
     ids = harness.real_trace_ids("powerflow")
     assert ids, "PowerFlow has real-trace scenarios"
     for env_id in ids:

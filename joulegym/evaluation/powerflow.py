@@ -44,6 +44,7 @@ from joulegym.envs.powerflow.env import SIM_SETTINGS
 from joulegym.evaluation.runner import bootstrap_ci
 from joulegym.evaluation.verdict import Claim, claim, comparison_markdown, qualitative
 from joulegym.scenarios.powerflow import SMALL_SCALE, gavel_interval
+from joulegym.workloads import datasets
 
 HEADLINE = ("avg_jct_h", "total_energy_kwh", "makespan_s", "energy_idle_j", "max_job_power_w")
 ETAS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)  # docs §13
@@ -469,8 +470,9 @@ def _markdown(table: pd.DataFrame) -> str:
 
 def reproduce(out_dir, quick: bool = True) -> list[Path]:
     """Fig. 7 (Small100 when ``quick``, else the Alibaba1901-scale trace), Fig. 10 (seed 0 when ``quick``,
-    else seeds 0-2) and, unless ``quick``, the public-trace report (:func:`reproduce_real_traces`, when
-    ``../shared/reference-data`` is beside the checkout)."""
+    else seeds 0-2) and, unless ``quick``, the public-trace report (:func:`reproduce_real_traces`, when its
+    datasets were fetched: ``python -m joulegym data fetch philly-103959``, likewise ``gavel-103959`` and
+    ``gavel-throughputs``; they are looked up in :func:`joulegym.datasets.data_dir`)."""
     written = reproduce_fig7(out_dir, quick)
     fig10, fig10_files = reproduce_sensitivity(out_dir, seeds=(0,) if quick else (0, 1, 2),
                                                progress="reproduce powerflow: fig10")
@@ -483,28 +485,32 @@ def reproduce(out_dir, quick: bool = True) -> list[Path]:
     written.append(write_atomic(Path(out_dir) / "powerflow_reproduce.md", text))
     if quick:
         return written
-    if all((REFERENCE_DATA / spec["path"]).is_file() for spec in REAL_TRACES.values()):
+    missing = missing_real_trace_datasets()
+    if not missing:
         written += reproduce_real_traces(out_dir)[1]
     else:
-        warnings.warn(f"public-trace report skipped: {REFERENCE_DATA} (../shared/reference-data) is absent",
+        warnings.warn(f"public-trace report skipped: datasets {missing} are not in {datasets.data_dir()}; run "
+                      f"`{datasets.FETCH_COMMAND} {' '.join(missing)}` (or set {datasets.DATA_DIR_ENV})",
                       UserWarning, stacklevel=2)
     return written
 
 
 # ------------------------------------------------------------------------------------------ public traces
 
-#: ``../shared/reference-data`` beside the checkout (read at run time, never copied into the repository).
-REFERENCE_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference-data"
 #: The two public traces of issue 12 (same Philly virtual cluster 103959, two mappings to models), each on the
 #: cluster it is replayed on. Philly: ElasticFlow's CSV (876 jobs / 91.6 days, model names and A100 run times) on
 #: the ``philly-103959`` scenario's 4 x 8 A100. Gavel: its ``msr/seed=0/103959.trace`` (986 jobs / 91.6 days) with
 #: run times from Gavel's V100 throughput table, on 2 x 8 V100: 16 GPUs offer it a load of 0.89, under which the
 #: schedulers' differences show (on 32 GPUs it is 0.44). Whole traces, no prefix: every run takes seconds to a few
 #: minutes.
+#: ``dataset`` names the :mod:`joulegym.datasets` entry holding the trace, ``needs`` the other datasets its
+#: conversion reads (Gavel's run times come from its throughput table, found beside the trace's folder);
+#: ``path`` is the trace's place below the data folder (the registry layout).
 REAL_TRACES: dict[str, dict] = {
-    "philly-103959": {"path": Path("elasticflow", "philly_103959.csv"), "nodes": 4, "device": "a100"},
-    "gavel-103959": {"path": Path("gavel", "traces", "msr", "seed=0", "103959.trace"), "nodes": 2,
-                     "device": "v100"},
+    "philly-103959": {"dataset": "philly-103959", "needs": (), "path": Path("elasticflow", "philly_103959.csv"),
+                      "nodes": 4, "device": "a100"},
+    "gavel-103959": {"dataset": "gavel-103959", "needs": ("gavel-throughputs",),
+                     "path": Path("gavel", "traces", "msr", "seed=0", "103959.trace"), "nodes": 2, "device": "v100"},
 }
 #: The schedulers of the report: the energy-unaware ones at f_max (the setting of the Tiresias and Gandiva
 #: papers: no power cap), PowerFlow at eta 1 (the whole cluster's power: its JCT-optimal point) and at 0.6 (the
@@ -513,8 +519,26 @@ REAL_TRACE_RUNS: tuple[tuple[str, float], ...] = (("fifo", 1.0), ("gandiva", 1.0
                                                    ("powerflow", 1.0), ("powerflow", 0.6))
 
 
-def real_trace_jobs(name: str, reference_data: Path | None = None):
-    """``(jobs, cluster, trace)`` of a :data:`REAL_TRACES` entry, converted with the default
+def missing_real_trace_datasets(names=tuple(REAL_TRACES), data_root: Path | None = None) -> list[str]:
+    """The datasets the public-trace report of ``names`` needs that are not in ``data_root`` (default
+    :func:`joulegym.datasets.data_dir`: ``$JOULEGYM_DATA`` or the user cache that ``data fetch`` fills)."""
+    needed = [d for name in names for d in (REAL_TRACES[name]["dataset"], *REAL_TRACES[name]["needs"])]
+    return [d for d in dict.fromkeys(needed) if not datasets.is_present(d, data_root)]
+
+
+def real_trace_path(name: str, data_root: Path | None = None) -> Path:
+    """The trace file of a :data:`REAL_TRACES` entry, resolved through :mod:`joulegym.datasets` (``data_root``,
+    default its :func:`~joulegym.datasets.data_dir`); a ``DataError`` naming the fetch command when a dataset it
+    needs is absent. Never downloads."""
+    spec = REAL_TRACES[name]
+    for needed in spec["needs"]:
+        datasets.resolve(needed, data_root)
+    return datasets.resolve(spec["dataset"], data_root)
+
+
+def real_trace_jobs(name: str, data_root: Path | None = None):
+    """``(jobs, cluster, trace)`` of a :data:`REAL_TRACES` entry (its file from :func:`real_trace_path`), converted
+    with the default
     ``duration_mode`` (``"trace"``: every job keeps its source's isolated run time); the conversion's warnings
     (Gavel's model substitutions) are re-raised to the caller. An entry's ``window_days`` keeps the jobs submitted
     in its first days (a documented prefix, named in the report's ``window`` column)."""
@@ -523,7 +547,7 @@ def real_trace_jobs(name: str, reference_data: Path | None = None):
     from joulegym.workloads.traces import load_trace
 
     spec = REAL_TRACES[name]
-    trace = load_trace((reference_data or REFERENCE_DATA) / spec["path"])
+    trace = load_trace(real_trace_path(name, data_root))
     if spec.get("window_days") is not None:
         trace = trace.select(np.flatnonzero(trace.submit_time_s < spec["window_days"] * 86400.0))
     cluster = ClusterSpec(spec["nodes"], 8, spec["device"])
@@ -540,7 +564,7 @@ def offered_load(trace, num_gpus: int) -> dict[str, float]:
             "offered_load": hours / (num_gpus * span_h)}
 
 
-def real_trace_table(names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS, reference_data: Path | None = None,
+def real_trace_table(names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS, data_root: Path | None = None,
                      horizon_s: float = 10 * 365 * 86400.0) -> pd.DataFrame:
     """One row per (trace, run): average JCT over the jobs counted, energy, makespan, and the load offered.
 
@@ -555,7 +579,7 @@ def real_trace_table(names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS, reference_d
     for name in names:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # Gavel's substitutions: described in the docs table
-            jobs, cluster, trace = real_trace_jobs(name, reference_data)
+            jobs, cluster, trace = real_trace_jobs(name, data_root)
         load = offered_load(trace, cluster.num_gpus)
         days = REAL_TRACES[name].get("window_days")
         window = "whole trace" if days is None else f"jobs submitted in the first {days:g} days"
@@ -572,10 +596,10 @@ def real_trace_table(names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS, reference_d
 
 
 def reproduce_real_traces(out_dir, names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS,
-                          reference_data: Path | None = None) -> tuple[pd.DataFrame, list[Path]]:
+                          data_root: Path | None = None) -> tuple[pd.DataFrame, list[Path]]:
     """The public-trace report (issue 12): :func:`real_trace_table` as ``real_traces.csv`` and a Markdown table
     ``real_traces.md`` (avg JCT per scheduler, the offered load, the ordering)."""
-    table = real_trace_table(names, runs, reference_data)
+    table = real_trace_table(names, runs, data_root)
     return table, write_real_trace_report(table, out_dir)
 
 

@@ -79,8 +79,8 @@ def _small() -> dict:
 
 
 PHILLY_HINTS = {
-    "philly-103959": "../shared/reference-data/elasticflow/philly_103959.csv (ElasticFlow artifact)",
-    "philly-24h": "../shared/reference-data/pollux-philly/philly_2017-10-13_24h.csv (Pollux Philly slice)",
+    "philly-103959": "philly_103959.csv, the ElasticFlow artifact's Philly trace",
+    "philly-24h": "philly_2017-10-13_24h.csv, the Pollux Philly slice",
 }
 
 

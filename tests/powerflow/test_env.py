@@ -316,7 +316,7 @@ def test_malformed_action_and_config_raise():
 
 @pytest.mark.parametrize("name", ["philly-103959", "philly-24h"])
 def test_real_trace_scenarios_need_trace_path(name):
-    with pytest.raises(ValueError, match=r"trace_path=.*reference-data"):
+    with pytest.raises(ValueError, match=r"data fetch .*trace_path=<file>.*\.csv"):
         gym.make(f"joulegym/PowerFlow-{name}-v0")
 
 

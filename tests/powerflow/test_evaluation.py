@@ -119,10 +119,11 @@ def test_real_trace_report_table_and_offered_load(tmp_path):
     test below): every job counted, the offered load that of the file (876 jobs, 42,816 A100 GPU-hours of
     isolated run time over 91.6 days on 32 GPUs = 0.61), the Markdown table written."""
     from joulegym.evaluation.powerflow import reproduce_real_traces
-    from tests.reference_data import ref_file
+    from tests.reference_data import REF, ref_file
 
     ref_file("elasticflow", "philly_103959.csv")  # skip without the reference data
-    table, written = reproduce_real_traces(tmp_path, names=("philly-103959",), runs=(("fifo", 1.0), ("afs", 1.0)))
+    table, written = reproduce_real_traces(tmp_path, names=("philly-103959",), runs=(("fifo", 1.0), ("afs", 1.0)),
+                                           data_root=REF)  # the reference data has the joulegym.datasets layout
     assert [p.name for p in written] == ["real_traces.csv", "real_traces.md"]
     assert (table.jobs_counted == 876).all() and not table.truncated.any()
     assert table.gpu_hours_offered.iloc[0] == pytest.approx(42816.08, rel=1e-5)
@@ -138,11 +139,11 @@ def test_real_trace_report_reproduces_the_documented_orderings(tmp_path):
     """Issue 12: ``evaluate.py --reproduce powerflow`` on the two public traces of Philly VC 103959
     (docs/families/powerflow.md §13 explains every ordering that differs from the Tiresias and Gandiva papers)."""
     from joulegym.evaluation.powerflow import REAL_TRACE_RUNS, REAL_TRACES, reproduce_real_traces
-    from tests.reference_data import ref_file
+    from tests.reference_data import REF, ref_file
 
     for spec in REAL_TRACES.values():
         ref_file(*spec["path"].parts)
-    table, _ = reproduce_real_traces(tmp_path)
+    table, _ = reproduce_real_traces(tmp_path, data_root=REF)
     assert len(table) == len(REAL_TRACES) * len(REAL_TRACE_RUNS)
     assert not table.truncated.any() and (table.jobs_counted == table.jobs_total).all()
     load = table.groupby("trace").offered_load.first()
