@@ -1,6 +1,7 @@
-"""Print what docs/families/dream-cost-model.md reports: calibrated kappa per scenario (compare with the
-committed ``KAPPA`` in joulegym/workloads/dream_scenarios.py), the offered-load table and the MAESTRO/XRBench
-validation tables (needs the reference-data checkout beside the repository).
+"""Print what docs/families/dream-cost-model.md reports: the calibration (``KAPPA`` and ``MODEL_SCALE`` as
+:func:`calibration_constants` regenerates them, to paste into joulegym/workloads/dream_scenarios.py when they
+differ from the committed ones), the caps and offered-load tables and the MAESTRO/XRBench validation tables
+(needs the reference-data checkout beside the repository).
 
 Usage: ``python tools/dream_cost_report.py [--reference-data ../shared/reference-data]``.
 """
@@ -11,7 +12,14 @@ import argparse
 from pathlib import Path
 
 from joulegym.workloads.dream_models import catalog_markdown
-from joulegym.workloads.dream_scenarios import DREAM_SCENARIOS, KAPPA, calibrate_kappa, offered_load_markdown
+from joulegym.workloads.dream_scenarios import (
+    KAPPA,
+    MODEL_SCALE,
+    calibrate,
+    calibration_constants,
+    calibration_markdown,
+    offered_load_markdown,
+)
 from joulegym.workloads.dream_validation import dataflow_preference_markdown, validation_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,9 +29,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference-data", type=Path, default=ROOT / ".." / "shared" / "reference-data")
     args = parser.parse_args()
-    print("calibrated kappa (rho = 1.1 on 4k-1ws2os) vs committed KAPPA:")
-    for name in DREAM_SCENARIOS:
-        print(f'    "{name}": {calibrate_kappa(name):.6g},   # committed {KAPPA[name]:.6g}')
+    kappa, scale = calibration_constants()
+    same = kappa == dict(KAPPA) and all(scale[n] == dict(MODEL_SCALE[n]) for n in scale)
+    print(f"calibration (committed copy {'matches' if same else 'DIFFERS: paste the lines below'}):")
+    print("KAPPA = {" + ", ".join(f'"{n}": {v!r}' for n, v in kappa.items()) + "}")
+    for name, scales in scale.items():
+        cal = calibrate(name)
+        print(f'MODEL_SCALE["{name}"] = {scales!r}  # rho {cal.rho:.3f}, level {cal.level:.4g}')
+    print()
+    print(calibration_markdown())
     print()
     print(catalog_markdown())
     print()

@@ -9,10 +9,14 @@ Table 3 ambiguities (CM §4.1, §8): the FocalLengthDepth row is assigned to AR_
 VR_Gaming as pipelines; every cascade of a scenario uses the same ``p`` (Fig. 12 sweep).
 
 Load calibration (CM §4.4 last bullet): our analytic cost model does not reproduce MAESTRO's absolute
-latencies, so each scenario has a latency scale ``KAPPA[scenario]`` (applied to all its models on every
-SoC) chosen so that the offered load :func:`offered_load` is 1.1 on ``4k-1ws2os`` (compute-constrained,
-as the paper stresses for 4K). docs/families/dream-cost-model.md lists rho for every (scenario, hw) pair
-(:func:`offered_load_table`).
+latencies, so every model of a scenario gets a latency scale ``MODEL_SCALE[scenario][model] = min(level,
+cap_m)`` (the same on every SoC): ``level`` puts the offered load :func:`offered_load` at 1.1 on
+``4k-1ws2os`` (compute-constrained, as the paper stresses for 4K) and ``cap_m`` keeps the model feasible
+alone: its worst-case frame (with its cascade parents) on its best single accelerator takes at most
+``FEASIBLE_FRACTION`` of the period on every Table 2 SoC (:func:`latency_caps`). Where every model sits at
+its cap, rho stays below 1.1 (feasibility first). ``KAPPA[scenario]``, the load-weighted mean scale, scales
+context-switch time. docs/families/dream-cost-model.md lists caps, scales and rho for every (scenario, hw)
+pair (:func:`calibration_markdown`, :func:`offered_load_markdown`).
 
 ``CM §x`` / ``CM Ax`` = section x / assumption x of docs/families/dream-cost-model.md (it keeps the numbering
 of the family's implementation notes); ``[P §x]`` = the paper.
@@ -37,6 +41,7 @@ from joulegym.workloads.dream_models import (
 
 DYNAMICITY = ("none", "cascade", "supernet", "skip", "early-exit")
 TARGET_LOAD = 1.1  # offered load rho on the calibration SoC (CM §4.4)
+FEASIBLE_FRACTION = 0.8  # a model alone may use at most this share of its period (CM §4.4 says why 0.8)
 CALIBRATION_HW = "4k-1ws2os"
 DEFAULT_CASCADE_P = 0.5  # [P §5.1]
 SKIP_P = 0.5  # SkipNet: each gated block skipped w.p. 0.5 [P §2.3, §5.1]
@@ -203,37 +208,158 @@ def get_scenario(name: str | DreamScenario) -> DreamScenario:
         raise ValueError(f"scenario={name!r} is not one of {list(DREAM_SCENARIOS)}") from None
 
 
-def offered_load(scenario: str | DreamScenario, soc: str | SoC, kappa: float | None = None) -> float:
-    """Spec §4.4 offered load ``rho = sum_m rate_m * E[sum_L mean_a lat(L, a)] / N_acc``.
+def cascade_chain(scenario: str | DreamScenario, model: str) -> tuple[str, ...]:
+    """The models from the cascade root down to ``model`` (``(model,)`` without a parent)."""
+    scenario = get_scenario(scenario)
+    chain = [scenario.entry(model)]
+    while chain[0].parent is not None:
+        chain.insert(0, scenario.entry(chain[0].parent))
+    return tuple(m.model for m in chain)
 
-    ``rate_m`` includes cascade probabilities, ``E[.]`` SkipNet skips and RAPID-RL exits; a Supernet
-    counts its original (heaviest) variant. ``kappa=None`` takes the scenario's :data:`KAPPA`.
+
+def isolated_latency(model: str, soc: str | SoC, scale: float = 1.0) -> float:
+    """Latency of one frame of ``model`` alone on an idle ``soc``: worst dynamic outcome, best placement.
+
+    Worst outcome: every layer runs (no SkipNet skip, no RAPID-RL exit) and a Supernet runs its heaviest
+    variant. Best placement: the whole frame on its fastest single sub-accelerator, which the simulator
+    achieves without any context switch (a new frame fetches nothing and a frame that stays on one
+    accelerator moves no activation, CM A8); splitting a frame across accelerators would pay switches.
+    """
+    variants = SUPERNETS[model].variants if model in SUPERNETS else (model,)
+    soc = get_soc(soc)
+    worst = max(float(layer_cost_tables(load_model(v), soc, 1.0)[0].sum(axis=0).min()) for v in variants)
+    return check_kappa(scale) * worst
+
+
+def latency_caps(scenario: str | DreamScenario, fraction: float = FEASIBLE_FRACTION,
+                 hws: tuple[str, ...] = tuple(SOC_PRESETS)) -> dict[str, float]:
+    """Per-model upper bound on the latency scale that keeps every model feasible alone (CM §4.4).
+
+    On every cascade path root -> leaf (a cascaded child inherits its root frame's deadline, CM A1) the
+    path's :func:`isolated_latency` at scale ``cap`` must fit in ``fraction`` of the root's period on every
+    SoC of ``hws``: ``cap = fraction / fps_root / max_hw sum_path isolated_latency``. A model on several
+    paths takes the smallest cap. The other ``1 - fraction`` of the period is slack for contention.
+    """
+    scenario = get_scenario(scenario)
+    fraction = _check_prob("fraction", fraction, allow_zero=False)
+    caps: dict[str, float] = {}
+    for leaf in (m.model for m in scenario.models if scenario.is_leaf(m.model)):
+        path = cascade_chain(scenario, leaf)
+        budget = fraction / scenario.entry(path[0]).fps
+        cap = budget / max(sum(isolated_latency(m, hw) for m in path) for hw in hws)
+        for m in path:
+            caps[m] = min(caps.get(m, np.inf), cap)
+    return {m: caps[m] for m in scenario.model_names}
+
+
+def model_loads(scenario: str | DreamScenario, soc: str | SoC) -> dict[str, float]:
+    """Each model's share of the offered load at latency scale 1: ``rate_m * E[sum_L mean_a lat] / N_acc``.
+
+    ``rate_m`` includes cascade probabilities, ``E[.]`` SkipNet skips and RAPID-RL exits; a Supernet counts
+    its original (heaviest) variant (CM §4.4).
     """
     scenario = get_scenario(scenario)
     soc = get_soc(soc)
-    kappa = KAPPA[scenario.name] if kappa is None else check_kappa(kappa)
-    busy = 0.0
+    loads = {}
     for entry in scenario.models:
         model = load_model(entry.variants[0])
-        latency, _ = layer_cost_tables(model, soc, kappa)
+        latency, _ = layer_cost_tables(model, soc, 1.0)
         per_frame = float(expected_layer_weights(model, entry.p_dynamic) @ latency.mean(axis=1))
-        busy += scenario.activation_rate(entry.model) * per_frame
-    return busy / soc.n_acc
+        loads[entry.model] = scenario.activation_rate(entry.model) * per_frame / soc.n_acc
+    return loads
+
+
+def offered_load(scenario: str | DreamScenario, soc: str | SoC, kappa: float | None = None) -> float:
+    """Spec §4.4 offered load ``rho = sum_m scale_m * rate_m * E[sum_L mean_a lat(L, a)] / N_acc``.
+
+    ``kappa=None`` takes the committed per-model scales :data:`MODEL_SCALE`; a number applies one uniform
+    scale to every model (what ``DreamSim.from_catalog(kappa=...)`` does).
+    """
+    scenario = get_scenario(scenario)
+    loads = model_loads(scenario, soc)
+    if kappa is None:
+        scales = MODEL_SCALE[scenario.name]
+        return sum(scales[m] * load for m, load in loads.items())
+    return check_kappa(kappa) * sum(loads.values())
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What :func:`calibrate` finds: per-model ``scales = min(level, caps)``, the offered load ``rho`` they
+    give on the calibration SoC, and ``kappa``, the load-weighted mean scale (the one uniform scale with the
+    same rho; it scales context-switch time, CM A8)."""
+
+    scales: dict[str, float]
+    rho: float
+    level: float
+    caps: dict[str, float]
+    kappa: float
+
+
+def calibrate(scenario: str | DreamScenario, target: float = TARGET_LOAD, hw: str = CALIBRATION_HW,
+              fraction: float = FEASIBLE_FRACTION) -> Calibration:
+    """Per-model latency scales ``scale_m = min(level, cap_m)`` (CM §4.4).
+
+    ``level`` solves ``offered_load(hw) = target`` (rho is continuous and non-decreasing in it). When every
+    model at its cap still gives less than ``target``, every model runs at its cap and rho is that maximum:
+    feasibility alone takes precedence over the target load.
+    """
+    scenario = get_scenario(scenario)
+    caps = latency_caps(scenario, fraction)
+    loads = model_loads(scenario, hw)
+
+    def rho_at(level: float) -> float:
+        return sum(min(level, caps[m]) * load for m, load in loads.items())
+
+    level = max(caps.values())
+    if rho_at(level) > target:
+        lo, hi = 0.0, level
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if rho_at(mid) < target else (lo, mid)
+        level = hi
+    scales = {m: min(level, caps[m]) for m in scenario.model_names}
+    rho = rho_at(level)
+    return Calibration(scales, rho, level, caps, rho / sum(loads.values()))
 
 
 def calibrate_kappa(scenario: str | DreamScenario, target: float = TARGET_LOAD, hw: str = CALIBRATION_HW) -> float:
-    """The latency scale that puts ``scenario`` at offered load ``target`` on ``hw`` (rho is linear in kappa)."""
+    """The uniform latency scale (no caps) that puts ``scenario`` at offered load ``target`` on ``hw``."""
     return target / offered_load(scenario, hw, 1.0)
 
 
-# Committed calibration (CM §4.4): rho = 1.1 on 4k-1ws2os; regenerate with calibrate_kappa() when the
-# catalog or the cost model changes (tests/dream/test_models.py checks they still reproduce rho).
+def calibration_constants() -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """``(KAPPA, MODEL_SCALE)`` as :func:`calibrate` computes them, rounded to 6 significant digits as committed
+    (a scale may exceed its cap by < 1e-5 relative). tools/dream_cost_report.py prints them;
+    tests/dream/test_calibration.py checks the committed copy."""
+    kappa, scale = {}, {}
+    for name in DREAM_SCENARIOS:
+        cal = calibrate(name)
+        kappa[name] = float(f"{cal.kappa:.6g}")
+        scale[name] = {m: float(f"{s:.6g}") for m, s in cal.scales.items()}
+    return kappa, scale
+
+
+# Committed calibration (CM §4.4), regenerated by calibration_constants() (tools/dream_cost_report.py) when the
+# catalog, the cost model, TARGET_LOAD or FEASIBLE_FRACTION change; tests/dream/test_models.py checks it.
+# MODEL_SCALE[scenario][model] scales that model's layer latencies on every SoC; KAPPA[scenario] is their
+# load-weighted mean on 4k-1ws2os and scales the scenario's context-switch time.
 KAPPA: Mapping[str, float] = MappingProxyType({
-    "vr-gaming": 15.3704,
-    "ar-call": 10.8018,
-    "drone-outdoor": 9.50518,
-    "drone-indoor": 11.8707,
+    "vr-gaming": 13.1219,
+    "ar-call": 3.46208,
+    "drone-outdoor": 8.18609,
+    "drone-indoor": 10.3297,
     "ar-social": 2.54058,
+})
+MODEL_SCALE: Mapping[str, Mapping[str, float]] = MappingProxyType({
+    "vr-gaming": MappingProxyType({"fbnet-c": 25.09, "ssd-mobilenetv2": 13.6729, "handposenet": 13.6729,
+                                   "ofa": 46.3698, "kws-res8": 2.95759, "gnmt": 2.95759}),
+    "ar-call": MappingProxyType({"kws-res8": 2.95759, "gnmt": 2.95759, "skipnet": 3.71704}),
+    "drone-outdoor": MappingProxyType({"ssd-mobilenetv2": 21.6397, "trailnet": 3.88969, "sosnet": 16.375}),
+    "drone-indoor": MappingProxyType({"ssd-mobilenetv2": 21.6397, "rapid-rl": 25.1372, "sosnet": 16.375,
+                                      "googlenet-car": 4.46107}),
+    "ar-social": MappingProxyType({"focal-length-depth": 1.17776, "ed-tcn": 37.1317, "ssd-mobilenetv2": 2.33218,
+                                   "vgg-voxceleb": 2.33218, "ofa": 37.1317}),
 })
 
 
@@ -250,4 +376,22 @@ def offered_load_markdown() -> str:
     for row in offered_load_table(hws):
         lines.append(f"| {row['scenario']} | {row['kappa']:.4g} | " + " | ".join(f"{row[hw]:.2f}" for hw in hws)
                      + " |")
+    return "\n".join(lines)
+
+
+def calibration_markdown() -> str:
+    """Per (scenario, model): FPS, cap, committed scale, and the worst-case frame alone on its best accelerator
+    (scaled) as a share of the deadline budget on the slowest Table 2 SoC for it (CM §4.4)."""
+    lines = ["| scenario | model | fps | cap | scale | capped | alone / period (slowest SoC) |",
+             "|---|---|---|---|---|---|---|"]
+    for name, scn in DREAM_SCENARIOS.items():
+        caps = latency_caps(name)
+        for entry in scn.models:
+            scale = MODEL_SCALE[name][entry.model]
+            period = 1.0 / scn.entry(cascade_chain(name, entry.model)[0]).fps
+            worst_hw = max(SOC_PRESETS, key=lambda hw, m=entry.model: isolated_latency(m, hw))
+            share = isolated_latency(entry.model, worst_hw, scale) / period
+            capped = "no" if scale < caps[entry.model] * (1 - 1e-5) else "yes"
+            lines.append(f"| {name} | {entry.model} | {entry.fps:g} | {caps[entry.model]:.4g} | {scale:.4g} | "
+                         f"{capped} | {share:.2f} ({worst_hw}) |")
     return "\n".join(lines)

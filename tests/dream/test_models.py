@@ -291,10 +291,14 @@ def test_bad_scenarios_name_the_field():
 
 # --- load calibration (CM §4.4) ---------------------------------------------------------------------------
 
-def test_committed_kappa_reproduces_the_target_load():
+def test_committed_kappa_is_the_uniform_scale_with_the_same_load():
+    """KAPPA (context-switch scale) is the load-weighted mean of the per-model scales: applied uniformly it gives
+    the calibrated rho on 4k-1ws2os, at most TARGET_LOAD (tests/dream/test_calibration.py checks the rest)."""
     for name in DREAM_SCENARIOS:
-        assert offered_load(name, CALIBRATION_HW) == pytest.approx(TARGET_LOAD, rel=1e-4), name
-        assert offered_load(name, CALIBRATION_HW, 2 * KAPPA[name]) == pytest.approx(2 * TARGET_LOAD, rel=1e-4)
+        rho = offered_load(name, CALIBRATION_HW)
+        assert rho <= TARGET_LOAD * (1 + 1e-4), name
+        assert offered_load(name, CALIBRATION_HW, KAPPA[name]) == pytest.approx(rho, rel=1e-4), name
+        assert offered_load(name, CALIBRATION_HW, 2 * KAPPA[name]) == pytest.approx(2 * rho, rel=1e-4)
 
 
 def test_offered_load_counts_cascades_and_dynamic_layers():

@@ -61,7 +61,7 @@ Config keys (both kinds unless noted):
                           ``"drone-indoor"``, ``"ar-social"``; a list: one drawn per episode (``random-mix``)
 ``hw``                    Table 2 SoC preset (``"4k-1ws2os"`` ...); a list: one drawn per episode
 ``p``                     cascade probability of every cascade (``None``: Table 3's 0.5; Fig. 12 sweeps it)
-``kappa``                 latency scale of the workload (``None``: its calibration, docs cost-model page)
+``kappa``                 one latency scale for every model (``None``: the per-model calibration, cost-model §4.4)
 ``horizon_s``             episode length in simulated seconds (T_exec = 2 s, §3.6)
 ``warmup_s``              frames with a deadline before it are not counted
 ``switch_to``,            task-level change (Fig. 10(d)): at ``switch_at_s`` the workload becomes ``switch_to``

@@ -544,7 +544,8 @@ class DreamSim:
     def from_catalog(cls, scenario: Any = "vr-gaming", hw: Any = "4k-1ws2os", *, kappa: float | None = None,
                      p: float | None = None, switch: tuple[float, Any] | None = None, **kwargs: Any) -> DreamSim:
         """Build from D1's catalog: ``scenario`` (a Table 3 name or ``DreamScenario``), ``hw`` (a Table 2
-        preset or ``SoC``), the scenario's load calibration ``kappa`` (default ``KAPPA[scenario]``), cascade
+        preset or ``SoC``), a uniform latency scale ``kappa`` (default: the calibration, ``MODEL_SCALE[scenario]``
+        per model and ``KAPPA[scenario]`` for context switches, docs/families/dream-cost-model.md §4.4), cascade
         probability ``p`` (every cascade, Fig. 12), ``switch=(t_s, scenario2)``; other keywords go to the
         constructor."""
         from joulegym.devices.accelerator import get_soc, switch_cost_per_byte
@@ -558,10 +559,12 @@ class DreamSim:
             scn = ds.get_scenario(scn)
             if p is not None:
                 scn = scn.with_cascade_p(p)
-            k = ds.KAPPA[scn.name] if kappa is None else kappa
             if scn.name not in ds.KAPPA and kappa is None:
                 raise ValueError(f"scenario {scn.name!r} has no calibrated kappa; pass kappa=")
-            tabs = {m.model: catalog_table(m.model, soc, k) for m in scn.models}
+            # per-model latency scales (capped so each model is feasible alone, CM §4.4) unless kappa overrides
+            k = ds.KAPPA[scn.name] if kappa is None else kappa
+            scales = ds.MODEL_SCALE[scn.name] if kappa is None else dict.fromkeys(scn.model_names, kappa)
+            tabs = {m.model: catalog_table(m.model, soc, scales[m.model]) for m in scn.models}
             wl = Workload(scn.name, tuple(App(m.model, m.fps, m.parent, m.p, m.p_dynamic) for m in scn.models))
             lat_b, e_b = switch_cost_per_byte(soc, k)
             return wl, tabs, lat_b, e_b
