@@ -277,12 +277,12 @@ class QinNodePolicy:
         estimate = prior + gain * (z - prior)  # eq. 10
         variance = (1.0 - gain) * prior_var  # eq. 11
         first = mask > kf.initialised  # measured and not yet initialised
-        if first.any():  # a filter's first measurement sets x0 = z with variance p0
+        if np.count_nonzero(first):  # a filter's first measurement sets x0 = z with variance p0
             estimate = np.where(first, z, estimate)
             variance = np.where(first, kf.p0, variance)
+            kf.initialised |= mask  # (otherwise every measured filter is initialised already)
         np.copyto(kf.estimate, estimate, where=mask)
         np.copyto(kf.variance, variance, where=mask)
-        kf.initialised |= mask
         return kf.estimate
 
     def _dvfs(self, sim: QinSim, servers: np.ndarray) -> None:
@@ -314,13 +314,17 @@ class QinNodePolicy:
         share = ctx.share_app[:, None]
         # levels below the top only (the top is always allowed); take: a fast row gather
         lhs = sim.job_delay_s[ctx.jobs][:, None] + share * dly[:, :-1].take(tc, axis=0)
-        rhs = self.pl * (sim.job_cpu_s[ctx.jobs][:, None] + share * period) + 1e-15
+        rhs = self.pl * (sim.job_cpu_s[ctx.jobs] + ctx.share_period) + 1e-15  # share x period cached per mapping
         ok = ctx.feasible
-        np.less_equal(lhs, rhs, out=ok[:, :-1])
-        need = np.argmax(ok, axis=1)  # each thread's first feasible level
+        np.less_equal(lhs, rhs[:, None], out=ok[:, :-1])
+        need = ok.argmax(axis=1)  # each thread's first feasible level
         if ctx.occupied.size:  # a core takes the highest need of its threads (cores without threads keep theirs)
-            sim.core_level[ctx.occupied] = np.maximum.reduceat(need.take(ctx.by_core), ctx.core_starts)
-        sim._sync_levels()
+            levels = np.maximum.reduceat(need.take(ctx.by_core), ctx.core_starts)
+            # re-derive the level caches only on a change (a period that keeps every level keeps the simulator's
+            # rates and power: _refresh_busy skips them)
+            if np.count_nonzero(levels != sim.core_level[ctx.occupied]):
+                sim.core_level[ctx.occupied] = levels
+                sim._sync_levels()
 
     def _dvfs_reference(self, sim: QinSim, servers: np.ndarray) -> None:
         """:meth:`_dvfs` written with the public functions (the reference its fast form is tested against)."""

@@ -187,8 +187,9 @@ class _TickContext:
     (a 100-job episode at 10 ms has ~200k periods and a handful of mapping changes per second)."""
 
     __slots__ = ("act", "all_cores", "all_servers", "busy_core", "by_core", "core_starts", "cores", "dram_idle",
-                 "feasible", "flat_core", "idle_term", "jobs", "occupied", "servers", "share", "share_app", "soc",
-                 "srv", "starts", "tc", "th", "thr_cycles", "thr_mem", "thr_weight", "traffic_term", "uncore")
+                 "feasible", "flat_core", "idle_term", "jobs", "occupied", "servers", "share", "share_app",
+                 "share_period", "soc", "srv", "starts", "tc", "th", "thr_cycles", "thr_mem", "thr_weight",
+                 "traffic_term", "uncore")
 
     def __init__(self, sim: QinSim) -> None:
         servers = sim._busy_servers()
@@ -216,6 +217,7 @@ class _TickContext:
         self.thr_mem = sim._thr_mem_s[th]
         # the DVFS rule's per-thread weight: CPU share x the app's running threads (as floats)
         self.share_app = self.share * sim.job_alive_threads[self.jobs].astype(float)
+        self.share_period = self.share_app * sim.cfg.control_period_s  # the DVFS rule's CPU-time term
         # the threads grouped by core (a per-core maximum is one reduceat) and the occupied cores in that order
         self.by_core = np.argsort(self.tc, kind="stable")
         sorted_tc = self.tc[self.by_core]
@@ -380,6 +382,10 @@ class QinSim:
         self._alive_cache: np.ndarray | None = None
         self._busy_cache: np.ndarray | None = None
         self._ctx: _TickContext | None = None
+        # the tick context whose rates/power _refresh_busy computed last, with no level or mapping change since
+        # (then a tick that keeps every level recomputes the same numbers: skipped); None = recompute
+        self._rates_ctx: _TickContext | None = None
+        self._rate_floor = np.zeros(0)  # max(thread rate, 1e-300) of the context's threads (completion times)
         self._core_act = np.zeros(self.n_cores)  # mean activity of the threads on each core (power)
         self._core_beta = np.zeros(self.n_cores)  # mean beta (DRAM traffic)
         for s in range(n):
@@ -521,6 +527,7 @@ class QinSim:
         """Re-derive the per-core caches of ``core_level`` (frequency and eq. 19's loss per busy second)."""
         self._core_f = self._freq_flat[self._flat_base + self.core_level]
         self._core_loss = 1.0 - self._core_f / self.f_high_hz
+        self._rates_ctx = None
 
     def node_snapshot(self) -> tuple:
         """The node-level state a node policy changes through :meth:`set_node_decision` (to try a policy's
@@ -836,6 +843,7 @@ class QinSim:
     def _refresh(self, servers: np.ndarray, mapping: bool) -> None:
         """Recompute the rates (and, after a mapping change, the slowdowns), power and next completion of
         ``servers`` (already integrated to now)."""
+        self._rates_ctx = None
         th = self._threads_of(servers)
         if th.size:
             tc = self.thread_core[th]
@@ -1020,14 +1028,21 @@ class QinSim:
         """:meth:`_integrate` of every busy server (more than one) on the cached gathers (same arithmetic)."""
         ctx = self._tick_context()
         servers = ctx.servers
-        dt_s = t - self.server_t[servers]
-        if dt_s.max() <= 0:
-            return
-        th, tc = ctx.th, ctx.tc
         dt_all = t - self.server_t
-        dt_core = dt_all[ctx.soc]
+        dt_s = dt_all if ctx.all_servers else dt_all[servers]
+        # a handful of servers: Python's min/max over a list beat the ndarray reductions' call overhead
+        dt_list = dt_s.tolist()
+        if max(dt_list) <= 0:
+            return
+        positive = min(dt_list) > 0
+        th, tc = ctx.th, ctx.tc
+        # the usual tick brings every busy server from the same time: one Python float multiplies like the
+        # gathered vector of equal values (the same products) without the two gathers
+        dt_first = dt_list[0]
+        uniform = dt_list.count(dt_first) == len(dt_list)
+        dt_core = dt_first if uniform else dt_all[ctx.soc]
         if th.size:
-            dt_th = dt_all[ctx.srv]
+            dt_th = dt_first if uniform else dt_all[ctx.srv]
             work = self.thread_rate[th] * dt_th
             self.thread_rem[th] -= work
             cpu = ctx.share * dt_th
@@ -1049,12 +1064,12 @@ class QinSim:
             self.core_period_busy_s[cores] += busy_dt
             self.core_delay_s[cores] += busy_dt * self._core_loss[cores]
             self.core_elapsed_s[cores] += dt_core
-        if ctx.all_servers and dt_s.min() > 0:  # the usual tick: every server is busy and moves on
+        if ctx.all_servers and positive:  # the usual tick: every server is busy and moves on
             self.server_energy_j += self.power_w * dt_s
             np.maximum(self.server_load_instr - self.server_rate_sum * dt_s, 0.0, out=self.server_load_instr)
             self.server_t.fill(t)
             return
-        if dt_s.min() > 0:
+        if positive:
             srv = servers
         else:
             pos = dt_s > 0
@@ -1067,6 +1082,30 @@ class QinSim:
         """:meth:`_refresh` with ``mapping=False`` of every busy server (more than one) after a V/F change, on
         the cached gathers (same arithmetic): rates, power, next completions."""
         ctx = self._tick_context()
+        servers, th = ctx.servers, ctx.th
+        if self._rates_ctx is ctx:
+            # no level or mapping change since this context's last rates/power: the same inputs give the same
+            # numbers, so only the generation and the completions below are renewed
+            if ctx.all_servers:
+                self.server_gen += 1
+            else:
+                self.server_gen[servers] += 1
+        else:
+            self._refresh_busy_rates(ctx)
+        # _arm_completions(servers, th)
+        if th.size == 0:
+            return
+        ttf = self.thread_rem[th] / self._rate_floor
+        nxt = np.minimum.reduceat(ttf, ctx.starts)
+        limit = self._next_tick_s if self._tick_armed else math.inf
+        server_t, gen = self.server_t, self.server_gen
+        for s, dt in zip(servers.tolist(), nxt.tolist()):
+            when = server_t[s] + dt
+            if when < limit:
+                self._push(when, EV_DONE, s, int(gen[s]))
+
+    def _refresh_busy_rates(self, ctx: _TickContext) -> None:
+        """The rates and power part of :meth:`_refresh_busy` (recorded in ``_rates_ctx``)."""
         servers, th, tc = ctx.servers, ctx.th, ctx.tc
         if th.size:
             rate = ctx.thr_weight / (ctx.thr_cycles / self._core_f[tc] + ctx.thr_mem)
@@ -1095,17 +1134,8 @@ class QinSim:
         else:
             self.power_w[servers] = total
             self.server_gen[servers] += 1
-        # _arm_completions(servers, th)
-        if th.size == 0:
-            return
-        ttf = self.thread_rem[th] / np.maximum(self.thread_rate[th], 1e-300)
-        nxt = np.minimum.reduceat(ttf, ctx.starts)
-        limit = self._next_tick_s if self._tick_armed else math.inf
-        server_t, gen = self.server_t, self.server_gen
-        for s, dt in zip(servers.tolist(), nxt.tolist()):
-            when = server_t[s] + dt
-            if when < limit:
-                self._push(when, EV_DONE, s, int(gen[s]))
+        self._rate_floor = np.maximum(self.thread_rate[th], 1e-300)
+        self._rates_ctx = ctx
 
     def _evolve_phases(self) -> None:
         """One control period of the §1.9 phase process for the alive threads: a new phase starts with
