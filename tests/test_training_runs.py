@@ -92,7 +92,7 @@ def test_weights_only_agent_acts_like_the_model(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "yaml_text", "message"), [
-    (["--seed", "-1"], None, "--seed must be >= 0"),
+    (["--seed", "-1"], None, "--seed must be in [0, 10000)"),
     ([], "default: [unclosed", "not valid YAML"),
     ([], "default: 5", "must map hyperparameter names"),
     ([], "default:\n  n_steps: -5\n", "rejected"),

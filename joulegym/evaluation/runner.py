@@ -6,8 +6,10 @@ scalar of the final ``info["metrics"]``. Summaries give mean ± std, the interqu
 bootstrap 95% confidence interval of the mean return, and a normalised score (random = 0, the best
 reference policy = 1).
 
-Held-out seeds: evaluation uses seeds ``EVAL_SEED_BASE + i``; ``train.py`` seeds are small integers,
-so an agent is never scored on the episodes it was trained on.
+Held-out seeds: evaluation uses seeds ``EVAL_SEED_BASE + i``, the same seeds the leaderboard benchmark holds out
+(:data:`~joulegym.core.benchmark.DEFAULT_EVAL_SEEDS`, 10000-10009 for ``--seeds 10``); ``train.py`` refuses seeds
+at or above :data:`~joulegym.core.benchmark.TRAINING_SEED_LIMIT`, so an agent is never scored on the episodes it
+was trained on.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ import pandas as pd
 import yaml
 
 from joulegym import baselines
+from joulegym.core.benchmark import TRAINING_SEED_LIMIT
 from joulegym.core.policy import PolicyNotApplicable, env_config_for
 from joulegym.core.rollout import MAX_EPISODE_STEPS, Episode, rollout
 
-EVAL_SEED_BASE = 1_000_000
+EVAL_SEED_BASE = TRAINING_SEED_LIMIT  # one convention with the benchmark: plain evaluate.py and --suite share seeds
 BOOTSTRAP_RESAMPLES = 2_000
 BASE_COLUMNS = ("env_id", "policy", "kind", "seed", "episode", "return", "length")
 
