@@ -24,6 +24,7 @@ import json
 import shutil
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--algo", default="ppo", help="ppo (default), a2c, sac, td3, dqn, maskable_ppo")
     parser.add_argument("--timesteps", type=int, default=None,
                         help="total environment steps (default: n_timesteps of the hyperparameters, else 100000)")
-    parser.add_argument("--seed", type=int, default=0, help="training seed >= 0 (evaluation uses held-out seeds)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="training seed in [0, 10000) (seeds >= 10000 are held out for evaluation)")
     parser.add_argument("--out", default=None, help="output directory (default runs/<env>-<algo>-s<seed>)")
     parser.add_argument("--n-envs", type=int, default=None,
                         help="parallel envs in a DummyVecEnv (default: n_envs of the hyperparameters, else 1)")
@@ -78,6 +80,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
     parser.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard logs")
     parser.add_argument("--verbose", type=int, default=0, help="SB3 verbosity (0, 1, 2)")
+    parser.add_argument("--sweep", metavar="SWEEP.yaml", default=None,
+                        help="run the grid/random search of SWEEP.yaml as Ray Tune trials of this training code "
+                             "(pip install \"joulegym[ray]\"; docs/ray.md); --out is the sweep's directory, --resume "
+                             "continues a stopped sweep there")
+    parser.add_argument("--ray-address", metavar="ADDR", default=None,
+                        help="with --sweep: the Ray cluster (auto, HOST:PORT); default: a local Ray on this machine")
     return parser.parse_args(argv)
 
 
@@ -174,6 +182,7 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     import joulegym
     from joulegym.agents import check_algo_supports, load_hyperparams
     from joulegym.agents.algos import algo_spec, split_run_keys
+    from joulegym.core.benchmark import TRAINING_SEED_LIMIT
 
     out_dir = Path(out) if out is not None else Path("runs") / f"{env_id.split('/')[-1]}-{algo}-s{seed}"
     if resume:
@@ -183,8 +192,9 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
         timesteps, n_envs = int(previous["timesteps"]), int(previous["n_envs"])
         if previous.get("complete"):
             raise ValueError(f"--resume: the run in {str(out_dir)!r} is complete ({timesteps} timesteps)")
-    if seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {seed}")
+    if not 0 <= seed < TRAINING_SEED_LIMIT:  # seeds >= the limit are the benchmark's held-out evaluation seeds
+        raise ValueError(f"--seed must be in [0, {TRAINING_SEED_LIMIT}) (seeds from {TRAINING_SEED_LIMIT} on are "
+                         f"held out for evaluation), got {seed}")
     if checkpoint_every < 1:
         raise ValueError(f"--checkpoint-every must be >= 1, got {checkpoint_every}")
     if env_id not in gym.registry:
@@ -218,7 +228,9 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     def stop(signum, frame):  # finish the current step, save, exit
         checkpoints.signal = signum
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    # only the main thread may set handlers; a Ray Tune trial runs train() in a worker thread (its worker's
+    # death is handled by restarting the trial, which resumes from the latest checkpoint)
+    for signum in (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ():
         previous_handlers[signum] = signal.signal(signum, stop)
     try:
         if remaining > 0:
@@ -304,8 +316,42 @@ def _versions(joulegym_version: str) -> dict[str, str]:
             "python": sys.version.split()[0]}
 
 
+def sweep_score(run_dir: str | Path, episodes: int) -> float:
+    """A finished run's score in a sweep: the weights-only agent's mean return over ``episodes`` held-out
+    evaluation seeds of its env (``evaluate.py``'s loop and seeds)."""
+    from joulegym.evaluation.runner import PolicyEntry, eval_seeds, evaluate
+
+    config = _read_config(Path(run_dir))
+    entry = PolicyEntry(config["algo"], "agent", config["algo"], path=str(Path(run_dir) / "agent"))
+    frame, _, _ = evaluate(config["env_id"], [entry], eval_seeds(episodes), config.get("env_kwargs") or {},
+                           record=False)
+    return float(frame["return"].mean())
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    """``--sweep``: the trials call :func:`train` (joulegym.integrations.sweeps)."""
+    from joulegym.integrations.sweeps import run_sweep
+
+    best = run_sweep(args.sweep, train_fn=train, score_fn=sweep_score, out=args.out, address=args.ray_address,
+                     resume=args.resume)
+    print(f"best of {best['trials']} trials: {best['metric']}={best['score']:.6g} ({best['env']}, {best['algo']}, "
+          f"seed {best['seed']}, hyperparams {json.dumps(best['hyperparams'], sort_keys=True)}); run {best['run_dir']}")
+    sweep_dir = Path(best["run_dir"]).parents[2]  # OUT/trials/<trial id>/run
+    print(f"wrote {sweep_dir / 'results.csv'} and {sweep_dir / 'best.json'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.sweep is not None:
+        try:
+            return _sweep(args)
+        except ValueError as err:
+            print(f"{_prog()}: error: {err}", file=sys.stderr)
+            return 2
+    if args.ray_address is not None:
+        print(f"{_prog()}: error: --ray-address applies only with --sweep", file=sys.stderr)
+        return 2
     try:
         from joulegym.core.config import parse_env_kwargs
 

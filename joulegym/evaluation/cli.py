@@ -7,6 +7,7 @@
     python evaluate.py --reproduce etf --out results/etf-paper
     python evaluate.py --suite                           # the leaderboard page (joulegym.evaluation.suite)
     python evaluate.py --suite etf --quick --out results/lb
+    python evaluate.py --suite --ray                     # the same, episodes as Ray tasks (--ray ADDR: a cluster)
     python evaluate.py --ship runs/etf-ppo                # a train.py run into joulegym/agents/zoo
 
 Writes into ``--out`` (the run's files are written beside it and moved into place together, replacing a
@@ -58,6 +59,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--suite", nargs="*", metavar="FAMILY",
                         help="the leaderboard: every reference policy and shipped agent on the benchmark of each "
                              "FAMILY (default: every family with one); writes leaderboard.md/.csv and index.html")
+    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDR",
+                        help="with --suite: run the episodes as Ray tasks (pip install \"joulegym[ray]\"); without "
+                             "ADDR on a local Ray using this machine's cores, with ADDR (auto, HOST:PORT) on that "
+                             "cluster; the files are identical to the serial run's (docs/ray.md)")
     parser.add_argument("--ship", metavar="RUN_DIR", help="copy a finished train.py run's agent into the zoo "
                                                           "(--zoo) with its provenance and held-out score")
     parser.add_argument("--zoo", default=None, help="with --suite: a directory of shipped agents "
@@ -65,6 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick and args.reproduce is None and args.suite is None:
         parser.error("--quick applies only with --reproduce FAMILY or --suite [FAMILY ...]")
+    if args.ray is not None and args.suite is None:
+        parser.error("--ray applies only with --suite [FAMILY ...]")
     return args
 
 
@@ -130,6 +137,13 @@ def run(args: argparse.Namespace) -> list[Path]:
     if args.suite is not None:
         from joulegym.evaluation.suite import run_suite
 
+        if args.ray is not None:  # the same suite, its episodes as Ray tasks (joulegym.integrations.parallel)
+            from joulegym.evaluation.runner import evaluate as serial_evaluate
+            from joulegym.integrations.parallel import RayEvaluate, ray_session
+
+            with ray_session(args.ray):
+                return run_suite(args.suite, quick=args.quick, out=args.out, zoo=args.zoo, plots=not args.no_plots,
+                                 evaluate_fn=RayEvaluate(serial_evaluate))
         return run_suite(args.suite, quick=args.quick, out=args.out, zoo=args.zoo, plots=not args.no_plots)
     if args.reproduce:
         from joulegym.core.progress import heartbeat

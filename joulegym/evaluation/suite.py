@@ -34,7 +34,7 @@ import json
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -291,9 +291,10 @@ def _entries(descriptor: FamilyDescriptor, scenario_id: str) -> list[PolicyEntry
 
 
 def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, progress: Progress | None = None,
-               ) -> tuple[FamilyResult, dict[str, dict]]:
+               evaluate_fn: Callable = evaluate) -> tuple[FamilyResult, dict[str, dict]]:
     """Run ``descriptor``'s benchmark. Returns the results and the recorded first episode per scenario and policy
-    (for the episode plots)."""
+    (for the episode plots). ``evaluate_fn`` runs the episodes: :func:`~joulegym.evaluation.runner.evaluate`, or
+    with ``--ray`` the same function fanned out as Ray tasks (:class:`joulegym.integrations.parallel.RayEvaluate`)."""
     bench = descriptor.benchmark
     assert bench is not None
     version = descriptor.kind(bench.kind).version
@@ -313,14 +314,14 @@ def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, prog
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", UserWarning)
                 try:
-                    episodes, _, skipped = evaluate(scenario_id, [entry], seeds, record=False)
+                    episodes, _, skipped = evaluate_fn(scenario_id, [entry], seeds, record=False)
                 except ValueError as err:
                     if "can drive" not in str(err):
                         raise
                     episodes, skipped = None, [entry.label]
                 if not skipped:
                     # the episode plot: the first seed again, recorded with the full info (same seed, same episode)
-                    _, recorded, _ = evaluate(scenario_id, [entry], seeds[:1], record=True)
+                    _, recorded, _ = evaluate_fn(scenario_id, [entry], seeds[:1], record=True)
                     traces[scenario].update(recorded)
             if skipped:
                 reason = next((str(w.message) for w in caught if "skipping" in str(w.message)), "not applicable")
@@ -598,8 +599,10 @@ def leaderboard_csv(results: Sequence[FamilyResult]) -> pd.DataFrame:
 
 
 def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path | None = None,
-              zoo: str | Path | None = None, plots: bool = True, stream: IO[str] | None = None) -> list[Path]:
-    """``evaluate.py --suite``: run, then write every file into ``out`` as a whole. Returns the written paths."""
+              zoo: str | Path | None = None, plots: bool = True, stream: IO[str] | None = None,
+              evaluate_fn: Callable = evaluate) -> list[Path]:
+    """``evaluate.py --suite``: run, then write every file into ``out`` as a whole. Returns the written paths.
+    ``evaluate_fn``: see :func:`run_family` (the files are the same whichever runs the episodes)."""
     import joulegym  # noqa: F401  (registers the ids)
     from joulegym.core.io import ResultDir, write_atomic, write_csv
     from joulegym.evaluation import page
@@ -618,7 +621,7 @@ def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path
                                      env_id(d.benchmark.kind, scenario, d.kind(d.benchmark.kind).version)))
     progress = Progress(total, stream)
     progress.note(f"suite: {', '.join(d.name for d in descriptors)}{' (quick)' if quick else ''}: {total} policy runs")
-    runs = [run_family(d, quick, zoo_path, progress) for d in descriptors]
+    runs = [run_family(d, quick, zoo_path, progress, evaluate_fn) for d in descriptors]
     results = [r for r, _ in runs]
     with result_dir as tmp:
         written = []
