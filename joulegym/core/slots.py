@@ -8,6 +8,7 @@ at a given simulated time (a **wake-up**, e.g. a queue-demotion time); the reque
 next committed decision.
 
 :class:`SlotTable` holds that bookkeeping; the family keeps the per-slot features and masks.
+:class:`SlotRows` keeps an env's slot rows as a view into its flat observation buffer across copies.
 """
 
 from __future__ import annotations
@@ -16,6 +17,36 @@ import heapq
 import math
 from collections.abc import Iterable
 from typing import Any
+
+import numpy as np
+
+
+class SlotRows:
+    """Mixin for an env whose flat observation buffer ``_obs_buf`` starts with ``K`` slot rows of
+    ``slot_features`` values each, written through the ``(K, slot_features)`` view ``_slot_obs``.
+
+    A copy (``copy.deepcopy``, ``pickle``) would turn the view into an array of its own, so writes to it would no
+    longer reach the copy's buffer: the view is left out of the state and rebuilt on the copy's buffer.
+    """
+
+    slot_features: int  # the env class sets it: the width of one slot row
+    K: int
+    _obs_buf: np.ndarray
+    _slot_obs: np.ndarray
+
+    def _bind_slot_rows(self) -> None:
+        """(Re)build ``_slot_obs`` as the view of the first ``K * slot_features`` values of ``_obs_buf``."""
+        self._slot_obs = self._obs_buf[: self.K * self.slot_features].reshape(self.K, self.slot_features)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_slot_obs", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "_obs_buf" in state:  # (an env kind without slot rows has no buffer)
+            self._bind_slot_rows()
 
 
 class SlotTable:

@@ -99,7 +99,7 @@ from joulegym.core.config import check_bool, check_choice, check_int, check_numb
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
-from joulegym.core.slots import SlotTable
+from joulegym.core.slots import SlotRows, SlotTable
 
 A_MAX = 3  # sub-accelerators per SoC at most (Table 2)
 M_MAX = 10  # model positions: one workload has <= 6 models, the union of two (a switch) <= 9
@@ -239,10 +239,11 @@ ACTION_TYPES: dict[str, type[ActionType]] = {"dispatch": DispatchAction, "params
 
 
 # --------------------------------------------------------------------------------------------------------- env
-class DreamEnv(JoulegymEnv):
+class DreamEnv(SlotRows, JoulegymEnv):
     """DREAM's scheduling problem (module docstring): ``DREAM-v0`` (dispatch) and ``DREAMParams-v0`` (params)."""
 
     family = "dream"
+    slot_features = SLOT_FEATURES
     action_types = ACTION_TYPES
     dispatch_parts = (
         RewardPart("dlv", -math.inf, math.inf, "-(X_t - X_{t-1}) Y_{t-1}: the DLV share of -dUXCost"),
@@ -418,7 +419,7 @@ class DreamEnv(JoulegymEnv):
         self.slots.reset()
         self.decision_index = 0
         self._obs_buf = np.zeros(self.observation_space.shape[0], dtype=np.float32)
-        self._slot_obs = self._obs_buf[: K * SLOT_FEATURES].reshape(K, SLOT_FEATURES)
+        self._bind_slot_rows()  # the slot rows: a view into the buffer
         self._slot_key: list[Any] = [None] * K  # per slot: (task, pos, running) its cached features were built at
         self._mask = np.zeros(K * A_MAX + K + 1, dtype=bool)
         self._mask_at = -1
@@ -438,16 +439,6 @@ class DreamEnv(JoulegymEnv):
         self.worst_per_frame = np.maximum(np.asarray(sim.model_worst_energy, dtype=float), 1e-12)
         self._more = sim.advance()
         self._sync()
-
-    def __getstate__(self) -> dict[str, Any]:  # copies (deepcopy, pickle) rebuild the slot rows as a view
-        state = self.__dict__.copy()
-        state.pop("_slot_obs", None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if "_obs_buf" in state:
-            self._slot_obs = self._obs_buf[: self.K * SLOT_FEATURES].reshape(self.K, SLOT_FEATURES)
 
     def dispatch_decision(self, task: int, acc: int) -> Any:
         """The simulator decision of an agent's "dispatch the next layer of ``task`` on ``acc``": one layer, and at a

@@ -81,7 +81,7 @@ from joulegym.core.env import JoulegymEnv
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.core.rollout import rollout
-from joulegym.core.slots import SlotTable
+from joulegym.core.slots import SlotRows, SlotTable
 from joulegym.envs.powerflow.actions import ACTION_TYPES
 from joulegym.envs.powerflow.cluster import ClusterSpec
 from joulegym.envs.powerflow.simulator import (
@@ -115,10 +115,11 @@ EVENTS = ("arrival", "completion", "profiling")
 _DYNAMIC = slice(8, 16)  # the per-slot features that change while a job sits in its slot
 
 
-class PowerFlowEnv(JoulegymEnv):
+class PowerFlowEnv(SlotRows, JoulegymEnv):
     """GPUs and frequency per DL training job under a cluster power budget (module docstring)."""
 
     family = "powerflow"
+    slot_features = SLOT_FEATURES
     action_types = ACTION_TYPES
     reward_parts = (
         RewardPart("jct", -math.inf, 0.0, "-N_active dt / (3600 N_total): sums to minus the average JCT in hours"),
@@ -284,7 +285,7 @@ class PowerFlowEnv(JoulegymEnv):
         self.slot_index = np.full(J, -1, dtype=np.int64)  # job -> its slot (-1: none)
         self.empty_slot_mask = np.ones(K, dtype=bool)
         self._obs_buf = np.zeros(K * SLOT_FEATURES + GLOBAL_FEATURES, dtype=np.float32)
-        self._slot_obs = self._obs_buf[: K * SLOT_FEATURES].reshape(K, SLOT_FEATURES)  # a view: the slot rows
+        self._bind_slot_rows()  # the slot rows: a view into the buffer
         self._dyn = np.zeros((K, 8))
         self._static: dict[int, np.ndarray] = {}
         self._static_by_key: dict[tuple[str, int, int], tuple[np.ndarray, float, int]] = {}
@@ -329,16 +330,6 @@ class PowerFlowEnv(JoulegymEnv):
         if self._pinned_set is None:
             self._pinned_set = set(self.occupied_jobs[self.occupied_pinned].tolist())
         return self._pinned_set
-
-    def __getstate__(self) -> dict[str, Any]:  # copies (deepcopy, pickle) rebuild the view into the obs buffer
-        state = self.__dict__.copy()
-        state.pop("_slot_obs", None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if "_obs_buf" in state:
-            self._slot_obs = self._obs_buf[: self.K * SLOT_FEATURES].reshape(self.K, SLOT_FEATURES)
 
     @property
     def slot_items(self) -> list[int]:
