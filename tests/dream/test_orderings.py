@@ -98,7 +98,7 @@ def test_gap_shrinks_on_homogeneous_4k():
 
 @pytest.mark.reproduce
 @pytest.mark.xfail(strict=True, reason="measured 43.8 % geomean gain vs Veltair on 8K homogeneous (not < 10 %): "
-                   "8K-2OS is not compute-sufficient for VR_Gaming (offered load 1.10; DREAM-Full 14.2 vs 31.2, "
+                   "8K-2OS is not compute-sufficient for VR_Gaming (offered load 1.10; DREAM-Full 14.2 vs 31.1, "
                    "DLV 0.30 vs 0.90), and Veltair misses drone frames on 8K-2WS (DLV 0.12 and 0.14; UXCost 0.051 vs "
                    "0.97 on Drone_Outdoor, 0.33 vs 2.42 on Drone_Indoor) where DREAM-Full misses 0 and 1.1 %")
 def test_gap_vanishes_on_8k_homogeneous_vs_veltair():
