@@ -6,6 +6,10 @@ plain data (algorithm, policy class name, ``policy_kwargs`` from an allow-list, 
 ``weights.pt`` is read with ``torch.load(weights_only=True)``. The policy network is rebuilt from the
 evaluation env's spaces and the architecture in ``agent.json``, then the weights are loaded into it.
 ``train.py`` writes both formats; ``evaluate.py`` loads a directory holding ``agent.json`` this way.
+
+Only what acting needs is kept: the critics and target networks of SAC, TD3 and DQN serve training alone, so
+``weights.pt`` leaves them out (``agent.json`` lists the left-out parts in ``"omitted"``; a SAC actor of two
+64-unit layers is ~30 KB instead of ~150 KB). Files with every part (written before) load as well.
 """
 
 from __future__ import annotations
@@ -23,6 +27,17 @@ ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU")  # torch.nn c
 POLICY_KWARGS = ("net_arch", "activation_fn", "ortho_init", "log_std_init", "squash_output", "share_features_extractor",
                  "normalize_images", "n_critics", "use_sde")
 TRAINING_ONLY = ("optimizer_class", "optimizer_kwargs")  # do not change the network: not exported
+# state_dict prefixes of the networks that only training reads (SB3's SACPolicy, TD3Policy, DQNPolicy): the
+# deterministic action comes from ``actor`` (SAC, TD3) or ``q_net`` (DQN) alone
+TRAINING_ONLY_NETWORKS: dict[str, tuple[str, ...]] = {
+    "sac": ("critic", "critic_target"),
+    "td3": ("critic", "critic_target", "actor_target"),
+    "dqn": ("q_net_target",),
+}
+
+
+def _is_part_of(key: str, networks: tuple[str, ...]) -> bool:
+    return key.split(".", 1)[0] in networks
 
 
 def _plain_policy_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -49,6 +64,7 @@ def save_weights(model: Any, algo: str, directory: str | Path) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     spec = algo_spec(algo)
+    omitted = TRAINING_ONLY_NETWORKS.get(spec.name, ())
     meta = {
         "format": FORMAT_VERSION,
         "algo": spec.name,
@@ -56,9 +72,11 @@ def save_weights(model: Any, algo: str, directory: str | Path) -> Path:
         "policy_kwargs": _plain_policy_kwargs(getattr(model, "policy_kwargs", {}) or {}),
         "observation_shape": list(model.observation_space.shape),
         "action_space": repr(model.action_space),
+        "omitted": list(omitted),
     }
+    state = {k: v for k, v in model.policy.state_dict().items() if not _is_part_of(k, omitted)}
     tmp = directory / f".{WEIGHTS_FILE}.tmp"
-    torch.save(model.policy.state_dict(), tmp)
+    torch.save(state, tmp)
     tmp.replace(directory / WEIGHTS_FILE)
     write_atomic(directory / AGENT_FILE, json.dumps(meta, indent=2) + "\n")
     return directory
@@ -97,5 +115,13 @@ def load_weights(directory: str | Path, env: Any) -> Any:
     extra = {"buffer_size": 1} if spec.name in ("sac", "td3", "dqn") else {}  # no replay memory for evaluation
     model = spec.load_class()(policy, env, policy_kwargs=kwargs, device="cpu", seed=0, **extra)
     state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
-    model.policy.load_state_dict(state)
+    omitted = tuple(meta.get("omitted") or ())
+    if not set(omitted) <= set(TRAINING_ONLY_NETWORKS.get(spec.name, ())):
+        raise ValueError(f"{directory / AGENT_FILE}: omitted={list(omitted)}; for {spec.name} only "
+                         f"{list(TRAINING_ONLY_NETWORKS.get(spec.name, ()))} may be left out")
+    missing, unexpected = model.policy.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not _is_part_of(k, omitted)]
+    if missing or unexpected:
+        raise ValueError(f"{directory / WEIGHTS_FILE} does not fit the {spec.name} policy of {AGENT_FILE}: "
+                         f"missing {missing[:5]}, unexpected {unexpected[:5]}")
     return model
