@@ -123,7 +123,7 @@ def test_same_seed_same_episode_different_seed_differs():
     ({"warmup_s": 3.0}, "warmup_s"), ({"switch_to": "idle"}, "switch_to"), ({"switch_at_s": -1.0}, "switch_at_s"),
     ({"switch_to": "ar-social", "switch_at_s": 5.0}, "switch_at_s"), ({"child_deadline": "never"}, "child_deadline"),
     ({"outstanding_cap": 0}, "outstanding_cap"), ({"release_phase": "late"}, "release_phase"),
-    ({"togo_mode": "best"}, "togo_mode"), ({"max_slots": 0}, "max_slots"), ({"supernet": "agent"}, "supernet"),
+    ({"togo_mode": "best"}, "togo_mode"), ({"max_slots": 0}, "max_slots"), ({"supernet": "learned"}, "supernet"),
     ({"window_s": 0.0}, "window_s"), ({"dream_variant": "ultra"}, "dream_variant"),
     ({"record_timeline": 1}, "record_timeline"),
 ])

@@ -124,3 +124,87 @@ def test_adaptivity_and_grid_optimal_drive_the_params_kind():
     env2.reset(seed=1)
     assert grid_search(env2.unwrapped, 1.0) == table  # the same episode seed: the same table
     assert np.isfinite(adaptive.total_return)
+
+
+# --- supernet="agent": the agent picks the OFA sub-net at the switch point --------------------------------------
+
+@pytest.mark.parametrize("name", ["dream-full", "dream-smartdrop", "fcfs", "planaria"])
+def test_env_with_agent_supernet_equals_the_direct_run(name):
+    """DREAM-Full's variant choices are plain actions of the bigger space; every scheduler still matches exactly."""
+    episode, base = _through_env(name, "ar-social", seed=4, supernet="agent")
+    direct = _direct(name, "ar-social", base.sim_seed)
+    metrics = episode.metrics
+    metrics.pop("overflow_steps")
+    assert metrics == direct
+
+
+def test_dream_full_switch_point_choices_are_plain_actions_with_agent_supernet():
+    env = gym.make("joulegym/DREAM-v0", workload="ar-social", horizon_s=HORIZON, supernet="agent")
+    policy = baselines.make("dream-full", family="dream")
+    obs, info = env.reset(seed=2)
+    policy.reset(env, seed=2)
+    base, action_type = env.unwrapped, env.unwrapped.action_type
+    assert action_type.space.n == base.K * 3 * 4 + base.K + 1
+    variants_chosen = 0
+    for _ in range(400):
+        action = policy.act(obs, info)
+        if action_type._carried is None and action < action_type.n_dispatch:
+            variants_chosen += action % action_type.V > 0
+        assert info["action_mask"][action]
+        obs, _, _, truncated, info = env.step(action)
+        if truncated:
+            break
+    assert variants_chosen > 0  # DREAM-Full switched some OFA frames to a lighter sub-net through plain actions
+
+
+class _AlwaysVariant:
+    """Dispatches the first valid (slot, accelerator) with sub-net ``variant`` where the mask allows it, else 0."""
+
+    def __init__(self, variant: int) -> None:
+        self.variant = variant
+
+    def reset(self, env, seed=None) -> None:
+        self.V = env.unwrapped.action_type.V
+
+    def act(self, obs, info) -> int:
+        mask = info["action_mask"]
+        valid = np.flatnonzero(mask[:-1])
+        if valid.size == 0:
+            return len(mask) - 1
+        first = valid[0] - valid[0] % self.V
+        return int(first + self.variant) if mask[first + self.variant] else int(first)
+
+
+@pytest.mark.parametrize("variant", [0, 3])
+def test_an_agent_picks_the_subnet_of_every_ofa_frame(variant):
+    env = gym.make("joulegym/DREAM-v0", workload="ar-social", horizon_s=HORIZON, supernet="agent")
+    episode = rollout(env, _AlwaysVariant(variant), seed=0)
+    sim = env.unwrapped.sim
+    ofa = sim.model_names.index("ofa")
+    counts = sim.subnet_counts[ofa]
+    assert sum(counts) > 0 and counts[variant] == sum(counts), counts
+    assert episode.total_return == pytest.approx(-episode.metrics["uxcost"], rel=1e-9)
+
+
+def test_lighter_subnets_are_masked_away_from_the_switch_point():
+    env = gym.make("joulegym/DREAM-v0", workload="ar-social", horizon_s=HORIZON, supernet="agent")
+    env.reset(seed=0)
+    base = env.unwrapped
+    V, seen_open, seen_closed = base.action_type.V, 0, 0
+    for _ in range(300):
+        mask = base.action_masks()
+        for k, task in base._occupied:
+            row = mask[k * 3 * V: (k + 1) * 3 * V].reshape(3, V)
+            if not row[:, 0].any():
+                continue
+            if base.view.at_switch_point(task):
+                seen_open += 1
+                assert row[row[:, 0]].all()  # every sub-net on every idle accelerator
+            else:
+                seen_closed += 1
+                assert not row[:, 1:].any()
+        valid = np.flatnonzero(mask[:-1])
+        _, _, _, truncated, _ = env.step(int(valid[0]) if valid.size else len(mask) - 1)
+        if truncated:
+            break
+    assert seen_open > 0 and seen_closed > 0

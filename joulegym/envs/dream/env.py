@@ -17,7 +17,10 @@ action                 ``Discrete(K*A + K + 1)`` (A = 3 accelerators at most): `
                        ready frame and an idle accelerator, a drop a frame of a leaf model that dropped fewer than
                        2 of its last 10 frames; wait is always valid. A masked-out action waits instead
                        (``info["repaired"]``, reward part ``invalid``). At a Supernet's switch point the
-                       variant follows ``supernet`` (``"dream_rule"``: §4.5.1's rule; ``"original"``)
+                       variant follows ``supernet`` (``"dream_rule"``: §4.5.1's rule; ``"original"``); with
+                       ``supernet="agent"`` the agent picks it: ``Discrete(K*A*V + K + 1)`` (V = 4, OFA's
+                       sub-nets), ``(k*A + a)*V + v`` dispatches with variant v (0 = the original), valid for
+                       v > 0 only at the frame's switch point (the mask); drop and wait follow at ``K*A*V``
 observation            ``Box(-10, 10, (30 K + 3*6 + 10*5 + 11,), float32)`` (559 for K = 16): per slot: valid, model
                        one-hot (M = 10 model positions of the workload), leaf, drop allowed, slack, ToGo and
                        best-case ToGo (per period), urgency ToGo/slack, time since the last layer (per period),
@@ -71,7 +74,8 @@ Config keys (both kinds unless noted):
 ``release_phase``         ``"sync"`` (every model releases at t = 0) or ``"random"``
 ``togo_mode``             ToGo of dynamic models: ``"worst"`` (remaining nominal path) or ``"expected"``
 ``max_slots``             K (dispatch)
-``supernet``              the Supernet variant at the switch point of an agent's dispatch (dispatch)
+``supernet``              the Supernet variant at the switch point of an agent's dispatch: ``"dream_rule"``,
+                          ``"original"`` or ``"agent"`` (the action picks it, above; dispatch)
 ``window_s``              the window of one step (params)
 ``dream_variant``         the DREAM scheduler run inside the windows (params)
 ``record_timeline``       keep the per-layer Gantt log (on by itself with a ``render_mode``)
@@ -100,12 +104,14 @@ from joulegym.core.env import JoulegymEnv
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.core.slots import SlotRows, SlotTable
+from joulegym.workloads.dream_models import SUPERNETS
 
 A_MAX = 3  # sub-accelerators per SoC at most (Table 2)
 M_MAX = 10  # model positions: one workload has <= 6 models, the union of two (a switch) <= 9
 WORKLOADS = ("vr-gaming", "ar-call", "drone-outdoor", "drone-indoor", "ar-social")  # Table 3 order
 HW_PRESETS = ("4k-2ws", "4k-2os", "4k-1ws2os", "4k-1os2ws", "8k-2ws", "8k-2os", "8k-1ws2os", "8k-1os2ws")
-SUPERNET_RULES = ("dream_rule", "original")
+SUPERNET_RULES = ("dream_rule", "original", "agent")
+V_MAX = max(len(net.variants) for net in SUPERNETS.values())  # Supernet variants an agent may pick (OFA: 4)
 DREAM_VARIANTS = ("full", "smartdrop", "mapscore")
 CHILD_DEADLINES = ("inherit", "own_period")
 RELEASE_PHASES = ("sync", "random")
@@ -146,15 +152,17 @@ def _names(value: Any, field: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
 
 # ------------------------------------------------------------------------------------------------ action types
 class DispatchAction(ActionType):
-    """``dispatch``: ``Discrete(K*A + K + 1)`` (module docstring); decisions are the simulator's ``Dispatch``,
-    ``Drop`` and ``WAIT``."""
+    """``dispatch``: ``Discrete(K*A*V + K + 1)`` (module docstring; V = 1 unless ``supernet="agent"``); decisions
+    are the simulator's ``Dispatch``, ``Drop`` and ``WAIT``."""
 
     name = "dispatch"
 
     def __init__(self, env: DreamEnv) -> None:
         super().__init__(env)
         self.K = env.K
-        self.n = self.K * A_MAX + self.K + 1
+        self.V = env.n_variants
+        self.n_dispatch = self.K * A_MAX * self.V
+        self.n = self.n_dispatch + self.K + 1
         self.wait_action = self.n - 1
         self.space = gym.spaces.Discrete(self.n)
         self._carried: tuple[int, Any] | None = None  # (action, decision) from encode(), used by the next decode
@@ -183,13 +191,13 @@ class DispatchAction(ActionType):
         self.repaired = not valid
         if not valid or a == self.wait_action:
             return WAIT
-        K = self.K
-        if a < K * A_MAX:
-            k, acc = divmod(a, A_MAX)
-            return env.dispatch_decision(env.slots.items[k], acc)
+        if a < self.n_dispatch:
+            pair, variant = divmod(a, self.V)
+            k, acc = divmod(pair, A_MAX)
+            return env.dispatch_decision(env.slots.items[k], acc, variant)
         from joulegym.envs.dream.simulator import Drop
 
-        return Drop(env.slots.items[a - K * A_MAX])
+        return Drop(env.slots.items[a - self.n_dispatch])
 
     def encode(self, decision: Any) -> int:
         """The action of ``decision``; one the integer cannot express (several layers, a chosen variant, a frame
@@ -200,14 +208,15 @@ class DispatchAction(ActionType):
         self._carried = None
         if isinstance(decision, Dispatch):
             k = env.slots.slot_of.get(decision.task, -1)
-            action = k * A_MAX + decision.acc if k >= 0 else self.wait_action
-            if k < 0 or decision.n_layers != 1 or decision.variant != -1 or \
-                    decision != env.dispatch_decision(decision.task, decision.acc):
+            variant = decision.variant if 0 <= decision.variant < self.V else 0
+            action = (k * A_MAX + decision.acc) * self.V + variant if k >= 0 else self.wait_action
+            if k < 0 or decision.n_layers != 1 or (decision.variant != -1 and self.V == 1) or \
+                    decision != env.dispatch_decision(decision.task, decision.acc, variant):
                 self._carried = (action, decision)
             return action
         if isinstance(decision, Drop):
             k = env.slots.slot_of.get(decision.task, -1)
-            action = self.K * A_MAX + k if k >= 0 else self.wait_action
+            action = self.n_dispatch + k if k >= 0 else self.wait_action
             if k < 0:
                 self._carried = (action, decision)
             return action
@@ -316,6 +325,7 @@ class DreamEnv(SlotRows, JoulegymEnv):
         check_choice("togo_mode", c["togo_mode"], TOGO_MODES)
         self.K = check_int("max_slots", c["max_slots"], 1, MAX_SLOTS)
         check_choice("supernet", c["supernet"], SUPERNET_RULES)
+        self.n_variants = V_MAX if c["supernet"] == "agent" else 1  # dispatch actions per (slot, accelerator)
         window = check_number("window_s", check_positive("window_s", c["window_s"]), 0.0, MAX_HORIZON_S)
         check_choice("dream_variant", c["dream_variant"], DREAM_VARIANTS)
         check_bool("record_timeline", c["record_timeline"])
@@ -421,7 +431,7 @@ class DreamEnv(SlotRows, JoulegymEnv):
         self._obs_buf = np.zeros(self.observation_space.shape[0], dtype=np.float32)
         self._bind_slot_rows()  # the slot rows: a view into the buffer
         self._slot_key: list[Any] = [None] * K  # per slot: (task, pos, running) its cached features were built at
-        self._mask = np.zeros(K * A_MAX + K + 1, dtype=bool)
+        self._mask = np.zeros(K * A_MAX * self.n_variants + K + 1, dtype=bool)
         self._mask_at = -1
         self._togo = [0.0] * K  # per slot: its frame's ToGo and best-case ToGo (s), refreshed as it moves
         self._min_togo = [0.0] * K
@@ -440,11 +450,14 @@ class DreamEnv(SlotRows, JoulegymEnv):
         self._more = sim.advance()
         self._sync()
 
-    def dispatch_decision(self, task: int, acc: int) -> Any:
+    def dispatch_decision(self, task: int, acc: int, variant: int = 0) -> Any:
         """The simulator decision of an agent's "dispatch the next layer of ``task`` on ``acc``": one layer, and at a
-        Supernet's switch point the variant of ``supernet`` (``"dream_rule"``: §4.5.1's rule)."""
+        Supernet's switch point the variant of ``supernet`` (``"dream_rule"``: §4.5.1's rule; ``"agent"``:
+        ``variant``, 0 = the original)."""
         from joulegym.envs.dream.simulator import Dispatch
 
+        if self.n_variants > 1:
+            return Dispatch(task, acc, 1, variant) if self.view.at_switch_point(task) else Dispatch(task, acc)
         if self.config["supernet"] == "dream_rule" and self.view.at_switch_point(task):
             from joulegym.envs.dream.scheduling import supernet_variant
 
@@ -476,7 +489,7 @@ class DreamEnv(SlotRows, JoulegymEnv):
         """The valid actions now (module docstring), built once per decision point."""
         if self._mask_at == self.decision_index:
             return self._mask
-        view, K = self.view, self.K
+        view, K, V = self.view, self.K, self.n_variants
         mask = self._mask
         mask[:] = False
         mask[-1] = True
@@ -485,12 +498,17 @@ class DreamEnv(SlotRows, JoulegymEnv):
         ready = view.ready
         model = view.f_model
         leaf, drops = self.leaf, self._drops
-        drop0 = K * A_MAX
+        drop0 = K * A_MAX * V
         for k, task in self._occupied:
             if idle and task in ready:
                 base = k * A_MAX
-                for a in idle:
-                    mask[base + a] = True
+                if V == 1:
+                    for a in idle:
+                        mask[base + a] = True
+                else:  # variant 0 always; the others only where the frame's sub-net is still open
+                    n_var = min(V, view.supernet_options(task)) if view.at_switch_point(task) else 1
+                    for a in idle:
+                        mask[(base + a) * V: (base + a) * V + n_var] = True
             m = model[task]
             if leaf[m] and drops[m] < 2:
                 mask[drop0 + k] = True
