@@ -47,7 +47,7 @@ from joulegym.envs.emrf.allocation import (
     utilisation,
     wfq_allocate,
 )
-from joulegym.evaluation.verdict import Claim, claim, comparison_markdown, qualitative
+from joulegym.evaluation.verdict import Claim, claim, comparison_markdown, markdown_table, qualitative
 from joulegym.workloads.rodinia import RODINIA, TABLE_III_ORDER, mix_arrays
 
 HEADLINE = ("throughput_gflops", "mean_efficiency", "soft_fairness", "floor_violation", "si_violations",
@@ -267,7 +267,7 @@ def reproduce(out_dir, quick: bool = False) -> list[Path]:
     tables = {name: stages[name]() for name in track(list(stages), "reproduce emrf", label=str)}
     written = [write_csv(t, out_dir / f"emrf_{name}.csv") for name, t in tables.items()]
     title = "# EMRF paper figures (the paper's model, docs/families/emrf.md §9), recomputed by joulegym"
-    text = title + "\n\n" + "\n\n".join(f"## {name}\n\n{_markdown(t)}" for name, t in tables.items())
+    text = title + "\n\n" + "\n\n".join(f"## {name}\n\n{markdown_table(t)}" for name, t in tables.items())
     text += "\n\n" + comparison_markdown(paper_claims(tables))
     written.append(write_atomic(out_dir / "emrf_reproduce.md", text + "\n"))
     fig, axes = new_figure(1, 3, size=(13.0, 3.6))
@@ -298,11 +298,5 @@ def reproduce(out_dir, quick: bool = False) -> list[Path]:
     written.append(save_figure(fig, out_dir / "emrf_figures.png"))
     return written
 
-
-def _markdown(table: pd.DataFrame) -> str:
-    try:
-        return table.to_markdown(index=False, floatfmt=".4f")
-    except ImportError:
-        return table.to_string(index=False)
 
 

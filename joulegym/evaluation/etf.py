@@ -31,7 +31,7 @@ from joulegym.core.plotting import new_figure
 from joulegym.core.progress import track
 from joulegym.envs.etf.env import slot_legend_labels
 from joulegym.evaluation.runner import run_episode
-from joulegym.evaluation.verdict import Claim, claim, comparison_markdown, qualitative
+from joulegym.evaluation.verdict import Claim, claim, comparison_markdown, markdown_table, qualitative
 
 HEADLINE = ("system_fairness", "time_fairness", "energy_fairness", "total_energy_j")
 MAX_PLOTTED_POLICIES = 8
@@ -191,7 +191,7 @@ def reproduce(out_dir: Path, quick: bool = False) -> list[Path]:
     tables = {name: stages[name]() for name in track(list(stages), "reproduce etf", label=str)}
     written = [write_csv(t, out_dir / f"{name}.csv") for name, t in tables.items()]
     text = "# ETF paper figures, recomputed by joulegym\n\n" + "\n\n".join(
-        f"## {name}\n\n{t.to_markdown(index=False, floatfmt='.4f') if _has_tabulate() else t.to_string(index=False)}"
+        f"## {name}\n\n{markdown_table(t)}"
         for name, t in tables.items())
     text += "\n\n" + comparison_markdown(paper_claims(tables))
     written.append(write_atomic(out_dir / "reproduce.md", text + "\n"))
@@ -208,12 +208,5 @@ def reproduce(out_dir: Path, quick: bool = False) -> list[Path]:
     written.append(save_figure(fig, out_dir / "fig7_fig8.png"))
     return written
 
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 

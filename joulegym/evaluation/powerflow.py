@@ -42,7 +42,7 @@ from joulegym.core.policy import make
 from joulegym.core.progress import track
 from joulegym.envs.powerflow.env import SIM_SETTINGS
 from joulegym.evaluation.runner import bootstrap_ci
-from joulegym.evaluation.verdict import Claim, claim, comparison_markdown, qualitative
+from joulegym.evaluation.verdict import Claim, claim, comparison_markdown, markdown_table, qualitative
 from joulegym.scenarios.powerflow import SMALL_SCALE, gavel_interval
 from joulegym.workloads import datasets
 
@@ -461,12 +461,6 @@ def paper_claims(gains: pd.DataFrame, fig10: pd.DataFrame) -> list[Claim]:
     return claims
 
 
-def _markdown(table: pd.DataFrame) -> str:
-    try:
-        return table.to_markdown(index=False, floatfmt=".3f")
-    except ImportError:
-        return table.to_string(index=False)
-
 
 def reproduce(out_dir, quick: bool = True) -> list[Path]:
     """Fig. 7 (Small100 when ``quick``, else the Alibaba1901-scale trace), Fig. 10 (seed 0 when ``quick``,
@@ -481,7 +475,7 @@ def reproduce(out_dir, quick: bool = True) -> list[Path]:
     gains = pd.read_csv(Path(out_dir) / f"improvement_{name}.csv")
     text = (f"# PowerFlow paper figures, recomputed by joulegym ({name}; docs/families/powerflow.md §13)\n\n"
             f"## Fig. 7: the \"at most\" factor JCT_baseline / JCT_PowerFlow at equal energy\n\n"
-            f"{_markdown(gains)}\n\n" + comparison_markdown(paper_claims(gains, fig10)) + "\n")
+            f"{markdown_table(gains, '.3f')}\n\n" + comparison_markdown(paper_claims(gains, fig10)) + "\n")
     written.append(write_atomic(Path(out_dir) / "powerflow_reproduce.md", text))
     if quick:
         return written

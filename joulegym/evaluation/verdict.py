@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 VERDICTS = ("reproduced", "within tolerance", "deviates")
 
@@ -64,3 +65,9 @@ def comparison_markdown(claims: Sequence[Claim], title: str = "## Paper vs joule
             raise ValueError(f"verdict must be one of {list(VERDICTS)}, got {c.verdict!r}")
         lines.append(f"| {c.quantity} | {c.paper} | {c.ours} | {c.verdict} | {c.note} |")
     return "\n".join(lines)
+
+
+def markdown_table(table: Any, floatfmt: str = ".4f") -> str:
+    """A pandas DataFrame as a Markdown table (no index), floats as ``floatfmt``: the per-experiment tables of the
+    ``--reproduce`` reports (``tabulate`` is a dependency: pandas' ``to_markdown`` needs it)."""
+    return table.to_markdown(index=False, floatfmt=floatfmt)
