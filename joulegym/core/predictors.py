@@ -350,6 +350,23 @@ class ScalarKalmanFilter:
             self.initialised |= active
         return self.estimate
 
+    def steady_variance(self, max_updates: int = 10_000) -> float | None:
+        """The variance a filter that is measured every period settles at, in floating point: the exact fixed
+        point of eqs. 8-9 and 11 (``p = (1 - g h) (a^2 p + q)``) reached from ``p0`` by the same operations as
+        :meth:`update`, or ``None`` if none is reached within ``max_updates`` (the iteration may end in a cycle
+        of neighbouring floats). A filter at this variance keeps it and has a constant gain; callers use that to
+        skip the variance arithmetic without changing a bit."""
+        a, h, q, r = self.a, self.h, self.q, self.r
+        p = self.p0
+        for _ in range(max_updates):
+            prior_var = a * a * p + q
+            gain = prior_var * h / (h * h * prior_var + r)
+            nxt = (1.0 - gain * h) * prior_var
+            if nxt == p:
+                return p
+            p = nxt
+        return None
+
     def predict(self) -> np.ndarray:
         """Next-period predictions ``a x_hat`` (no state change)."""
         return self.a * self.estimate

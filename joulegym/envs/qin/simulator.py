@@ -80,6 +80,12 @@ EV_DONE, EV_ARRIVAL, EV_TICK, EV_SCHED = 0, 1, 2, 3
 SCHED_KICK, SCHED_WAKE, SCHED_IDLE = -1, -2, -3
 PHASE_BLOCK = 64  # control periods of phase draws generated at once (memory: 64 x threads x 3 floats)
 EPS_INSTR = 1e-3  # a thread with less than this many instructions left is finished (float round-off)
+# _evolve_phases evolves every thread id at once while the thread ids number at most 4 x the alive threads + this
+# (a speed choice: beyond it, the gathers of the alive threads' entries are cheaper than whole-array operations)
+PHASE_WHOLE_ARRAY_SLACK = 1024
+# the ufuncs of the per-period paths, called with a positional output: cheaper than the in-place operators
+# (``a += b`` dispatches through ``__iadd__``) on these small arrays, and the same operation
+_add, _sub, _mul, _div = np.add, np.subtract, np.multiply, np.divide
 
 
 @dataclass
@@ -186,10 +192,11 @@ class _TickContext:
     completions, migrations) does not change: a control period re-uses them instead of re-gathering ~20 arrays
     (a 100-job episode at 10 ms has ~200k periods and a handful of mapping changes per second)."""
 
-    __slots__ = ("act", "all_cores", "all_servers", "busy_core", "by_core", "core_starts", "cores", "dram_idle",
-                 "feasible", "flat_core", "idle_term", "jobs", "occupied", "servers", "share", "share_app",
-                 "share_period", "soc", "srv", "starts", "tc", "th", "thr_cycles", "thr_mem", "thr_weight",
-                 "traffic_term", "uncore")
+    __slots__ = ("act", "all_cores", "all_occupied", "all_servers", "busy_all", "busy_core", "by_core", "core_starts",
+                 "cores", "dram_idle", "dvfs", "flat_core", "idle_term", "job_weights", "jobs", "jobs2", "loss",
+                 "occupied", "power_bins", "power_in", "power_table", "rate", "rate_index", "rate_max", "rate_table",
+                 "rem_floor", "rem_floor_t", "row_base", "servers", "share", "share_app", "share_period", "soc",
+                 "srv", "starts", "tc", "th", "thr_cycles", "thr_mem", "thr_weight", "traffic_term", "uncore")
 
     def __init__(self, sim: QinSim) -> None:
         servers = sim._busy_servers()
@@ -198,12 +205,16 @@ class _TickContext:
         self.all_servers = servers.size == sim.n_servers  # whole-array updates instead of gathers/scatters
         self.tc = sim.thread_core[th]
         self.jobs = sim.thread_job[th]
+        self.jobs2 = np.concatenate((self.jobs, self.jobs + sim.n_jobs))  # bins of sim._job_acc (CPU, then delay)
+        self.job_weights = np.empty(2 * th.size)
         self.srv = sim.thread_server[th]
         self.share = 1.0 / sim.core_threads[self.tc]
         self.cores = sim._core_index(servers)
         self.all_cores = self.cores.size == sim.n_cores
         self.soc = sim.server_of_core[self.cores]
         self.busy_core = sim.core_threads[self.cores] > 0
+        # the same over every core of the cluster (False outside these servers): a whole-array update adds 0 there
+        self.busy_all = sim.core_threads > 0
         self.flat_core = sim._flat_base[self.cores]
         self.act = sim._core_act[self.cores]
         self.traffic_term = sim._core_beta[self.cores] * sim._traffic_w[self.cores]
@@ -224,8 +235,44 @@ class _TickContext:
         first = np.flatnonzero(np.diff(sorted_tc, prepend=-1)) if th.size else np.zeros(0, dtype=np.intp)
         self.core_starts = first
         self.occupied = sorted_tc[first]
-        # DVFS feasibility per (thread, level); the top level is always allowed (its column stays True)
-        self.feasible = np.ones((th.size, sim.n_levels), dtype=bool)
+        self.all_occupied = self.occupied.size == sim.n_cores  # then occupied is every core in order
+        self.dvfs: tuple | None = None  # the DVFS step's gathers, built by the node policy (QinNodePolicy._dvfs)
+        # the (thread, level) rates and (core, level) powers of this mapping (build_tables, on first use); ``rate``
+        # and ``loss`` are the threads' rates and eq. 19 loss rates at the current levels (valid while
+        # sim._rates_ctx is this context)
+        self.rate_table: np.ndarray | None = None
+        self.power_table = self.rate_index = self.row_base = self.rate = self.loss = np.zeros(0)
+        self.power_in = self.power_bins = np.zeros(0)
+        # _refresh_busy's completion bound: the least remaining instructions of these threads at rem_floor_t (-1:
+        # not known yet) and the highest rate any of them can have (any level)
+        self.rate_max = math.inf
+        self.rem_floor = 0.0
+        self.rem_floor_t = -1.0
+
+    def build_tables(self, sim: QinSim) -> None:
+        """Every (thread, level) rate and (core, level) power of this mapping, so that a level change costs one
+        gather each: the expressions of :meth:`QinSim._refresh` and :meth:`QinSim._power`, element by element
+        (the same numbers)."""
+        levels = sim.n_levels
+        cores = self.cores
+        self.row_base = np.arange(cores.size) * levels
+        self.rate_index = np.arange(self.th.size) * levels
+        f = sim.freq_hz[self.tc]  # (T, L)
+        self.rate_table = (self.thr_weight[:, None] / (self.thr_cycles[:, None] / f + self.thr_mem[:, None])).ravel()
+        self.rate_max = float(self.rate_table.max()) if self.rate_table.size else math.inf
+        busy = self.busy_core[:, None]
+        table = busy * sim.cores.dyn_w[cores] * self.act[:, None]
+        if sim._full_power:
+            table = table + busy * (sim.cores.leak_w[cores] + self.traffic_term[:, None]) + self.idle_term[:, None]
+        self.power_table = table.ravel()
+        # bincount's input for the servers' power: the per-core powers, then each server's uncore and DRAM idle
+        # power, so one bincount adds ((cores) + uncore) + DRAM idle in the order of _power
+        c, servers = cores.size, self.servers
+        if sim._full_power:
+            self.power_in = np.concatenate((np.zeros(c), self.uncore, self.dram_idle))
+            self.power_bins = np.concatenate((self.soc, servers, servers))
+        else:
+            self.power_in, self.power_bins = np.zeros(c), self.soc
 
 
 class QinSim:
@@ -256,6 +303,7 @@ class QinSim:
         # instead of a 2-D fancy index on the per-event and per-tick paths)
         self._flat_base = self._rows * self.n_levels
         self._freq_flat = self.freq_hz.ravel()
+        self._loss_flat = (1.0 - self.freq_hz / self.f_high_hz[:, None]).ravel()  # eq. 19's 1 - f / f_H
         self._dyn_flat = np.ascontiguousarray(cores.dyn_w).ravel()
         self._leak_flat = np.ascontiguousarray(cores.leak_w).ravel()
         self._full_power = self.cfg.power_terms == "full"
@@ -341,6 +389,8 @@ class QinSim:
         self._thr_weight = np.zeros(t)  # CPU share / slowdown
         self._phase_level = np.ones(t)
         self._phase_noise = np.zeros(t)
+        self._phase_buf = np.empty(t)  # _evolve_phases' whole-array scratch and constants
+        self._phase_consts = (np.full(t, self.cfg.ar_rho), np.ones(t), np.full(t, 0.1))
         # jobs
         self.job_server = np.full(m, -1, dtype=np.intp)
         self.job_level_hint = np.full(m, self.n_levels - 1, dtype=np.intp)
@@ -349,8 +399,9 @@ class QinSim:
         self.start_s = np.full(m, np.nan)
         self.dispatch_s = np.full(m, np.nan)
         self.finish_s = np.full(m, np.nan)
-        self.job_delay_s = np.zeros(m)  # eq. 18-19 numerator over the job's threads
-        self.job_cpu_s = np.zeros(m)  # CPU time its threads received
+        # job_cpu_s (CPU time its threads received) then job_delay_s (eq. 18-19 numerator over its threads) in one
+        # array: the control period accumulates both with one bincount
+        self._job_acc = np.zeros(2 * m)
         # cores
         k = self.n_cores
         self.core_level = np.full(k, self.n_levels - 1, dtype=np.intp)
@@ -362,12 +413,12 @@ class QinSim:
         self.core_busy_s = np.zeros(k)
         self.core_period_instr = np.zeros(k)  # instructions retired in the current control period
         self.core_period_busy_s = np.zeros(k)
-        self.core_period_work = np.zeros(k)
         self.period_instr = np.zeros(k)  # the last control period's measurements (swapped in at each tick)
         self.period_busy_s = np.zeros(k)
-        self.period_work = np.zeros(k)
         # servers
         self.server_t = np.zeros(n)  # last integration time
+        self._sync_t: float | None = 0.0  # the time every server was integrated to at once (None: they differ)
+        self._rem_stash: tuple | None = None  # (tick context, time, its threads' remaining instructions then)
         self.server_energy_j = np.zeros(n)
         self.power_w = np.zeros(n)
         self.server_rate_sum = np.zeros(n)  # instr/s of the server's threads (load drains at this rate)
@@ -385,7 +436,6 @@ class QinSim:
         # the tick context whose rates/power _refresh_busy computed last, with no level or mapping change since
         # (then a tick that keeps every level recomputes the same numbers: skipped); None = recompute
         self._rates_ctx: _TickContext | None = None
-        self._rate_floor = np.zeros(0)  # max(thread rate, 1e-300) of the context's threads (completion times)
         self._core_act = np.zeros(self.n_cores)  # mean activity of the threads on each core (power)
         self._core_beta = np.zeros(self.n_cores)  # mean beta (DRAM traffic)
         for s in range(n):
@@ -462,6 +512,16 @@ class QinSim:
         return float(self.server_energy_j.sum() + (self.power_w * (self.now - self.server_t)).sum())
 
     @property
+    def job_cpu_s(self) -> np.ndarray:
+        """CPU time each job's threads received (a view: the simulator accumulates it)."""
+        return self._job_acc[: self.n_jobs]
+
+    @property
+    def job_delay_s(self) -> np.ndarray:
+        """Eq. 18-19's accumulated delay over each job's threads (a view: the simulator accumulates it)."""
+        return self._job_acc[self.n_jobs:]
+
+    @property
     def util(self) -> np.ndarray:
         """Busy cores / cores per server, now."""
         busy = np.bincount(self.server_of_core, weights=(self.core_threads > 0), minlength=self.n_servers)
@@ -525,8 +585,9 @@ class QinSim:
 
     def _sync_levels(self) -> None:
         """Re-derive the per-core caches of ``core_level`` (frequency and eq. 19's loss per busy second)."""
-        self._core_f = self._freq_flat[self._flat_base + self.core_level]
-        self._core_loss = 1.0 - self._core_f / self.f_high_hz
+        flat = _add(self._flat_base, self.core_level)
+        self._core_f = self._freq_flat.take(flat)
+        self._core_loss = self._loss_flat.take(flat)  # 1 - core_f / f_H, tabulated
         self._rates_ctx = None
 
     def node_snapshot(self) -> tuple:
@@ -681,7 +742,12 @@ class QinSim:
     # --- placement and completions ---------------------------------------------------------------------------
     def _place(self, j: int, s: int, level: int) -> None:
         self._integrate(np.array([s]), self.now)
-        threads = np.arange(self.job_first_thread[j], self.job_first_thread[j + 1])
+        first, end = self.job_first_thread[j], self.job_first_thread[j + 1]
+        threads = np.arange(first, end)
+        # the phase process starts here (multiplier 1, no noise): _evolve_phases may have run every thread id
+        self._phase_level[first:end] = 1.0
+        self._phase_noise[first:end] = 0.0
+        self.thread_phase[first:end] = 1.0
         self.job_server[j] = s
         self.job_level_hint[j] = level
         self.start_s[j] = self.now
@@ -796,11 +862,11 @@ class QinSim:
             jobs = self.thread_job[th]
             cpu = share * dt_th
             m, k = self.n_jobs, self.n_cores
-            self.job_cpu_s += np.bincount(jobs, cpu, minlength=m)
-            self.job_delay_s += np.bincount(jobs, cpu * loss, minlength=m)
+            acc = self._job_acc
+            acc[:m] += np.bincount(jobs, cpu, minlength=m)
+            acc[m:] += np.bincount(jobs, cpu * loss, minlength=m)
             if self._periodic:  # per-period measurements only matter to a ticking node policy
                 self.core_period_instr += np.bincount(tc, work * self.thread_phase[th], minlength=k)
-                self.core_period_work += np.bincount(tc, work, minlength=k)
         busy_dt = (self.core_threads[cores] > 0) * dt_core
         self.core_busy_s[cores] += busy_dt
         self.core_period_busy_s[cores] += busy_dt
@@ -812,6 +878,7 @@ class QinSim:
         self.server_load_instr[srv] = np.maximum(
             self.server_load_instr[srv] - self.server_rate_sum[srv] * dt_s[pos], 0.0)
         self.server_t[srv] = t
+        self._sync_t = None
 
     def _integrate_one(self, s: int, t: float) -> None:
         """:meth:`_integrate` for one server (the event path): scalars and core slices instead of gathers."""
@@ -830,7 +897,6 @@ class QinSim:
             np.add.at(self.job_delay_s, jobs, cpu * self._core_loss[tc])
             if self._periodic:
                 np.add.at(self.core_period_instr, tc, work * self.thread_phase[th])
-                np.add.at(self.core_period_work, tc, work)
         busy_dt = (self.core_threads[lo:hi] > 0) * dt
         self.core_busy_s[lo:hi] += busy_dt
         self.core_period_busy_s[lo:hi] += busy_dt
@@ -839,6 +905,7 @@ class QinSim:
         self.server_energy_j[s] += self.power_w[s] * dt
         self.server_load_instr[s] = max(self.server_load_instr[s] - self.server_rate_sum[s] * dt, 0.0)
         self.server_t[s] = t
+        self._sync_t = None
 
     def _refresh(self, servers: np.ndarray, mapping: bool) -> None:
         """Recompute the rates (and, after a mapping change, the slowdowns), power and next completion of
@@ -992,10 +1059,8 @@ class QinSim:
         # arrays handed out last period are reused, so callers copy what they keep)
         self.period_instr, self.core_period_instr = self.core_period_instr, self.period_instr
         self.period_busy_s, self.core_period_busy_s = self.core_period_busy_s, self.period_busy_s
-        self.period_work, self.core_period_work = self.core_period_work, self.period_work
         self.core_period_instr.fill(0.0)
         self.core_period_busy_s.fill(0.0)
-        self.core_period_work.fill(0.0)
         if self.node_policy.name == "external":
             self.decision_kind = "node"
             return True
@@ -1028,46 +1093,73 @@ class QinSim:
         """:meth:`_integrate` of every busy server (more than one) on the cached gathers (same arithmetic)."""
         ctx = self._tick_context()
         servers = ctx.servers
-        dt_all = t - self.server_t
-        dt_s = dt_all if ctx.all_servers else dt_all[servers]
-        # a handful of servers: Python's min/max over a list beat the ndarray reductions' call overhead
-        dt_list = dt_s.tolist()
-        if max(dt_list) <= 0:
-            return
-        positive = min(dt_list) > 0
+        if ctx.all_servers and self._sync_t is not None:
+            # every server was last integrated at _sync_t (the previous tick, no event since): the same
+            # subtraction as t - server_t, once
+            dt_first = t - self._sync_t
+            if dt_first <= 0:
+                return
+            dt_all = dt_s = None
+            positive = uniform = True
+        else:
+            dt_all = t - self.server_t
+            dt_s = dt_all if ctx.all_servers else dt_all[servers]
+            # a handful of servers: Python's min/max over a list beat the ndarray reductions' call overhead
+            dt_list = dt_s.tolist()
+            if max(dt_list) <= 0:
+                return
+            positive = min(dt_list) > 0
+            # the usual tick brings every busy server from the same time: one Python float multiplies like the
+            # gathered vector of equal values (the same products) without the two gathers
+            dt_first = dt_list[0]
+            uniform = dt_list.count(dt_first) == len(dt_list)
         th, tc = ctx.th, ctx.tc
-        # the usual tick brings every busy server from the same time: one Python float multiplies like the
-        # gathered vector of equal values (the same products) without the two gathers
-        dt_first = dt_list[0]
-        uniform = dt_list.count(dt_first) == len(dt_list)
         dt_core = dt_first if uniform else dt_all[ctx.soc]
         if th.size:
             dt_th = dt_first if uniform else dt_all[ctx.srv]
-            work = self.thread_rate[th] * dt_th
-            self.thread_rem[th] -= work
-            cpu = ctx.share * dt_th
-            m, k = self.n_jobs, self.n_cores
-            self.job_cpu_s += np.bincount(ctx.jobs, cpu, minlength=m)
-            self.job_delay_s += np.bincount(ctx.jobs, cpu * self._core_loss[tc], minlength=m)
+            cached = self._rates_ctx is ctx  # the rates and loss rates of these levels are the context's
+            work = _mul(ctx.rate if cached else self.thread_rate.take(th), dt_th)
+            rem = self.thread_rem
+            new_rem = _sub(rem.take(th), work)
+            rem[th] = new_rem
+            self._rem_stash = (ctx, t, new_rem)  # the DVFS step of this period sums it per core
+            # CPU time and eq. 19 delay per job, one bincount over (job, job + M)
+            n = th.size
+            weights = ctx.job_weights
+            cpu = _mul(ctx.share, dt_th, weights[:n])
+            _mul(cpu, ctx.loss if cached else self._core_loss[tc], weights[n:])
+            acc = self._job_acc
+            _add(acc, np.bincount(ctx.jobs2, weights, 2 * self.n_jobs), acc)
             if self._periodic:
-                self.core_period_instr += np.bincount(tc, work * self.thread_phase[th], minlength=k)
-                self.core_period_work += np.bincount(tc, work, minlength=k)
-        busy_dt = ctx.busy_core * dt_core
+                _mul(work, self.thread_phase.take(th), work)  # instructions retired (work is not needed after)
+                instr = self.core_period_instr
+                _add(instr, np.bincount(tc, work, self.n_cores), instr)
         if ctx.all_cores:
-            self.core_busy_s += busy_dt
-            self.core_period_busy_s += busy_dt
-            self.core_delay_s += busy_dt * self._core_loss
-            self.core_elapsed_s += dt_core
+            busy_dt = _mul(ctx.busy_core, dt_core)
+            _add(self.core_busy_s, busy_dt, self.core_busy_s)
+            _add(self.core_period_busy_s, busy_dt, self.core_period_busy_s)
+            _add(self.core_delay_s, _mul(busy_dt, self._core_loss), self.core_delay_s)
+            _add(self.core_elapsed_s, dt_core, self.core_elapsed_s)
+        elif uniform:  # busy and loss accumulators over every core (+0 outside these servers), elapsed time not
+            busy_dt = _mul(ctx.busy_all, dt_core)
+            _add(self.core_busy_s, busy_dt, self.core_busy_s)
+            _add(self.core_period_busy_s, busy_dt, self.core_period_busy_s)
+            _add(self.core_delay_s, _mul(busy_dt, self._core_loss), self.core_delay_s)
+            self.core_elapsed_s[ctx.cores] += dt_core
         else:
             cores = ctx.cores
+            busy_dt = ctx.busy_core * dt_core
             self.core_busy_s[cores] += busy_dt
             self.core_period_busy_s[cores] += busy_dt
             self.core_delay_s[cores] += busy_dt * self._core_loss[cores]
             self.core_elapsed_s[cores] += dt_core
         if ctx.all_servers and positive:  # the usual tick: every server is busy and moves on
-            self.server_energy_j += self.power_w * dt_s
-            np.maximum(self.server_load_instr - self.server_rate_sum * dt_s, 0.0, out=self.server_load_instr)
+            dt_srv = dt_first if uniform else dt_s
+            _add(self.server_energy_j, _mul(self.power_w, dt_srv), self.server_energy_j)
+            load = self.server_load_instr
+            np.maximum(_sub(load, _mul(self.server_rate_sum, dt_srv)), 0.0, out=load)
             self.server_t.fill(t)
+            self._sync_t = t
             return
         if positive:
             srv = servers
@@ -1077,6 +1169,7 @@ class QinSim:
         self.server_energy_j[srv] += self.power_w[srv] * dt_s
         self.server_load_instr[srv] = np.maximum(self.server_load_instr[srv] - self.server_rate_sum[srv] * dt_s, 0.0)
         self.server_t[srv] = t
+        self._sync_t = None
 
     def _refresh_busy(self) -> None:
         """:meth:`_refresh` with ``mapping=False`` of every busy server (more than one) after a V/F change, on
@@ -1087,7 +1180,7 @@ class QinSim:
             # no level or mapping change since this context's last rates/power: the same inputs give the same
             # numbers, so only the generation and the completions below are renewed
             if ctx.all_servers:
-                self.server_gen += 1
+                _add(self.server_gen, 1, self.server_gen)
             else:
                 self.server_gen[servers] += 1
         else:
@@ -1095,9 +1188,19 @@ class QinSim:
         # _arm_completions(servers, th)
         if th.size == 0:
             return
-        ttf = self.thread_rem[th] / self._rate_floor
-        nxt = np.minimum.reduceat(ttf, ctx.starts)
         limit = self._next_tick_s if self._tick_armed else math.inf
+        now = self.now
+        if ctx.rem_floor_t >= 0.0 and limit < math.inf:
+            # A thread's remaining instructions only shrink, by at most rate_max per second, while this mapping
+            # lasts; if even then none could finish before the next tick (1 % margin, far above the round-off),
+            # the exact pass below would push no completion: skip it (every busy server is integrated to now)
+            reach = ctx.rate_max * ((now - ctx.rem_floor_t) + (limit - now)) * 1.01 + 2.0 * EPS_INSTR
+            if ctx.rem_floor > reach:
+                return
+        rem = self.thread_rem[th]
+        ttf = rem / np.maximum(ctx.rate, 1e-300)  # (ctx.rate: the rates just computed or still valid)
+        nxt = np.minimum.reduceat(ttf, ctx.starts)
+        ctx.rem_floor, ctx.rem_floor_t = float(rem.min()), now
         server_t, gen = self.server_t, self.server_gen
         for s, dt in zip(servers.tolist(), nxt.tolist()):
             when = server_t[s] + dt
@@ -1107,34 +1210,35 @@ class QinSim:
     def _refresh_busy_rates(self, ctx: _TickContext) -> None:
         """The rates and power part of :meth:`_refresh_busy` (recorded in ``_rates_ctx``)."""
         servers, th, tc = ctx.servers, ctx.th, ctx.tc
+        if ctx.rate_table is None:
+            ctx.build_tables(self)
         if th.size:
-            rate = ctx.thr_weight / (ctx.thr_cycles / self._core_f[tc] + ctx.thr_mem)
+            # thr_weight / (thr_cycles / f + thr_mem), tabulated per (thread, level)
+            rate = ctx.rate_table.take(_add(ctx.rate_index, self.core_level.take(tc)))
             self.thread_rate[th] = rate
-            per_server = np.bincount(ctx.srv, rate, minlength=self.n_servers)
+            per_server = np.bincount(ctx.srv, rate, self.n_servers)
             if ctx.all_servers:
-                self.server_rate_sum[:] = per_server  # in place: callers may hold the array
+                np.copyto(self.server_rate_sum, per_server)  # in place: callers may hold the array
             else:
                 self.server_rate_sum[servers] = per_server[servers]
         else:
             self.server_rate_sum[servers] = 0.0
-        # _power(servers, mapping=False)
-        busy = ctx.busy_core
-        lv_flat = ctx.flat_core + self.core_level[ctx.cores]
-        per_core = busy * self._dyn_flat[lv_flat] * ctx.act
-        if self._full_power:
-            per_core = per_core + busy * (self._leak_flat[lv_flat] + ctx.traffic_term) + ctx.idle_term
-        total = np.bincount(ctx.soc, weights=per_core, minlength=self.n_servers)
+        # _power(servers, mapping=False), from the context's (core, level) table
+        power_in = ctx.power_in
+        ctx.power_table.take(_add(ctx.row_base, self.core_level if ctx.all_cores else self.core_level[ctx.cores]),
+                             out=power_in[: ctx.row_base.size])
+        total = np.bincount(ctx.power_bins, power_in, self.n_servers)  # (+ uncore + DRAM idle: power_in's tail)
         if not ctx.all_servers:
             total = total[servers]
-        if self._full_power:
-            total = total + ctx.uncore + ctx.dram_idle
         if ctx.all_servers:
-            self.power_w[:] = total
-            self.server_gen += 1
+            np.copyto(self.power_w, total)
+            _add(self.server_gen, 1, self.server_gen)
         else:
             self.power_w[servers] = total
             self.server_gen[servers] += 1
-        self._rate_floor = np.maximum(self.thread_rate[th], 1e-300)
+        if th.size:
+            ctx.rate = rate
+            ctx.loss = self._core_loss.take(tc)
         self._rates_ctx = ctx
 
     def _evolve_phases(self) -> None:
@@ -1159,6 +1263,20 @@ class QinSim:
         row = k % PHASE_BLOCK
         th = self.alive_threads()
         switches, levels, innovations = self._phase_draws
+        if self.n_threads_total <= 4 * th.size + PHASE_WHOLE_ARRAY_SLACK:
+            # most threads are alive: evolve every thread id with whole-array operations (7 calls instead of 16
+            # with gathers and scatters). The same elementwise arithmetic, so an alive thread gets the same
+            # numbers; the others' values are never read (_place restarts a thread's process at 1 and 0)
+            np.copyto(self._phase_level, levels[row], where=switches[row])
+            noise, buf = self._phase_noise, self._phase_buf
+            rho, one, floor = self._phase_consts  # rho, 1 and 0.1 as arrays: cheaper calls than Python scalars
+            _mul(noise, rho, noise)
+            _add(noise, innovations[row], noise)
+            _add(noise, one, buf)
+            _mul(self._phase_level, buf, buf)
+            np.maximum(buf, floor, out=buf)
+            _div(one, buf, self.thread_phase)
+            return
         # row views, then 1-D gathers (``take``: a mixed scalar/array index is numpy's slow path)
         switch = th[switches[row].take(th)]
         self._phase_level[switch] = levels[row].take(switch)
