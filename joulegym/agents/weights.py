@@ -7,9 +7,10 @@ plain data (algorithm, policy class name, ``policy_kwargs`` from an allow-list, 
 evaluation env's spaces and the architecture in ``agent.json``, then the weights are loaded into it.
 ``train.py`` writes both formats; ``evaluate.py`` loads a directory holding ``agent.json`` this way.
 
-Only what acting needs is kept: the critics and target networks of SAC, TD3 and DQN serve training alone, so
-``weights.pt`` leaves them out (``agent.json`` lists the left-out parts in ``"omitted"``; a SAC actor of two
-64-unit layers is ~30 KB instead of ~150 KB). Files with every part (written before) load as well.
+Only what acting needs is kept: the value network of PPO / A2C / MaskablePPO and the critics and target networks
+of SAC, TD3 and DQN serve training alone, so ``weights.pt`` leaves them out (``agent.json`` lists the left-out
+parts in ``"omitted"``; a SAC actor of two 64-unit layers is ~30 KB instead of ~150 KB). Files with every part
+(written before) load as well.
 """
 
 from __future__ import annotations
@@ -27,9 +28,14 @@ ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU")  # torch.nn c
 POLICY_KWARGS = ("net_arch", "activation_fn", "ortho_init", "log_std_init", "squash_output", "share_features_extractor",
                  "normalize_images", "n_critics", "use_sde")
 TRAINING_ONLY = ("optimizer_class", "optimizer_kwargs")  # do not change the network: not exported
-# state_dict prefixes of the networks that only training reads (SB3's SACPolicy, TD3Policy, DQNPolicy): the
-# deterministic action comes from ``actor`` (SAC, TD3) or ``q_net`` (DQN) alone
+# state_dict prefixes of the networks that only training reads: the action comes from the policy branch of an
+# ActorCriticPolicy (PPO, A2C, MaskablePPO: ``mlp_extractor.policy_net`` + ``action_net``), from ``actor`` (SAC,
+# TD3) or from ``q_net`` (DQN) alone
+_VALUE_BRANCH = ("mlp_extractor.value_net", "value_net")
 TRAINING_ONLY_NETWORKS: dict[str, tuple[str, ...]] = {
+    "ppo": _VALUE_BRANCH,
+    "a2c": _VALUE_BRANCH,
+    "maskable_ppo": _VALUE_BRANCH,
     "sac": ("critic", "critic_target"),
     "td3": ("critic", "critic_target", "actor_target"),
     "dqn": ("q_net_target",),
@@ -37,7 +43,7 @@ TRAINING_ONLY_NETWORKS: dict[str, tuple[str, ...]] = {
 
 
 def _is_part_of(key: str, networks: tuple[str, ...]) -> bool:
-    return key.split(".", 1)[0] in networks
+    return any(key == net or key.startswith(net + ".") for net in networks)
 
 
 def _plain_policy_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:

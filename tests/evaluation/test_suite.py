@@ -200,16 +200,32 @@ def test_ship_agent_records_a_score_that_reproduces(zoo, tmp_path):
         suite.ship_agent(run, tmp_path / "zoo3")
 
 
+# Families whose shipped agent takes tens of seconds to re-evaluate (marked slow; `-m "not slow"` skips them):
+# DREAM's ar-call agent plays 10 episodes of ~4000 decisions, one policy forward each (29 s measured, 2-core box).
+SLOW_ZOO_FAMILIES = frozenset({"dream"})
+ZOO_AGENT_MAX_BYTES = 512 * 1024  # zoo README: ship small MLPs; the largest today is PowerFlow's (222 KB, 430 inputs)
+
+
 def _packaged_agents() -> list:
     found = []
     for descriptor in families():
         bench = descriptor.benchmark
         for scenario in bench.scenarios if bench is not None else ():
             scenario_id = env_id(bench.kind, scenario, descriptor.kind(bench.kind).version)
-            found += [pytest.param(descriptor, a, id=f"{descriptor.name}-{scenario}-{a.algo}")
+            marks = [pytest.mark.slow] if descriptor.name in SLOW_ZOO_FAMILIES else []
+            found += [pytest.param(descriptor, a, id=f"{descriptor.name}-{scenario}-{a.algo}", marks=marks)
                       for a in suite.find_agents(suite.default_zoo(), descriptor.name, scenario, scenario_id)]
     return found or [pytest.param(None, None, marks=pytest.mark.skip(reason="no agent is shipped in "
                                                                              "joulegym/agents/zoo yet"))]
+
+
+@pytest.mark.parametrize(("descriptor", "agent"), _packaged_agents())
+def test_shipped_agents_are_weights_only_and_small(descriptor, agent):
+    """Shipped agents load without unpickling (agent.json + weights.pt) and stay small enough for the wheel."""
+    files = {p.name: p.stat().st_size for p in agent.path.iterdir() if p.is_file()}
+    assert {"agent.json", "weights.pt", "provenance.json"} <= set(files) and "model.zip" not in files
+    assert sum(files.values()) <= ZOO_AGENT_MAX_BYTES, files
+    assert agent.provenance["seed"] < TRAINING_SEED_LIMIT <= min(agent.provenance["score"]["eval_seeds"])
 
 
 @pytest.mark.parametrize(("descriptor", "agent"), _packaged_agents())
