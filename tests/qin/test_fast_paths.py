@@ -40,6 +40,17 @@ def assert_same(a, b):
     assert sorted(a._heap) == sorted(b._heap)
 
 
+def assert_dvfs_matches_reference(fast, ref):
+    """One control period of the fast DVFS rule on ``fast`` and of the reference rule on its copy ``ref`` leave the
+    same simulator state and the same Kalman bank."""
+    servers = fast._busy_servers()
+    fast.node_policy._dvfs(fast, servers)
+    ref.node_policy._dvfs_reference(ref, servers)
+    assert_same(fast, ref)
+    np.testing.assert_array_equal(fast.node_policy.kalman.estimate, ref.node_policy.kalman.estimate)
+    np.testing.assert_array_equal(fast.node_policy.kalman.variance, ref.node_policy.kalman.variance)
+
+
 def test_tick_fast_paths_equal_the_general_paths():
     fast = mid_run_sim(make_node_policy("qin_node", focus="energy"))
     ref = copy.deepcopy(fast)
@@ -47,12 +58,7 @@ def test_tick_fast_paths_equal_the_general_paths():
     fast._integrate_busy(t)
     ref._integrate(ref._busy_servers(), t)
     assert_same(fast, ref)
-    servers = fast._busy_servers()
-    fast.node_policy._dvfs(fast, servers)
-    ref.node_policy._dvfs_reference(ref, servers)
-    assert_same(fast, ref)
-    np.testing.assert_array_equal(fast.node_policy.kalman.estimate, ref.node_policy.kalman.estimate)
-    np.testing.assert_array_equal(fast.node_policy.kalman.variance, ref.node_policy.kalman.variance)
+    assert_dvfs_matches_reference(fast, ref)
     assert not np.array_equal(fast.core_level[fast.core_threads > 0], np.full(np.count_nonzero(
         fast.core_threads), fast.n_levels - 1)), "PL 0.5 should lower some level (the check must see a change)"
     fast._refresh_busy()
@@ -216,13 +222,7 @@ def test_steady_state_dvfs_equals_the_reference():
     measured = (fast.period_instr > 0) & (fast.period_busy_s > 0)
     assert not np.count_nonzero(np.concatenate((measured, measured)) & fast.node_policy._off_star), \
         "the period must take the constant-gain branch"
-    ref = copy.deepcopy(fast)
-    servers = fast._busy_servers()
-    fast.node_policy._dvfs(fast, servers)
-    ref.node_policy._dvfs_reference(ref, servers)
-    assert_same(fast, ref)
-    np.testing.assert_array_equal(fast.node_policy.kalman.estimate, ref.node_policy.kalman.estimate)
-    np.testing.assert_array_equal(fast.node_policy.kalman.variance, ref.node_policy.kalman.variance)
+    assert_dvfs_matches_reference(fast, copy.deepcopy(fast))
 
 
 def test_whole_array_phase_process_equals_the_alive_thread_path(monkeypatch):
