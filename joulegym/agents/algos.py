@@ -31,6 +31,8 @@ from typing import Any
 import gymnasium as gym
 import yaml
 
+from joulegym.core.io import read_yaml
+
 
 @dataclass(frozen=True)
 class AlgoSpec:
@@ -84,13 +86,7 @@ def load_hyperparams(algo: str, env_id: str, override_file: str | Path | None = 
     params = _pick(yaml.safe_load(text) or {}, env_id, f"packaged {spec.name}.yml")
     if override_file is not None:
         path = Path(override_file)
-        if not path.is_file():
-            raise ValueError(f"hyperparams file {str(path)!r} does not exist")
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as err:
-            raise ValueError(f"hyperparams file {str(path)!r} is not valid YAML: "
-                             f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
+        data = read_yaml(path, f"hyperparams file {str(path)!r}") or {}
         if not isinstance(data, dict):
             raise ValueError(f"hyperparams file {str(path)!r} must hold a mapping (env id or 'default' -> kwargs)")
         params.update(_pick(data, env_id, f"hyperparams file {str(path)!r}"))

@@ -47,6 +47,21 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
     return path
 
 
+def read_yaml(path: str | Path, what: str) -> Any:
+    """The parsed YAML of the file ``path``, a ``ValueError`` naming ``what`` (e.g. ``"--sweep 'x.yml'"``) when the
+    file does not exist or is not valid YAML (the first line of the parser's message)."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{what} does not exist (no such file)")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(f"{what} is not valid YAML: "
+                         f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
+
+
 def check_result_dir(out: str | Path, *, create: bool = False) -> Path:
     """``out`` as a directory a run may write its results into, checked before any work is done: not a file,
     and writable (its parent, where :class:`ResultDir` builds the new directory; ``out`` itself with

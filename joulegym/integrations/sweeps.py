@@ -50,6 +50,8 @@ from typing import Any
 
 import yaml
 
+from joulegym.core.io import read_yaml
+
 SEARCHES = ("grid", "random")
 TOP_KEYS = ("name", "search", "num_samples", "timesteps", "checkpoint_every", "eval_episodes", "max_failures",
             "cpus_per_trial", "space")
@@ -68,13 +70,7 @@ def load_sweep(path: str | Path) -> dict[str, Any]:
     :raises ValueError: naming the field and what is allowed.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"--sweep {str(path)!r}: no such file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise ValueError(f"--sweep {str(path)!r} is not valid YAML: {str(err).splitlines()[0]}") from None
-    return check_sweep(data, origin=str(path))
+    return check_sweep(read_yaml(path, f"--sweep {str(path)!r}"), origin=str(path))
 
 
 def check_sweep(data: Any, origin: str = "sweep") -> dict[str, Any]:
