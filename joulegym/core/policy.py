@@ -7,6 +7,10 @@ simulator's structured state (``env.unwrapped.sim.view()``) instead of the obser
 declare ``env_config``: settings of the env that are part of what the policy *is* (a baseline's own
 placement rule, say); :func:`env_config_for` applies them under the user's keyword arguments.
 
+Policies that decide inside a simulator (DREAM's dispatchers, Qin's node level) are *inner* policies
+(:mod:`joulegym.core.inner`), registered here with ``inner=True``: :func:`make_inner` builds one, :func:`make`
+wraps one that has ``decide(view)`` in :class:`~joulegym.core.inner.InnerPolicyAdapter` so it drives the env.
+
 Names are scoped by family: ``make("fifo", family="powerflow")`` or ``make("powerflow/fifo")``; the
 short form ``make("fifo")`` works while only one family has a policy of that name. Generic policies
 (``random``) belong to every family. A family's policy module is imported on first use (its descriptor
@@ -47,6 +51,7 @@ class PolicySpec:
     kinds: frozenset[str] | None  # None: every kind of the family (or of every family, if generic)
     factory: Callable[..., Any]
     description: str
+    inner: bool = False  # the factory builds an inner policy (joulegym.core.inner)
 
     @property
     def qualified_name(self) -> str:
@@ -57,14 +62,20 @@ _REGISTRY: dict[tuple[str, str], PolicySpec] = {}
 
 
 def register_policy(name: str, factory: Callable[..., Any], *, family: str, description: str,
-                    kinds: Iterable[str] | None = None) -> None:
-    """Register ``factory`` (called as ``factory(**kwargs)``) as ``family/name``."""
-    if "/" in name:
-        raise ValueError(f"policy name {name!r} must not contain '/'")
+                    kinds: Iterable[str] | None = None, inner: bool = False) -> None:
+    """Register ``factory`` (called as ``factory(**kwargs)``) as ``family/name``.
+
+    :param kinds: the env kinds the policy drives (``None``: every kind).
+    :param inner: ``factory`` builds an inner policy (:mod:`joulegym.core.inner`); :func:`make` wraps it.
+    """
+    if "/" in name or not name or name != name.strip() or "_" in name:
+        raise ValueError(f"policy name {name!r} must be non-empty, without '/', '_' or surrounding spaces "
+                         "(one spelling: words joined by '-')")
     key = (family, name)
     if key in _REGISTRY:
         raise ValueError(f"policy {family}/{name} is already registered")
-    _REGISTRY[key] = PolicySpec(name, family, frozenset(kinds) if kinds else None, factory, description)
+    _REGISTRY[key] = PolicySpec(name, family, frozenset(kinds) if kinds else None, factory, description,
+                                bool(inner))
 
 
 def _load(family: str | None) -> None:
@@ -98,16 +109,36 @@ def spec(name: str, family: str | None = None) -> PolicySpec:
 
 
 def make(name: str, family: str | None = None, **kwargs: Any) -> Any:
-    """Build the reference policy ``name`` with ``kwargs`` (e.g. ``make("etf", phi=0.7)``)."""
-    return spec(name, family).factory(**kwargs)
+    """Build the reference policy ``name`` with ``kwargs`` (e.g. ``make("etf", phi=0.7)``); an inner policy comes
+    wrapped in :class:`~joulegym.core.inner.InnerPolicyAdapter` (it then drives its family's env kinds)."""
+    found = spec(name, family)
+    built = found.factory(**kwargs)
+    if not found.inner:
+        return built
+    from joulegym.core.inner import InnerPolicyAdapter
+
+    return InnerPolicyAdapter(built, family=found.family, kinds=found.kinds)
 
 
-def available(family: str | None = None, kind: str | None = None) -> list[str]:
-    """Names of the policies for ``family`` (generic ones included), optionally only those for ``kind``."""
+def make_inner(name: str, family: str | None = None, **kwargs: Any) -> Any:
+    """Build the inner policy ``name`` itself (to pass to a simulator, or to
+    :func:`~joulegym.core.inner.run_inner`)."""
+    found = spec(name, family)
+    if not found.inner:
+        raise ValueError(f"policy {found.qualified_name!r} is not an inner policy; inner policies of "
+                         f"{found.family!r}: {available(found.family, inner=True)}")
+    return found.factory(**kwargs)
+
+
+def available(family: str | None = None, kind: str | None = None, inner: bool | None = None) -> list[str]:
+    """Names of the policies for ``family`` (generic ones included), optionally only those for ``kind``, or only
+    the inner (``inner=True``) or the other (``inner=False``) ones."""
     _load(family)
     names = []
     for spec_ in _REGISTRY.values():
         if family is not None and spec_.family not in (family, GENERIC):
+            continue
+        if inner is not None and spec_.inner != inner:
             continue
         if kind is not None and spec_.kinds is not None and kind not in spec_.kinds:
             continue
