@@ -16,11 +16,11 @@ one protocol:
 =========================  ========================================================================
 
 They are registered in the same family-scoped registry as every policy (:func:`joulegym.core.policy.
-register_policy` with ``inner=True``): :func:`joulegym.core.policy.make_inner` builds the inner policy itself,
-:func:`joulegym.core.policy.make` wraps it in :class:`InnerPolicyAdapter` so it drives an env kind through the
-same loop as an agent (:func:`joulegym.core.rollout.rollout`). :func:`run_inner` runs an episode on the
-simulator alone, without the env's observation and mask (the fast path of evaluation and reproductions);
-each family's test proves both paths give the same metrics.
+register_policy` with ``inner=True``): :func:`joulegym.core.policy.make_inner` builds the inner policy
+itself, :func:`joulegym.core.policy.make` wraps it in :class:`~joulegym.core.policy.InnerPolicyAdapter` so it
+drives an env kind through the same loop as an agent (:func:`joulegym.core.rollout.rollout`).
+:func:`run_inner` runs an episode on the simulator alone, without the env's observation and mask (the fast
+path of evaluation and reproductions); each family's test proves both paths give the same metrics.
 
 Seeding: every policy draws its random numbers from :func:`policy_rng`, one stream per (seed, name), so two
 policies reset with the same seed do not share draws and the same seed gives the same decisions.
@@ -32,8 +32,6 @@ import zlib
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-
-from joulegym.core.policy import PolicyNotApplicable
 
 
 def policy_rng(seed: int | None, name: str = "") -> np.random.Generator:
@@ -65,51 +63,6 @@ class DecidingPolicy(InnerPolicy, Protocol):
 
     def decide(self, view: Any) -> Any:
         """The typed decision for the state ``view`` (``sim.view()``)."""
-
-
-class InnerPolicyAdapter:
-    """An inner policy as an agent-facing :class:`~joulegym.core.policy.Policy`.
-
-    ``reset(env, seed)`` resets the inner policy on ``env.unwrapped.sim`` with :func:`policy_rng`; ``act`` asks it
-    for the decision on ``sim.view()`` and returns ``env.unwrapped.action_type.encode(decision)``. The env's
-    action type must encode every decision the inner policy makes (a family whose integer action cannot hold
-    a decision carries it alongside, e.g. DREAM's sub-net choice).
-
-    :param inner: the inner policy (with ``decide``).
-    :param kinds: the env kinds it can drive (``None``: every kind of its family whose action type encodes).
-    :param family: the family it belongs to (checked at ``reset``).
-    """
-
-    def __init__(self, inner: Any, *, family: str, kinds: frozenset[str] | None = None) -> None:
-        if not callable(getattr(inner, "decide", None)):
-            raise ValueError(f"inner policy {getattr(inner, 'name', inner)!r} has no decide(view): it runs inside "
-                             "the simulator only (a simulator setting), not as an agent-facing policy")
-        self.inner, self.family, self.kinds = inner, family, kinds
-        self.name = inner.name
-        self.privileged = bool(getattr(inner, "privileged", False))
-        self._base: Any = None
-
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        base = env.unwrapped
-        if getattr(base, "family", None) != self.family or (self.kinds is not None and base.kind not in self.kinds):
-            allowed = sorted(self.kinds) if self.kinds is not None else f"every {self.family} kind"
-            found = getattr(base, "kind", type(base).__name__)
-            raise PolicyNotApplicable(f"{self.name} drives {allowed}, not {found!r}")
-        encode = getattr(base.action_type, "encode", None)
-        if encode is None:
-            raise PolicyNotApplicable(f"{self.name}: action mode {base.action_mode!r} cannot encode its decisions")
-        self._base, self._encode, self._sim = base, encode, base.sim
-        self.inner.reset(base.sim, policy_rng(seed, self.name))
-
-    def act(self, obs: Any, info: dict[str, Any]) -> Any:
-        if self._base is None:
-            raise RuntimeError(f"{self.name}.act() called before reset(env)")
-        return self._encode(self.inner.decide(self._sim.view()))
-
-    def __getattr__(self, item: str) -> Any:  # the inner policy's settings (alpha, beta, ...) read through
-        if item == "inner":
-            raise AttributeError(item)
-        return getattr(self.inner, item)
 
 
 def run_inner(sim: Any, policy: Any, seed: int | None, instance: Any = None, *,

@@ -9,7 +9,7 @@ placement rule, say); :func:`env_config_for` applies them under the user's keywo
 
 Policies that decide inside a simulator (DREAM's dispatchers, Qin's node level) are *inner* policies
 (:mod:`joulegym.core.inner`), registered here with ``inner=True``: :func:`make_inner` builds one, :func:`make`
-wraps one that has ``decide(view)`` in :class:`~joulegym.core.inner.InnerPolicyAdapter` so it drives the env.
+wraps one that has ``decide(view)`` in :class:`InnerPolicyAdapter` so it drives the env.
 
 Names are scoped by family: ``make("fifo", family="powerflow")`` or ``make("powerflow/fifo")``; the
 short form ``make("fifo")`` works while only one family has a policy of that name. Generic policies
@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+from joulegym.core.inner import policy_rng
 
 GENERIC = "*"
 
@@ -42,6 +44,51 @@ class Policy(Protocol):
 
 class PolicyNotApplicable(ValueError):
     """Raised by ``Policy.reset`` when the policy cannot drive this env kind / action mode."""
+
+
+class InnerPolicyAdapter:
+    """An inner policy as an agent-facing :class:`~joulegym.core.policy.Policy`.
+
+    ``reset(env, seed)`` resets the inner policy on ``env.unwrapped.sim`` with :func:`policy_rng`; ``act`` asks it
+    for the decision on ``sim.view()`` and returns ``env.unwrapped.action_type.encode(decision)``. The env's
+    action type must encode every decision the inner policy makes (a family whose integer action cannot hold
+    a decision carries it alongside, e.g. DREAM's sub-net choice).
+
+    :param inner: the inner policy (with ``decide``).
+    :param kinds: the env kinds it can drive (``None``: every kind of its family whose action type encodes).
+    :param family: the family it belongs to (checked at ``reset``).
+    """
+
+    def __init__(self, inner: Any, *, family: str, kinds: frozenset[str] | None = None) -> None:
+        if not callable(getattr(inner, "decide", None)):
+            raise ValueError(f"inner policy {getattr(inner, 'name', inner)!r} has no decide(view): it runs inside "
+                             "the simulator only (a simulator setting), not as an agent-facing policy")
+        self.inner, self.family, self.kinds = inner, family, kinds
+        self.name = inner.name
+        self.privileged = bool(getattr(inner, "privileged", False))
+        self._base: Any = None
+
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        base = env.unwrapped
+        if getattr(base, "family", None) != self.family or (self.kinds is not None and base.kind not in self.kinds):
+            allowed = sorted(self.kinds) if self.kinds is not None else f"every {self.family} kind"
+            found = getattr(base, "kind", type(base).__name__)
+            raise PolicyNotApplicable(f"{self.name} drives {allowed}, not {found!r}")
+        encode = getattr(base.action_type, "encode", None)
+        if encode is None:
+            raise PolicyNotApplicable(f"{self.name}: action mode {base.action_mode!r} cannot encode its decisions")
+        self._base, self._encode, self._sim = base, encode, base.sim
+        self.inner.reset(base.sim, policy_rng(seed, self.name))
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        if self._base is None:
+            raise RuntimeError(f"{self.name}.act() called before reset(env)")
+        return self._encode(self.inner.decide(self._sim.view()))
+
+    def __getattr__(self, item: str) -> Any:  # the inner policy's settings (alpha, beta, ...) read through
+        if item == "inner":
+            raise AttributeError(item)
+        return getattr(self.inner, item)
 
 
 @dataclass(frozen=True)
@@ -110,14 +157,10 @@ def spec(name: str, family: str | None = None) -> PolicySpec:
 
 def make(name: str, family: str | None = None, **kwargs: Any) -> Any:
     """Build the reference policy ``name`` with ``kwargs`` (e.g. ``make("etf", phi=0.7)``); an inner policy comes
-    wrapped in :class:`~joulegym.core.inner.InnerPolicyAdapter` (it then drives its family's env kinds)."""
+    wrapped in :class:`InnerPolicyAdapter` (it then drives its family's env kinds)."""
     found = spec(name, family)
     built = found.factory(**kwargs)
-    if not found.inner:
-        return built
-    from joulegym.core.inner import InnerPolicyAdapter
-
-    return InnerPolicyAdapter(built, family=found.family, kinds=found.kinds)
+    return InnerPolicyAdapter(built, family=found.family, kinds=found.kinds) if found.inner else built
 
 
 def make_inner(name: str, family: str | None = None, **kwargs: Any) -> Any:

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from joulegym.core.inner import DecidingPolicy, InnerPolicy, InnerPolicyAdapter, policy_rng, run_inner
-from joulegym.core.policy import PolicyNotApplicable, register_policy
+from joulegym.core.inner import DecidingPolicy, InnerPolicy, policy_rng, run_inner
+from joulegym.core.policy import InnerPolicyAdapter, PolicyNotApplicable, register_policy
 from joulegym.core.simulator import Simulator
 
 
