@@ -1,4 +1,4 @@
-"""Qin benchmarks on one core (issue 16 speed targets; ``docs/families/qin.md`` §7.6), next to the no-op env.
+"""Qin benchmarks on one core (``docs/families/qin.md`` §7.6 "Performance"), next to the no-op env.
 
 1. ``joulegym/QinCluster-v0`` (100 RW jobs, 5 workers) steps per CPU second with random masked actions, measured
    interleaved with the no-op env of :mod:`harness` (made with ``gym.make`` and stepped by the same loop); the

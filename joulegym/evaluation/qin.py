@@ -171,14 +171,14 @@ def fig12(seeds=(0, 1), num_jobs: int = 100) -> pd.DataFrame:
 
 
 def table5(seeds=(0, 1), num_jobs: int = 100, control_period_ms: float = 10.0) -> pd.DataFrame:
-    """Table 5: Qin + Qin (cluster ``qin-<focus>``, node ``qin_node`` with the same focus) against Kubernetes +
+    """Table 5: Qin + Qin (cluster ``qin-<focus>``, node ``qin-node`` with the same focus) against Kubernetes +
     Sniper pinned, on ``Qin-hier-rw`` with ``num_jobs`` RW jobs; improvement (%) in makespan, energy, EDP."""
     rows = []
     for focus, (policy, objective, metric) in VARIANTS.items():
         for seed in seeds:
             kw = {"objective": objective, "workload": {"num_jobs": num_jobs}, "control_period_ms": control_period_ms}
-            q = run("joulegym/Qin-hier-rw-v0", policy, seed, {**kw, "node_policy": "qin_node"})
-            b = run("joulegym/Qin-hier-rw-v0", "kubernetes", seed, {**kw, "node_policy": "sniper_pinned"})
+            q = run("joulegym/Qin-hier-rw-v0", policy, seed, {**kw, "node_policy": "qin-node"})
+            b = run("joulegym/Qin-hier-rw-v0", "kubernetes", seed, {**kw, "node_policy": "sniper-pinned"})
             rows.append({"focus": focus, "seed": seed, "metric": metric, "qin_qin": q[metric], "k8s_sniper": b[metric],
                          "improvement_pct": improvement(b[metric], q[metric]), "paper_pct": PAPER_TABLE5[focus],
                          "qin_makespan_s": q["makespan_s"], "k8s_makespan_s": b["makespan_s"],

@@ -10,7 +10,8 @@ import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
 from joulegym.core.family import register_family
 from joulegym.core.rollout import rollout
-from joulegym.envs.qin.env import QinClusterEnv, QinHierarchicalEnv, QinNodeEnv
+from joulegym.envs.qin.cluster_env import QinClusterEnv, QinHierarchicalEnv
+from joulegym.envs.qin.node_env import QinNodeEnv
 from joulegym.scenarios import qin as qin_scenarios
 
 register_family(qin_scenarios.FAMILY)  # idempotent: a no-op once "qin" is in FAMILY_MODULES
@@ -170,8 +171,8 @@ def test_scenarios_resolve():
 
 def test_hierarchical_env_defaults_to_qin_node():
     env = QinHierarchicalEnv(**SMALL)
-    assert env.kind == "Qin" and env.config["node_policy"] == "qin_node"
-    assert env.sim.node_policy.name == "qin_node" and env.sim.node_policy.focus == "perf"  # focus of the objective
+    assert env.kind == "Qin" and env.config["node_policy"] == "qin-node"
+    assert env.sim.node_policy.name == "qin-node" and env.sim.node_policy.focus == "perf"  # focus of the objective
     energy = QinHierarchicalEnv(objective="energy", **SMALL)
     assert energy.sim.node_policy.focus == "energy"
     episode = _random_episode(env, seed=0)

@@ -16,8 +16,9 @@ import pytest
 
 from joulegym.devices import cpu
 from joulegym.envs.qin import scheduling as sch
-from joulegym.envs.qin.node_policies import make_node_policy
-from joulegym.envs.qin.simulator import QinSim, QinSimConfig
+from joulegym.envs.qin.model import QinSimConfig
+from joulegym.envs.qin.node_policies import QinNodePolicy
+from joulegym.envs.qin.simulator import QinSim
 from joulegym.workloads import qin_jobs as qj
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -29,15 +30,15 @@ def episode(policy: str, mix: str = "rw", num_jobs: int = 100, seed: int = 0, fo
             d: int | None = None, admission: str = "fifo", node: str = "linux",
             period_s: float = 0.01, power_terms: str = "full") -> dict[str, float]:
     """One batch episode on the paper's 5 workers (qin.md §7.5); same workload seed across policies."""
-    if node == "qin_node":
-        node_policy = make_node_policy("qin_node", focus=focus)
+    if node == "qin-node":
+        node_policy = QinNodePolicy(focus=focus)
     else:
         node_policy = node
     latency = KUBERNETES_LATENCY if policy == "kubernetes" else {}
     sim = QinSim(cpu.build_core_table(list(cpu.WORKER_TYPES)),
                  QinSimConfig(node_policy=node_policy, admission=admission, control_period_s=period_s,
                               power_terms=power_terms, **latency))
-    sim.reset(qj.generate_jobs(mix, num_jobs, seed=seed), seed=seed)
+    sim.reset(np.random.default_rng(seed), qj.generate_jobs(mix, num_jobs, seed=seed))
     rng = np.random.default_rng(seed + 10_000)
     while sim.advance():
         j = sim.pending_job
@@ -55,7 +56,7 @@ def episode(policy: str, mix: str = "rw", num_jobs: int = 100, seed: int = 0, fo
                                      sim.runnable_threads, int(sim.n_threads[j]))
         else:
             raise ValueError(policy)
-        sim.apply(server, level)
+        sim.apply((server, level))
     assert sim.done
     return sim.metrics()
 
@@ -154,23 +155,23 @@ def test_energy_gain_larger_for_rw_than_lc_and_tb():
 def test_hierarchical_qin_beats_kubernetes_sniper_on_energy_and_edp():
     """Qin + Qin (energy / EDP variants, node level at a 100 ms control period to keep five seeds within a
     minute) against Kubernetes + Sniper pinned at f_H."""
-    base = {"node": "sniper_pinned", "period_s": 0.1}
-    energy = gain("energy_j", "kubernetes", base_kw=base, focus="energy", node="qin_node", period_s=0.1)
-    edp = gain("edp_js", "kubernetes", base_kw=base, focus="edp", node="qin_node", period_s=0.1)
+    base = {"node": "sniper-pinned", "period_s": 0.1}
+    energy = gain("energy_j", "kubernetes", base_kw=base, focus="energy", node="qin-node", period_s=0.1)
+    edp = gain("edp_js", "kubernetes", base_kw=base, focus="edp", node="qin-node", period_s=0.1)
     # measured over seeds 0-4: energy 11.0 % (energy focus), EDP 10.7 % (EDP focus; its JCT gain 7.9 %, energy
     # 3.2 %); paper 38.65 %, 41.98 %, 10.2 %. The direction reproduces; the size does not: static, uncore and
     # DRAM power (A20) keep drawing while DVFS stretches the runtime
     assert energy > 0.05
     assert edp > 0.05
-    assert gain("makespan_s", "kubernetes", base_kw=base, focus="edp", node="qin_node", period_s=0.1) > 0.0
+    assert gain("makespan_s", "kubernetes", base_kw=base, focus="edp", node="qin-node", period_s=0.1) > 0.0
 
 
 @pytest.mark.reproduce
 def test_table5_energy_size_with_eq12_power_only():
     """With only eq. 12's computational power (the paper's energy model, A20) Qin + Qin's energy saving against
     Kubernetes + Sniper reaches the paper's size (38.65 %)."""
-    base = {"node": "sniper_pinned", "period_s": 0.1, "power_terms": "dynamic_only"}
-    energy = gain("energy_j", "kubernetes", base_kw=base, focus="energy", node="qin_node", period_s=0.1,
+    base = {"node": "sniper-pinned", "period_s": 0.1, "power_terms": "dynamic_only"}
+    energy = gain("energy_j", "kubernetes", base_kw=base, focus="energy", node="qin-node", period_s=0.1,
                   power_terms="dynamic_only")
     # measured over seeds 0-4: energy 44.8 % (paper 38.65 %); the EDP focus then gains 8.8 % EDP and 5.5 % JCT
     assert energy > 0.3

@@ -71,7 +71,7 @@ def _decisions(name: str, seed: int = 0, **policy_kw):
     done = False
     while not done:
         sim = env.sim
-        state = {"job": env.pending_job, "pred": env.pending_prediction(), "load": sim.load_instr.copy(),
+        state = {"job": env.pending_job, "pred": sim.pending_prediction(), "load": sim.load_instr.copy(),
                  "pods": sim.jobs_on.copy(), "t_server": sim.t_server.copy(), "c_server": sim.c_server.copy(),
                  "threads": sim.runnable_threads.copy()}
         action = policy.act(obs, info)
@@ -154,3 +154,24 @@ def test_same_seed_same_decisions():
     _, a = _decisions("qin", seed=4)
     _, b = _decisions("qin", seed=4)
     assert [s for _, s in a] == [s for _, s in b]
+
+
+@pytest.mark.parametrize("name", [n for n in CLUSTER_POLICIES if n != "random"])
+@pytest.mark.parametrize("env_id", ["joulegym/QinCluster-tiny-v0", "joulegym/Qin-tiny-v0"])
+def test_simulator_path_gives_the_env_path_metrics(env_id, name):
+    """run_inner on the simulator alone (the fast path of evaluation) reproduces rollout through the env exactly:
+    the same instance and generator (QinClusterEnv.episode_inputs), the same policy stream (policy_rng)."""
+    from gymnasium.utils.seeding import np_random
+
+    from joulegym.core.inner import run_inner
+    from joulegym.core.policy import make_inner
+
+    seed = 3
+    policy = baselines.make(name, family="qin")
+    kwargs = baselines.env_config_for(policy, {"workload": {"num_jobs": 8}, "objective": "energy"})
+    env = gym.make(env_id, **kwargs)
+    through_env = rollout(env, policy, seed=seed).metrics
+    base = gym.make(env_id, **kwargs).unwrapped
+    sim_rng, instance = base.episode_inputs(np_random(seed)[0])
+    alone = run_inner(base.sim, make_inner(name, family="qin"), seed, instance, rng=sim_rng)
+    assert alone == through_env

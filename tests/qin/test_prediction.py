@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from joulegym.core import predictors
 from joulegym.devices.cpu import SERVER_TYPES, WORKER_TYPES, seconds_per_instruction
-from joulegym.envs.qin import prediction
+from joulegym.envs.qin import prediction, predictors
 from joulegym.envs.qin.prediction import QinPredictor, ground_truth, server_configs
 from joulegym.workloads.qin_jobs import generate_jobs, get_catalog
 
@@ -66,21 +65,18 @@ def test_predictions_are_seeded_and_keep_what_was_measured(predictor):
     first = predictor.predict(jobs, np.random.default_rng(5))
     again = predictor.predict(jobs, np.random.default_rng(5))
     other = predictor.predict(jobs, np.random.default_rng(6))
-    for field in ("mips", "energy_j", "runtime_s", "t", "c", "alpha"):
+    for field in ("mips", "energy_j", "runtime_s", "tolerated", "caused", "size_instr"):
         np.testing.assert_array_equal(getattr(first, field), getattr(again, field))
     assert not np.array_equal(first.mips, other.mips)
     observed = predictor.profile(jobs, np.random.default_rng(5))
     known = np.isfinite(observed["mips"])
     np.testing.assert_allclose(first.mips[known], observed["mips"][known])
-    np.testing.assert_allclose(first.alpha, observed["alpha"])
+    np.testing.assert_allclose(first.size_instr, observed["alpha"])
     np.testing.assert_allclose(first.energy_j, predictor.models["nj_per_instr"].fold_in(observed["nj_per_instr"])
-                               * 1e-9 * first.alpha[:, None])
-    np.testing.assert_allclose(first.runtime_s, first.alpha[:, None] / (first.mips * 1e6))
-    one = first.job(7)
-    n_servers = len(WORKER_TYPES)
-    assert one.mips.shape == one.energy_j.shape == one.runtime_s.shape == (n_servers, 4)
-    assert one.t.shape == one.c.shape == (15,) and one.alpha == first.alpha[7]
-    np.testing.assert_array_equal(one.mips[1], first.mips[7, predictor.columns_by_server[1]])
+                               * 1e-9 * first.size_instr[:, None])
+    np.testing.assert_allclose(first.runtime_s, first.size_instr[:, None] / (first.mips * 1e6))
+    assert first.columns.shape == (len(WORKER_TYPES), 4)
+    assert first.tolerated.shape == first.caused.shape == (60, 15)
 
 
 def test_predictions_beat_the_catalog_average(predictor):
@@ -93,9 +89,9 @@ def test_predictions_beat_the_catalog_average(predictor):
     observed = predictor.profile(jobs, np.random.default_rng(0))
     predicted = predictor.predict(jobs, np.random.default_rng(0))
     cases = (("mips", predicted.mips, predictor.truth.mips[jobs.app], True, 0.45),
-             ("nj_per_instr", predicted.energy_j / predicted.alpha[:, None] * 1e9,
+             ("nj_per_instr", predicted.energy_j / predicted.size_instr[:, None] * 1e9,
               predictor.truth.nj_per_instr[jobs.app], True, 0.45),
-             ("t", predicted.t, jobs.tolerated, False, 0.92), ("c", predicted.c, jobs.caused, False, 0.85))
+             ("t", predicted.tolerated, jobs.tolerated, False, 0.92), ("c", predicted.caused, jobs.caused, False, 0.85))
     for name, estimate, exact, relative, ratio in cases:
         unknown = np.isnan(observed[name])
         blind = np.broadcast_to(np.nanmean(predictor.models[name].training_matrix, axis=0), exact.shape)

@@ -23,7 +23,7 @@ t, c         the 15 SoIs            iBench tolerated / caused scores (§4.2)
   of ``t`` and 2 of ``c``; every measurement is ``truth x N(1, 0.05)`` [ASSUME]; the size estimate is
   ``alpha x N(1, 0.05)`` (the paper's scheduler knows ``alpha_m``, §5.2; we make it noisy too).
 - **Fold-in**: each job's row is folded in against the frozen offline column factors
-  (:meth:`~joulegym.core.predictors.CollaborativeFilter.fold_in`: the fixed point of the SGD
+  (:meth:`~joulegym.envs.qin.predictors.CollaborativeFilter.fold_in`: the fixed point of the SGD
   fold-in, pulled towards the mean offline app with an empirical-Bayes strength), vectorised over the
   jobs: 10,000 jobs take well under a second, and no job triggers a re-factorisation. The full retrain
   every 10 arrivals (docs/families/qin.md §2.1) is ``refit_every=10``; it is off by default (each retrain
@@ -46,8 +46,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from joulegym.core.cache import BoundedCache
-from joulegym.core.predictors import CollaborativeFilter
 from joulegym.devices.cpu import N_LEVELS, N_SOI, ServerType, energy_per_instruction_j, get_server_type
+from joulegym.envs.qin.model import PredictedScores
+from joulegym.envs.qin.predictors import CollaborativeFilter
 from joulegym.workloads.qin_jobs import QinCatalog, QinJobs, get_catalog
 
 PROFILE_NOISE_SIGMA = 0.05  # N(1, 0.05) multiplicative profiling noise [ASSUME]
@@ -112,58 +113,18 @@ def ground_truth(catalog: QinCatalog, scs: ServerConfigs, *, paper_dynamic_only:
 
 
 @dataclass(frozen=True)
-class JobPrediction:
-    """One job's predicted scores over the cluster's servers (what a cluster policy reads)."""
+class JobPredictions(PredictedScores):
+    """Predictions for a whole workload (never ground truth), per SC column (:class:`~joulegym.envs.qin.model.
+    PredictedScores`: ``mips``, ``energy_j``, ``runtime_s`` ``(M, n_sc)``, ``tolerated``, ``caused`` ``(M, 15)``,
+    ``size_instr`` ``(M,)``, ``columns`` ``(N, L)``), with the SCs and SoIs each job was profiled on."""
 
-    t: np.ndarray  # (15,)
-    c: np.ndarray  # (15,)
-    mips: np.ndarray  # (N, L)
-    energy_j: np.ndarray  # (N, L)
-    runtime_s: np.ndarray  # (N, L)
-    alpha: float
-
-
-@dataclass(frozen=True)
-class JobPredictions:
-    """Predictions for a whole workload (never ground truth), per SC column; :meth:`job` per server.
-
-    ``mips``, ``energy_j``, ``runtime_s`` are ``(M, n_sc)``; ``t``, ``c`` are ``(M, 15)``; ``alpha`` is
-    ``(M,)``. ``columns_by_server`` ``(N, L)`` maps a server and level to its SC column.
-    """
-
-    mips: np.ndarray
-    energy_j: np.ndarray
-    runtime_s: np.ndarray
-    t: np.ndarray
-    c: np.ndarray
-    alpha: np.ndarray
-    columns_by_server: np.ndarray
     profiled_scs: np.ndarray
     profiled_t_sois: np.ndarray
     profiled_c_sois: np.ndarray
 
     @property
     def n_jobs(self) -> int:
-        return int(self.alpha.size)
-
-    # the long names of the job table (QinJobs.tolerated, .caused, .size_instr) for the same arrays
-    @property
-    def tolerated(self) -> np.ndarray:
-        return self.t
-
-    @property
-    def caused(self) -> np.ndarray:
-        return self.c
-
-    @property
-    def size_instr(self) -> np.ndarray:
-        return self.alpha
-
-    def job(self, m: int) -> JobPrediction:
-        """Job ``m``'s scores with the SC columns laid out per server, ``(N, L)``."""
-        cols = self.columns_by_server
-        return JobPrediction(self.t[m], self.c[m], self.mips[m][cols], self.energy_j[m][cols],
-                             self.runtime_s[m][cols], float(self.alpha[m]))
+        return int(self.size_instr.size)
 
 
 def _noisy(rng: np.random.Generator, truth: np.ndarray, sigma: float) -> np.ndarray:
@@ -269,8 +230,8 @@ class QinPredictor:
         energy = np.maximum(predicted["nj_per_instr"], 0.0) * 1e-9 * alpha[:, None]
         runtime = alpha[:, None] / (mips * 1e6)
         return JobPredictions(mips=mips, energy_j=energy, runtime_s=runtime,
-                              t=np.clip(predicted["t"], 0.0, 100.0), c=np.clip(predicted["c"], 0.0, 100.0),
-                              alpha=alpha, columns_by_server=self.columns_by_server,
+                              tolerated=np.clip(predicted["t"], 0.0, 100.0), caused=np.clip(predicted["c"], 0.0, 100.0),
+                              size_instr=alpha, columns=self.columns_by_server,
                               profiled_scs=observed["profiled_scs"], profiled_t_sois=observed["t_sois"],
                               profiled_c_sois=observed["c_sois"])
 

@@ -18,7 +18,7 @@ reference policies (``joulegym.baselines.qin``) call them.
 :func:`qin_cluster_choose`    Qin_C (qin.md §3.5): per-server scores, focus ``perf`` / ``energy`` / ``edp``
 :func:`node_dchoice`          Qin_N, Alg. 2 + 4 on one server (sequential over threads, loads updated in place)
 :func:`dvfs_levels`           the DVFS controller of qin.md §3.6 (eq. 18-19 under a PL threshold), vectorised
-:func:`dvfs_levels_per_app`   the same with per-app loss accounting (what ``qin_node`` uses)
+:func:`dvfs_levels_per_app`   the same with per-app loss accounting (what ``qin-node`` uses)
 :func:`period_delay_s`        eq. 19
 :func:`kubernetes_choose`     v1.14 LeastRequested + BalancedAllocation (qin.md §5.1)
 :func:`paragon_choose`        Paragon (qin.md §5.1): interference-feasible servers, then best predicted H
