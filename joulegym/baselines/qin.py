@@ -17,7 +17,11 @@ alone with the same metrics (``tests/qin/test_policies.py``).
 - ``kubernetes``: v1.14 LeastRequested + BalancedAllocation over BestEffort pods, 5 ms scheduling latency (A27).
 - ``paragon``: interference-feasible servers, then the best predicted heterogeneity score (greedy, d = 1).
 - ``mage``: argmax of predicted performance under co-location (greedy, d = 1).
-- ``round-robin``, ``least-loaded`` (min L_i): sanity baselines; ``random`` is the generic one.
+- ``round-robin``, ``least-loaded`` (min L_i) and ``drain-time`` (min L_i / rate_i, the env's repair rule): the
+  simple deployable rules a practitioner tries first, not in the paper; ``random`` is the generic one.
+
+None is privileged: the view holds what a scheduler on the paper's cluster knows (predicted scores, predicted
+loads, pods, measured rates).
 
 Node level (``QinNode-v0``; also the cluster envs' ``node_policy`` key): the node-level inner policies of
 :mod:`joulegym.envs.qin.node_policies`, ``qin-node`` (Alg. 2 + 4 with the Kalman + DVFS controller of §3.6;
@@ -63,18 +67,15 @@ class ClusterPolicy:
 class QinPolicy(ClusterPolicy):
     """Qin's cluster level (Alg. 1 + 3; §3.5): D-choices greedy with the focus's goal score."""
 
-    def __init__(self, focus: str | None = None, d: int | None = None, p_frac: float = 0.5,
-                 interference_mode: str = "literal_abs", name: str = "qin", action_mode: str | None = None,
-                 admission: str | None = None) -> None:
+    def __init__(self, focus: str | None = None, d: int | None = None, p_frac: float = 0.5, name: str = "qin",
+                 action_mode: str | None = None, admission: str | None = None) -> None:
         if focus is not None and focus not in scheduling.FOCUSES:
             raise ValueError(f"focus={focus!r} is not one of {scheduling.FOCUSES} (or None: the env's objective)")
         if d is not None and (isinstance(d, bool) or int(d) != d or d < 1):
             raise ValueError(f"d must be None (max(2, ceil(ln N))) or an integer >= 1, got {d!r}")
         if not 0.0 < p_frac <= 1.0:
             raise ValueError(f"p_frac must be in (0, 1], got {p_frac!r}")
-        if interference_mode not in scheduling.INTERFERENCE_MODES:
-            raise ValueError(f"interference_mode={interference_mode!r} is not one of {scheduling.INTERFERENCE_MODES}")
-        self.focus, self.d, self.p_frac, self.mode, self.name = focus, d, p_frac, interference_mode, name
+        self.focus, self.d, self.p_frac, self.name = focus, d, p_frac, name
         config: dict[str, Any] = {}
         if action_mode is not None:
             config["action_mode"] = action_mode
@@ -86,7 +87,8 @@ class QinPolicy(ClusterPolicy):
         p = view.prediction()
         return scheduling.qin_cluster_choose(p.tolerated, p.caused, p.mips, p.energy_j, p.runtime_s, view.t_server,
                                              view.c_server, view.load_instr, self._rng, focus=self.focus or view.focus,
-                                             d=self.d, p_frac=self.p_frac, mode=self.mode)
+                                             d=self.d, p_frac=self.p_frac, mode=view.interference_mode,
+                                             rule=view.dchoice_rule)
 
 
 class KubernetesPolicy(ClusterPolicy):
@@ -94,7 +96,7 @@ class KubernetesPolicy(ClusterPolicy):
 
     name = "kubernetes"
     # A27: Kubernetes responds in milliseconds (no profiling)
-    env_config: ClassVar[dict[str, Any]] = {"scheduler_latency_s": KUBERNETES_LATENCY_S}
+    env_config: ClassVar[dict[str, Any]] = {"profile_latency_s": 0.0, "decision_latency_s": KUBERNETES_LATENCY_S}
 
     def _decide(self, view: Any) -> tuple[int, int | None]:
         return scheduling.kubernetes_choose(view.jobs_on, view.cores, view.mem_gb, self._rng), None
@@ -131,12 +133,24 @@ class RoundRobinPolicy(ClusterPolicy):
 
 
 class LeastLoadedPolicy(ClusterPolicy):
-    """The server with the least assigned unfinished work L_i (ties: the lowest index; a sanity baseline)."""
+    """The server with the least assigned unfinished work L_i (ties: the lowest index). Not in the paper: the first
+    deployable rule a practitioner tries."""
 
     name = "least-loaded"
 
     def _decide(self, view: Any) -> tuple[int, int | None]:
         return int(np.argmin(view.load_instr)), None
+
+
+class DrainTimePolicy(ClusterPolicy):
+    """The server that would drain its assigned work soonest at the rate its threads run now, ``L_i / rate_i`` (an
+    idle server drains at once; ties: the lowest index). Not in the paper: the env's one-line repair rule
+    (``QinClusterEnv.repair_server``), a deployable baseline a learned agent must beat."""
+
+    name = "drain-time"
+
+    def _decide(self, view: Any) -> tuple[int, int | None]:
+        return int(np.argmin(view.drain_s)), None
 
 
 def _cluster(name: str, factory: Any, description: str) -> None:
@@ -165,7 +179,8 @@ def _register() -> None:
     _cluster("paragon", ParagonPolicy, "Paragon: interference-feasible, best heterogeneity (greedy)")
     _cluster("mage", MagePolicy, "Mage: best predicted performance under co-location (greedy)")
     _cluster("round-robin", RoundRobinPolicy, "servers in turn")
-    _cluster("least-loaded", LeastLoadedPolicy, "least assigned unfinished work")
+    _cluster("least-loaded", LeastLoadedPolicy, "least assigned unfinished work (not in the paper)")
+    _cluster("drain-time", DrainTimePolicy, "shortest predicted drain time, load / current rate (not in the paper)")
     _node("qin-node", lambda focus="energy", remap="period", **kw: QinNodePolicy(focus=focus, remap=remap, **kw),
           "Qin's node level (Alg. 2 + 4, Kalman + DVFS), energy focus PL 0.5")
     _node("sniper-pinned", SniperPinnedPolicy, "Sniper's default pinned scheduler at f_max")

@@ -30,7 +30,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pandas as pd
+from gymnasium.utils.seeding import np_random
 
+from joulegym.core.inner import run_inner
 from joulegym.core.io import save_figure, write_atomic, write_csv
 from joulegym.core.plotting import new_figure
 from joulegym.core.policy import env_config_for, make
@@ -54,11 +56,22 @@ PAPER_TABLE5 = {"perf": 10.2, "energy": 38.65, "edp": 41.98}  # Table 5, Kuberne
 D_VALUES = (1, 2, 3, 4, 6)  # Fig. 10b
 
 
-def run(env_id: str, policy: str, seed: int, env_kwargs: dict | None = None, **policy_kw: Any) -> dict[str, float]:
-    """One episode of ``policy`` on ``env_id`` (the policy's ``env_config`` under ``env_kwargs``): its metrics."""
+def run(env_id: str, policy: str, seed: int, env_kwargs: dict | None = None, *, through_env: bool = False,
+        **policy_kw: Any) -> dict[str, float]:
+    """One episode of ``policy`` on ``env_id`` (the policy's ``env_config`` under ``env_kwargs``): its metrics.
+
+    A cluster-level reference policy runs on the simulator alone (:func:`joulegym.core.inner.run_inner` with the
+    env's instance and generator, :meth:`QinClusterEnv.episode_inputs`), which gives the metrics of
+    :func:`~joulegym.core.rollout.rollout` through the env exactly (``tests/qin/test_policies.py``) without the
+    observations; ``through_env=True``, node policies (``QinNode-v0``) and agents go through the env."""
     agent = make(policy, family="qin", **policy_kw)
     env = gym.make(env_id, **env_config_for(agent, env_kwargs))
     try:
+        base = env.unwrapped
+        inner = getattr(agent, "inner", None)
+        if not through_env and inner is not None and hasattr(base, "episode_inputs"):
+            sim_rng, instance = base.episode_inputs(np_random(seed)[0])
+            return run_inner(base.sim, inner, seed, instance, rng=sim_rng)
         return rollout(env, agent, seed=seed).metrics
     finally:
         env.close()

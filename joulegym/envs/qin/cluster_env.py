@@ -52,9 +52,19 @@ Config keys (``QinClusterEnv.default_config``):
 ``control_period_ms`` node-policy period (10; 1 is the paper's fidelity mode)
 ``admission``         ``fifo``, ``dac_H_desc``, ``dac_E_asc``, ``dac_I_asc`` (§7.4) with ``dac_queue_len`` (100),
                       ``dac_wait_s`` (0), ``sigma_dac_s`` (None: rank all)
-``scheduler_latency_s`` per-job scheduling latency (0.27 s: profiling 0.18 + decision 0.09, A27)
+``profile_latency_s`` per-job profiling + CF prediction (0.18 s, A27; Kubernetes: 0), in ``profiling_slots`` parallel
+                      slots (None: one per two servers, §4.1's 2 SCs per profile)
+``decision_latency_s`` per-job decision of the one sequential scheduler (0.09 s, A27; Kubernetes: 0.005 s)
 ``core_types``        ``big`` or ``biglittle``; ``power_model``: ``full`` or ``paper_dynamic_only``
-``interference_mode`` ``literal_abs`` (eq. 16 as printed) or ``hinge`` (A4), for the observation's I
+``offline_fraction``  share of the catalog's apps in the CF's offline training rows (0.1, the paper's "around 10%",
+                      §4.1; the others are held out and known only from their online profile; 1.0 = every app)
+``smt_yield``         a Hyper-Threading core's throughput with two threads, in one thread's (1.3, Intel's measurement,
+                      :data:`joulegym.devices.cpu.SMT_YIELD`; 1 = physical cores only, A22)
+``interference_mode`` ``literal_abs`` (eq. 16 as printed) or ``hinge`` (A4): the observation's I and the one Qin's
+                      policies use (one key for env and policy)
+``dchoice_rule``      ``random-of-top-d`` (Alg. 3 l. 12 "RandomlySelectOne(Flist)", the default) or
+                      ``least-loaded-of-d`` (the least loaded finalist, §5.2's balls-into-bins rule): Qin's pick at
+                      both levels
 ``max_servers``       N_max (8); ``max_steps``: None = M; reset option ``jobs``: a ``QinJobs`` table to replay
 ``record_traces``     keep Im_c and the servers' utilisation at every placement (``env.unwrapped.traces()``)
 ====================  =============================================================================================
@@ -82,6 +92,7 @@ from joulegym.core.config import (
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart
+from joulegym.devices.cpu import SMT_YIELD
 
 NUM_SOI = 15  # sources of interference (docs §1.6)
 SERVER_FEATURES = 14
@@ -103,11 +114,13 @@ SERVER_KEYS = ("kind", "include_master", "types", "count", "seed")
 CORE_TYPES = ("big", "biglittle")
 POWER_MODELS = ("full", "paper_dynamic_only")
 INTERFERENCE_MODES = ("literal_abs", "hinge")
+DCHOICE_RULES = ("random-of-top-d", "least-loaded-of-d")
 MAX_SERVERS = 10_000  # far above the large-N scenario (1,000); bounds the observation size
 MAX_JOBS = 1_000_000
 I_NORM = 3000.0  # docs §7.1: eq. 16 over 15 SoIs in [0, 100] scores is at most 2 * 15 * 100 = 3000
 KUBERNETES_LATENCY_S = 0.005  # A27 (docs §8): Kubernetes responds in milliseconds
-PROFILING_LATENCY_S = 0.18 + 0.09  # A27: profiling + CF 0.18 s, decision 0.09 s per job
+PROFILE_LATENCY_S = 0.18  # A27: profiling + CF per job of the profiling-based schedulers
+DECISION_LATENCY_S = 0.09  # A27: D-choice decision per job
 
 
 
@@ -187,10 +200,15 @@ class QinClusterEnv(JoulegymEnv):
             "dac_queue_len": 100,
             "dac_wait_s": 0.0,
             "sigma_dac_s": None,
-            "scheduler_latency_s": PROFILING_LATENCY_S,
+            "profile_latency_s": PROFILE_LATENCY_S,
+            "decision_latency_s": DECISION_LATENCY_S,
+            "profiling_slots": None,
             "core_types": "big",
             "power_model": "full",
             "interference_mode": "literal_abs",
+            "smt_yield": SMT_YIELD,
+            "offline_fraction": 0.1,
+            "dchoice_rule": "random-of-top-d",
             "max_servers": 8,
             "max_steps": None,
             "record_traces": False,
@@ -214,11 +232,16 @@ class QinClusterEnv(JoulegymEnv):
         check_number("dac_wait_s", c["dac_wait_s"], 0.0, 1e7)
         if c["sigma_dac_s"] is not None:
             check_number("sigma_dac_s", c["sigma_dac_s"], 0.0, 1e7)
-        latency = check_number("scheduler_latency_s", c["scheduler_latency_s"], 0.0, 3600.0)
+        check_number("profile_latency_s", c["profile_latency_s"], 0.0, 3600.0)
+        check_number("decision_latency_s", c["decision_latency_s"], 0.0, 3600.0)
+        if c["profiling_slots"] is not None:
+            check_int("profiling_slots", c["profiling_slots"], 1, MAX_JOBS)
         check_bool("record_traces", c["record_traces"])
         check_choice("core_types", c["core_types"], CORE_TYPES)
         check_choice("power_model", c["power_model"], POWER_MODELS)
         check_choice("interference_mode", c["interference_mode"], INTERFERENCE_MODES)
+        check_choice("dchoice_rule", c["dchoice_rule"], DCHOICE_RULES)
+        check_number("offline_fraction", check_positive("offline_fraction", c["offline_fraction"]), 0.0, 1.0)
         self.server_types = self._check_servers(c["servers"])
         self.N = len(self.server_types)
         self.n_max = check_int("max_servers", c["max_servers"], 1, MAX_SERVERS)
@@ -227,22 +250,25 @@ class QinClusterEnv(JoulegymEnv):
         self._check_workload(c["workload"])
         if c["max_steps"] is not None:
             check_int("max_steps", c["max_steps"], 1)
-        self.cluster = cpu.build_core_table(self.server_types, biglittle=c["core_types"] == "biglittle")
+        self.cluster = cpu.build_core_table(self.server_types, biglittle=c["core_types"] == "biglittle",
+                                            smt_yield=check_number("smt_yield", c["smt_yield"], 1.0, 2.0))
         self.L = int(self.cluster.freq_mhz.shape[1])
-        # A27 splits a profiling-based scheduler's 0.27 s as profiling + CF 0.18 s and decision 0.09 s (2 : 1)
         # Qin's node level runs with the focus of the run (PL 0 / 0.5 / 0.1, §7.2.1)
         # (re-mapping at placements and completions only, A11: a per-period re-decision of a 100-job cluster
         # episode at 10 ms costs minutes of CPU and mostly re-draws the Flist's uniform pick)
-        node_kwargs = {"focus": focus, "remap": "events"} if c["node_policy"] == "qin-node" else {}
+        node_kwargs = ({"focus": focus, "remap": "events", "rule": c["dchoice_rule"]} if c["node_policy"] == "qin-node"
+                       else {})
         node_policy = make_inner(c["node_policy"], family="qin", **node_kwargs)
         self.sim_config = QinSimConfig(
             node_policy=node_policy, control_period_s=period_ms / 1000.0, admission=c["admission"],
             dac_queue_len=int(c["dac_queue_len"]), dac_wait_s=float(c["dac_wait_s"]),
             sigma_dac_s=None if c["sigma_dac_s"] is None else float(c["sigma_dac_s"]),
-            profile_latency_s=latency * 2.0 / 3.0, decision_latency_s=latency / 3.0,
+            profile_latency_s=float(c["profile_latency_s"]), decision_latency_s=float(c["decision_latency_s"]),
+            profiling_slots=c["profiling_slots"],
             power_terms="dynamic_only" if c["power_model"] == "paper_dynamic_only" else "full",
             record_traces=c["record_traces"], level_hints=c["action_mode"] == "server_vf",
-            focus=FOCUS_OF_OBJECTIVE[self.objective], interference_mode=c["interference_mode"])
+            focus=FOCUS_OF_OBJECTIVE[self.objective], interference_mode=c["interference_mode"],
+            dchoice_rule=c["dchoice_rule"])
         self.sim = QinSim(self.cluster, self.sim_config)
         self._predictor = None  # built on first reset (the prediction module caches the offline CF fit)
         valid = np.zeros(self.n_max, dtype=bool)
@@ -250,7 +276,9 @@ class QinClusterEnv(JoulegymEnv):
         self.server_mask = valid
         self._mask_server = valid.astype(np.float32)
         self.action_mask_now = np.repeat(valid, self.L) if c["action_mode"] == "server_vf" else valid.copy()
-        self.server_cores = self._cores = cores = self.cluster.cores.astype(float)
+        # Table 2's cores (logical processors, what the OS and Kubernetes report): the observation's and the
+        # schedulers' count; the simulator schedules on the physical cores (A22)
+        self.server_cores = self._cores = cores = self.cluster.logical_cores.astype(float)
         self.server_mem_gb = self._mem_gb = np.array([s.mem_gb for s in self.server_types], dtype=float)
         fmax_ghz = np.array([s.f_max_mhz for s in self.server_types], dtype=float) / 1000.0
         # static per-server features: cores / 8, f_max / 4 GHz, memory / 16 GB (docs §7.1)
@@ -318,7 +346,7 @@ class QinClusterEnv(JoulegymEnv):
         if self._predictor is None:
             from joulegym.envs.qin.prediction import QinPredictor
 
-            self._predictor = QinPredictor(self.server_types,
+            self._predictor = QinPredictor(self.server_types, offline_fraction=self.config["offline_fraction"],
                                            paper_dynamic_only=self.config["power_model"] == "paper_dynamic_only")
         return self._predictor
 
@@ -362,7 +390,7 @@ class QinClusterEnv(JoulegymEnv):
         ref_runtime = np.asarray(jobs.reference_runtime_s, dtype=float)
         # one reference core's instruction rate (i5-4690 at 3.5 GHz) x each server's relative core speed x cores
         ref_ips = float(size.sum() / ref_runtime.sum())
-        self._capacity_ips = self._cores * ref_ips * self._reference_speed()
+        self._capacity_ips = self.cluster.full_load_cores * ref_ips * self._reference_speed()
         self.mean_size = float(size.mean())
         self.t_job = float(ref_runtime.mean())
         self._arrivals = np.asarray(jobs.arrival_s, dtype=float)
@@ -383,6 +411,7 @@ class QinClusterEnv(JoulegymEnv):
         self._rows[: self.N, 0:3] = self._static
         self._rows[:, SERVER_FEATURES] = self._mask_server
         self._inv_cores = 1.0 / self._cores
+        self._inv_physical = 1.0 / self.cluster.cores
         self._inv_size_cores = 1.0 / (self.mean_size * self._cores)
         self._inv_tdp = 1.0 / self.cluster.tdp_w
         self._segments = np.asarray(self.cluster.first_core[:-1], dtype=np.intp)
@@ -405,19 +434,21 @@ class QinClusterEnv(JoulegymEnv):
         self._more = sim.advance()  # after the last placement this runs every job to completion
         return self._reward_parts()
 
-    def _drain_s(self) -> np.ndarray:
-        """Estimated time for each server to finish its assigned work: its load over the rate at which its
-        threads run now (0 for an idle server)."""
-        return self._load_and_drain()[1]
+    def _true_drain_s(self) -> np.ndarray:
+        """Time for each server to finish its assigned work at the rate its threads run now (0 when idle), from the
+        true remaining work: the reward's potential (the observation and the repair rule use the known one)."""
+        rate = self.sim.server_rate_sum
+        return np.divide(self.sim.load_instr, rate, out=np.zeros(self.N), where=rate > 0)
 
     def _load_and_drain(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(L_i, drain_i)`` now, computed once per decision point (the reward and the observation share it)."""
+        """``(L_i, drain_i)`` as the schedulers know them (predicted sizes less retired instructions, over the
+        measured rate; :class:`~joulegym.envs.qin.view.QinView`), computed once per decision point."""
         sim = self.sim
         key = (self.placed, sim.now)
         cached = self._load_cache
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]
-        load = sim.load_instr
+        load = sim.predicted_load_instr
         rate = sim.server_rate_sum
         drain = np.divide(load, rate, out=np.zeros(self.N), where=rate > 0)
         self._load_cache = (key, load, drain)
@@ -431,7 +462,7 @@ class QinClusterEnv(JoulegymEnv):
             energy = float(m["energy_j"])
             psi = energy * phi
         else:
-            drain = self._drain_s()
+            drain = self._true_drain_s()
             phi = float(sim.now - self._t0 + drain.max())
             energy = float(sim.energy_j)
             psi = (energy + float(np.dot(sim.power_w, drain))) * phi
@@ -459,8 +490,9 @@ class QinClusterEnv(JoulegymEnv):
         return self.sim.pending_prediction() if self.pending_job >= 0 else None
 
     def repair_server(self) -> int:
-        """The valid server with the shortest estimated drain time (ties: the lowest index)."""
-        return int(np.argmin(self._drain_s()))
+        """The valid server with the shortest known drain time (ties: the lowest index): the ``drain-time``
+        baseline's rule."""
+        return int(np.argmin(self._load_and_drain()[1]))
 
     # --- observation, info, metrics --------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
@@ -476,7 +508,7 @@ class QinClusterEnv(JoulegymEnv):
         feat[:, 7] = sim.t_server.sum(axis=1) * (1.0 / (100.0 * NUM_SOI))
         feat[:, 8] = sim.power_w * self._inv_tdp
         # utilisation = busy cores / cores (QinSim.util), summed per server segment without a bincount
-        feat[:, 9] = np.add.reduceat(sim.core_threads > 0, self._segments) * self._inv_cores
+        feat[:, 9] = np.add.reduceat(sim.core_threads > 0, self._segments) * self._inv_physical
         job = self.pending_job
         obs = np.zeros(self.obs_size)
         head = self.n_max * SERVER_ROW

@@ -20,6 +20,11 @@ from joulegym.envs.qin import scheduling as sch
 from joulegym.envs.qin.dynamics import NodeDecision, add, div, mul, sub
 from joulegym.envs.qin.predictors import ScalarKalmanFilter
 
+# What the controller assumes of a core it has not measured yet (no Kalman estimate): CPI 1 and a whole period of
+# work at f_H (the normalised instruction estimate of a core busy at CPI 1), so that its first period is held to
+# PL like any other (eq. 19 for a busy core: dt (1 - f / f_H)) instead of being taken as idle.
+UNMEASURED = 1.0
+
 
 class DvfsController:
     """The Kalman bank and the §3.6 DVFS rule of one simulator (module docstring).
@@ -142,10 +147,10 @@ class DvfsController:
         if self._all_init:  # every filter initialised: the estimates as they are
             cpi_hat = est[:k]
             ihat = mul(est[k:], f_high)
-        else:
+        else:  # a core never measured yet is assumed busy the whole period at CPI 1 (UNMEASURED)
             ready = self.kalman.initialised[:k]
-            cpi_hat = np.where(ready, est[:k], 1.0)
-            ihat = mul(np.where(ready, est[k:], 0.0), f_high)
+            cpi_hat = np.where(ready, est[:k], UNMEASURED)
+            ihat = mul(np.where(ready, est[k:], UNMEASURED), f_high)
         mul(ihat, self._period_k, ihat)  # (x f_H) period
         ctx = sim._tick_context()
         g = ctx.dvfs
@@ -223,8 +228,8 @@ class DvfsController:
         self.kalman.update(np.concatenate((cpi, instr_high)), mask=np.concatenate((measured, measured)))
         pred = self.kalman.predict()
         ready = self.kalman.initialised[:k]
-        cpi_hat = np.where(ready, pred[:k], 1.0)
-        ihat = np.where(ready, pred[k:], 0.0) * f_high * period
+        cpi_hat = np.where(ready, pred[:k], UNMEASURED)
+        ihat = np.where(ready, pred[k:], UNMEASURED) * f_high * period
         th = sim.alive_threads()
         tc = sim.thread_core[th]
         remaining = np.bincount(tc, sim.thread_rem[th], minlength=sim.n_cores)

@@ -12,8 +12,9 @@ Ground truth (qin.md §1.9):
   seconds_per_instruction`; ipc = server IPC x the app's micro-architecture affinity x the core type's scale);
 - interference slowdown ``S = min(3, 1 + sum_k 0.05 w_k (P_k / t_k)^2)`` with ``P_k`` the caused pressure of
   the *other* jobs on the server weighted by their activity (the CPU share their threads get);
-- per-core processor sharing: a thread's rate is ``(1 / k_core) / (tau S)`` (1 ms quanta are fine-grained
-  next to the seconds-long jobs, so sharing is modelled as exact processor sharing);
+- per-core processor sharing: a thread's rate is ``(g / k_core) / (tau S)`` (1 ms quanta are fine-grained
+  next to the seconds-long jobs, so sharing is modelled as exact processor sharing), with ``g`` the core's SMT
+  yield when it runs two or more threads (Hyper-Threading, A22; 1 on other cores and with one thread);
 - power per server (:class:`joulegym.devices.cpu.CoreTable`): uncore + per core busy (1/2 C V^2 f act +
   leakage(V) + DRAM traffic) or idle + DRAM idle; ``power_terms="dynamic_only"`` keeps eq. 12's term only;
 - performance loss (eq. 18-19): a core busy for ``dt`` at ``f`` accrues the delay ``dt (1 - f / f_H)`` (eq. 19
@@ -30,7 +31,7 @@ import numpy as np
 from joulegym.devices.cpu import N_SOI, interference_slowdown
 
 # event kinds, in the order simultaneous events are processed (completions before the decision they inform)
-EV_DONE, EV_ARRIVAL, EV_TICK, EV_SCHED = 0, 1, 2, 3
+EV_DONE, EV_ARRIVAL, EV_TICK, EV_PROFILED, EV_SCHED = 0, 1, 2, 3, 4
 EPS_INSTR = 1e-3  # a thread with less than this many instructions left is finished (float round-off)
 # the ufuncs of the per-period paths, called with a positional output: cheaper than the in-place operators
 # (``a += b`` dispatches through ``__iadd__``) on these small arrays, and the same operation
@@ -156,10 +157,13 @@ class DynamicsMixin:
             if mapping:
                 # per-thread constants of the mapping: time per instruction = cycles / f + memory time (§1.9),
                 # the CPU share and the job's slowdown; a V/F change (a tick) only changes f
-                share = 1.0 / self.core_threads[tc]
+                on_core = self.core_threads[tc]
+                share = 1.0 / on_core
                 jobs = self.thread_job[th]
                 srv = self.thread_server[th]
                 self._slowdowns(servers, th, share)
+                if self._has_smt:  # the core's throughput with two or more threads on it (A22)
+                    share = share * np.where(on_core > 1, self.cores.smt_yield[tc], 1.0)
                 ipc = self._ipc_flat.take(jobs * self.n_servers + srv)  # [jobs, srv], a 1-D gather
                 self._thr_cycles[th] = self.cpi0[jobs] / (ipc * self.cores.ipc_scale[tc])
                 self._thr_mem_s[th] = self.mem_term_s[jobs] * self.memlat[srv]
@@ -196,7 +200,8 @@ class DynamicsMixin:
 
     def _power(self, servers: np.ndarray, mapping: bool = True) -> None:
         """Server power (qin.md §1.2, §1.9; the CoreTable model): per core busy (dynamic x activity + leakage +
-        DRAM traffic) or idle, plus uncore and DRAM idle; ``dynamic_only`` keeps eq. 12's term."""
+        DRAM traffic, the work-proportional terms x the SMT yield when two or more threads share a Hyper-Threading
+        core) or idle, plus uncore and DRAM idle; ``dynamic_only`` keeps eq. 12's term."""
         if servers.size == 1:
             self._power_one(int(servers[0]), mapping)
             return
@@ -214,6 +219,10 @@ class DynamicsMixin:
             denom = np.maximum(n_on, 1)
             self._core_act[cores] = act_sum / denom  # time-sliced threads: the mean activity
             self._core_beta[cores] = beta_sum / denom
+            if self._has_smt:  # power follows the retired work: x the SMT yield with two or more threads
+                gain = np.where(n_on > 1, self.cores.smt_yield[cores], 1.0)
+                self._core_act[cores] *= gain
+                self._core_beta[cores] *= gain
         act = self._core_act[cores]
         beta = self._core_beta[cores]
         lv = self.core_level[cores]
@@ -240,6 +249,10 @@ class DynamicsMixin:
                 denom = np.maximum(n_on, 1)
                 self._core_act[lo:hi] = np.bincount(local, self.act[jobs], minlength=hi - lo) / denom
                 self._core_beta[lo:hi] = np.bincount(local, self.beta[jobs], minlength=hi - lo) / denom
+                if self._has_smt:  # (as in _power)
+                    gain = np.where(n_on > 1, self.cores.smt_yield[lo:hi], 1.0)
+                    self._core_act[lo:hi] *= gain
+                    self._core_beta[lo:hi] *= gain
             else:
                 self._core_act[lo:hi] = 0.0
                 self._core_beta[lo:hi] = 0.0

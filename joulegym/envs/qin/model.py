@@ -21,6 +21,7 @@ ADMISSIONS = ("fifo", "dac_H_desc", "dac_E_asc", "dac_I_asc")
 POWER_TERMS = ("full", "dynamic_only")
 INTERFERENCE_MODES = ("literal_abs", "hinge")
 FOCUSES = ("perf", "energy", "edp")
+DCHOICE_RULES = ("random-of-top-d", "least-loaded-of-d")
 
 
 @dataclass
@@ -32,7 +33,8 @@ class QinSimConfig:
     :mod:`joulegym.envs.qin.node_policies`) or its registered name (``linux``, ``sniper-pinned``, ``qin-node``).
     ``level_hints``: a placement's V/F level is applied (the env's ``server_vf`` action mode); otherwise every job
     starts at the top level. ``focus``, ``interference_mode`` and ``dchoice_rule`` are the operator's settings that
-    the view hands to the cluster schedulers (docs §5.1).
+    the view hands to the cluster schedulers (docs §5.1): the objective's focus, eq. 16's reading (A4) and the
+    D-choice rule's Flist pick.
     """
 
     node_policy: Any = "linux"
@@ -43,6 +45,7 @@ class QinSimConfig:
     sigma_dac_s: float | None = None
     profile_latency_s: float = 0.18  # A27: profiling + CF per job (Kubernetes: 0)
     decision_latency_s: float = 0.09  # A27: D-choice decision per job (Kubernetes: 0.005)
+    profiling_slots: int | None = None  # jobs profiled at once (None: one per two servers, §4.1's 2 SCs per job)
     phases: bool = True  # §1.9 CPI phases + AR(1) noise (only observed by node policies that measure)
     phase_mean_s: float = 0.02
     phase_low: float = 0.7
@@ -56,10 +59,11 @@ class QinSimConfig:
     level_hints: bool = True
     focus: str = "perf"
     interference_mode: str = "literal_abs"
+    dchoice_rule: str = "random-of-top-d"
 
     def validate(self) -> None:
         for name, allowed in (("admission", ADMISSIONS), ("power_terms", POWER_TERMS), ("focus", FOCUSES),
-                              ("interference_mode", INTERFERENCE_MODES)):
+                              ("interference_mode", INTERFERENCE_MODES), ("dchoice_rule", DCHOICE_RULES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not one of {allowed}")
         for name in ("control_period_s", "phase_mean_s", "horizon_s"):
@@ -68,9 +72,13 @@ class QinSimConfig:
             _check_finite(name, getattr(self, name), positive=False)
         if self.sigma_dac_s is not None and not self.sigma_dac_s >= 0:
             raise ValueError(f"sigma_dac_s must be None or >= 0, got {self.sigma_dac_s!r}")
-        if isinstance(self.dac_queue_len, bool) or int(self.dac_queue_len) != self.dac_queue_len \
-                or self.dac_queue_len < 1:
-            raise ValueError(f"dac_queue_len must be an integer >= 1, got {self.dac_queue_len!r}")
+        for name in ("dac_queue_len", "profiling_slots"):
+            value = getattr(self, name)
+            if value is None and name == "profiling_slots":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1{' or None' if name == 'profiling_slots' else ''}, "
+                                 f"got {value!r}")
         if not 0 < self.phase_low <= self.phase_high:
             raise ValueError(f"phase_low/phase_high must satisfy 0 < low <= high, got {self.phase_low!r}, "
                              f"{self.phase_high!r}")

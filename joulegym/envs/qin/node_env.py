@@ -183,7 +183,7 @@ class QinNodeEnv(JoulegymEnv):
         self.kappa = check_positive("kappa", c["kappa"], allow_zero=True)
         check_choice("core_types", c["core_types"], CORE_TYPES)
         check_choice("power_model", c["power_model"], POWER_MODELS)
-        self.num_cores = int(self.server_type.cores)
+        self.num_cores = int(self.server_type.physical_cores)  # the simulator's cores are physical (A22)
         if self.num_cores > self.C:
             raise ValueError(f"max_cores must be >= the server's cores ({self.num_cores}), got {self.C}")
         self.L = self.L_server = int(self.server_type.n_levels)

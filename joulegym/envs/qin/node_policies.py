@@ -27,9 +27,10 @@ Policies (qin.md §5.1; registered in :mod:`joulegym.baselines.qin`, one spellin
   (Qin's chosen level j*, qin.md §3.5; the top level for the baselines), the highest hint on a shared core.
 - ``sniper-pinned``: Sniper's default ``pinned`` scheduler (qin.md §4.1, [EXT] Sniper base.cfg): the next free
   core after the last assigned one, else the round-robin core; never migrates; no DVFS (f_H).
-- ``qin-node``: Qin's node level (Alg. 2 + 4): threads re-mapped by the D-choice rule (:func:`~joulegym.envs.
-  qin.scheduling.node_dchoice`, d = 2) and the DVFS controller of :mod:`~joulegym.envs.qin.dvfs` under the focus's
-  PL threshold (perf 0, energy 0.5, EDP 0.1). ``remap="period"`` re-decides every thread every control period
+- ``qin-node``: Qin's node level (Alg. 2 + 4): threads placed and re-mapped by the D-choice rule
+  (:func:`~joulegym.envs.qin.scheduling.node_dchoice`, d = 2: a thread moves only where its CPU queueing delay is
+  lower, idle cores first, so that the node level balances load as §7.2.2 says) and the DVFS controller of
+  :mod:`~joulegym.envs.qin.dvfs` under the focus's PL threshold (perf 0, energy 0.5, EDP 0.1). ``remap="period"`` re-decides every thread every control period
   (the paper; affordable on one server, QinNode-v0); ``remap="events"`` (default) re-decides a server's threads
   at its placements and completions only: in between, the inputs of the D-choice rule change only through the
   drained loads. The performance focus with ``remap="events"`` never ticks (PL = 0 pins f_H).
@@ -161,13 +162,14 @@ class QinNodePolicy(NodePolicyBase):
     :param d: number of choices (the paper uses 2 at node level, §7.2.1).
     :param p_frac: the top-P fraction (A7).
     :param remap: ``"events"`` or ``"period"``.
+    :param rule: the D-choice rule's Flist pick (``random-of-top-d``, the paper's; ``least-loaded-of-d``).
     """
 
     name = "qin-node"
     privileged = True  # it reads every thread's remaining instructions (the node load L_j of §5.2)
 
     def __init__(self, focus: str = "energy", pl: float | None = None, d: int = 2, p_frac: float = 0.5,
-                 remap: str = "events") -> None:
+                 remap: str = "events", rule: str = "random-of-top-d") -> None:
         if focus not in sch.FOCUSES:
             raise ValueError(f"focus={focus!r} is not one of {sch.FOCUSES}")
         if remap not in REMAP_MODES:
@@ -178,7 +180,7 @@ class QinNodePolicy(NodePolicyBase):
             raise ValueError(f"pl must be in [0, 1), got {pl!r}")
         if isinstance(d, bool) or int(d) != d or d < 1:
             raise ValueError(f"d must be an integer >= 1, got {d!r}")
-        self.d, self.p_frac, self.remap = int(d), float(p_frac), remap
+        self.d, self.p_frac, self.remap, self.rule = int(d), float(p_frac), remap, sch.check_rule(rule)
         self.periodic = self.pl > 0 or remap == "period"
         self.dvfs = DvfsController(self.pl)
 
@@ -216,7 +218,7 @@ class QinNodePolicy(NodePolicyBase):
         instr_hat = rate.mean(axis=1) * sim.cfg.control_period_s
         local = np.where(current >= 0, current - lo, -1)
         new = sch.node_dchoice(sim.thread_rem[threads], local, rate, busy_power, instr_hat, self.rng, self.focus,
-                               self.d, self.p_frac)
+                               self.d, self.p_frac, self.rule)
         return new + lo
 
     def place(self, sim: Any, server: int, threads: np.ndarray) -> np.ndarray:

@@ -9,10 +9,12 @@ Section numbers (``qin.md §x``) and assumption ids (A1-A27) are those of ``docs
 ``truncated``. No Gymnasium here.
 
 Decision points. One job placement per cluster decision: jobs arrive into the admission queue (FIFO, or DAC's
-double-and-rank order, paper §6), one sequential scheduler charges each job its profiling and decision latency
-(qin.md §5.4 / A27: 0.18 s + 0.09 s for the profiling-based schedulers, 5 ms for Kubernetes) and the DAC ranking
-cost (A16), and :meth:`QinSim.advance` returns when a job is released for dispatch (:attr:`QinSim.pending_job`,
-``decision_kind == "place"``); its decision is ``(server, V/F level or None)``. Between decisions the servers run
+double-and-rank order, paper §6); each is profiled (profiling + CF prediction, qin.md §5.4 / A27: 0.18 s for the
+profiling-based schedulers, 0 for Kubernetes) in one of ``profiling_slots`` parallel slots (§4.1: a job is profiled
+on 2 server configurations, so by default one slot per two servers), then one sequential decision stage charges it
+its decision latency (A27: 0.09 s, 5 ms for Kubernetes) and DAC its ranking cost (A16); :meth:`QinSim.advance`
+returns when a job is released for dispatch (:attr:`QinSim.pending_job`, ``decision_kind == "place"``); its
+decision is ``(server, V/F level or None)``. Between decisions the servers run
 their jobs under the node-level inner policy (:mod:`~joulegym.envs.qin.node_policies`). With an external node level
 (an agent, ``QinNode-v0``) every control period is a decision point too (``decision_kind == "node"``), answered by
 a :class:`~joulegym.envs.qin.dynamics.NodeDecision`.
@@ -47,7 +49,16 @@ from joulegym.core.inner import policy_rng
 from joulegym.core.simulator import Simulator
 from joulegym.devices.cpu import DRAM_W_PER_GBS, EMPTY_SERVER_TOLERATED, F_REF_MHZ, N_SOI, CoreTable
 from joulegym.envs.qin import scheduling as sch
-from joulegym.envs.qin.dynamics import EPS_INSTR, EV_ARRIVAL, EV_DONE, EV_SCHED, EV_TICK, DynamicsMixin, NodeDecision
+from joulegym.envs.qin.dynamics import (
+    EPS_INSTR,
+    EV_ARRIVAL,
+    EV_DONE,
+    EV_PROFILED,
+    EV_SCHED,
+    EV_TICK,
+    DynamicsMixin,
+    NodeDecision,
+)
 from joulegym.envs.qin.model import Prediction, QinInstance, QinSimConfig, oracle_predictions, server_types_of
 from joulegym.envs.qin.ticks import PeriodicMixin
 from joulegym.envs.qin.view import QinView
@@ -99,7 +110,9 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self.freq_hz = cores.freq_mhz * 1e6  # (K, L)
         self.f_high_hz = self.freq_hz[:, -1].copy()
         self.memlat = np.array([s.memlat for s in cores.server_types])
-        self.cores_per_server = np.asarray(cores.cores, dtype=np.intp)
+        self.cores_per_server = np.asarray(cores.cores, dtype=np.intp)  # physical cores
+        self.logical_cores = np.asarray(cores.logical_cores, dtype=np.intp)  # Table 2's, what schedulers see
+        self._has_smt = bool(np.any(cores.smt_yield != 1.0))
         self.mem_gb = np.array([s.mem_gb for s in cores.server_types], dtype=float)
         self._rows = np.arange(self.n_cores)
         # flat (core, level) tables: ``table_flat[core * L + level]`` is ``table[core, level]`` (one 1-D gather
@@ -235,6 +248,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self.power_w = np.zeros(n)
         self.server_rate_sum = np.zeros(n)  # instr/s of the server's threads (load drains at this rate)
         self.server_load_instr = np.zeros(n)  # remaining instructions of assigned unfinished jobs, at server_t
+        self._load_error = np.zeros(n)  # sum over those jobs of (predicted - true) size
         self.server_gen = np.zeros(n, dtype=np.int64)
         self.c_server = np.zeros((n, N_SOI))  # predicted, over assigned unfinished jobs (A5)
         self.t_server = np.full((n, N_SOI), EMPTY_SERVER_TOLERATED)
@@ -260,6 +274,9 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self._admission: deque[int] = deque()
         self._ready: deque[int] = deque()
         self._profiled = np.zeros(self.n_jobs, dtype=bool)
+        self._profiling = 0  # jobs in the profiling slots
+        slots = self.cfg.profiling_slots
+        self._slots = max(1, self.n_servers // 2) if slots is None else int(slots)
         self._sched_busy = False
         self._sched_wake_pending = False
         self._kick_pending = False
@@ -306,6 +323,12 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
     def load_instr(self) -> np.ndarray:
         """L_i(t) (paper §5.2): remaining instructions of each server's assigned unfinished jobs, now."""
         return np.maximum(self.server_load_instr - self.server_rate_sum * (self.now - self.server_t), 0.0)
+
+    @property
+    def predicted_load_instr(self) -> np.ndarray:
+        """L_i as a deployed scheduler knows it: the predicted sizes (alpha_hat, paper §5.2) of each server's assigned
+        unfinished jobs less the instructions they retired (hardware counters)."""
+        return np.maximum(self.load_instr + self._load_error, 0.0)
 
     @property
     def energy_j(self) -> float:
@@ -412,6 +435,8 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
             elif kind == EV_SCHED:
                 if self._scheduler_event(arg, t):
                     return True
+            elif kind == EV_PROFILED:
+                self._profiled_event(arg)
             elif kind == EV_TICK:
                 self._tick_armed = False
                 if self._tick():
@@ -448,21 +473,19 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
 
     # --- the scheduler: admission queue, DAC, latency (paper §6, qin.md §3.7, §5.4) --------------------------
     def _kick_scheduler(self) -> None:
+        """Move the queues on: FIFO profiles arrivals in the free profiling slots and, while the decision stage is
+        free, dispatches the next profiled job after its decision latency; DAC profiles a batch, ranks it, then
+        dispatches it in rank order (paper §6)."""
+        if self.cfg.admission == "fifo":
+            self._start_profiling()
         if self._sched_busy or self.pending_job >= 0:
             return
-        cfg = self.cfg
-        if cfg.admission == "fifo":
-            if self._admission:
-                j = self._admission.popleft()
-                lat = cfg.decision_latency_s + (0.0 if self._profiled[j] else cfg.profile_latency_s)
-                self._profiled[j] = True
-                self._busy_for(lat, j)
-            return
         if self._ready:
-            self._busy_for(cfg.decision_latency_s, self._ready.popleft())
+            self._busy_for(self.cfg.decision_latency_s, self._ready.popleft())
             return
-        if not self._admission:
+        if self.cfg.admission == "fifo" or not self._admission:
             return
+        cfg = self.cfg
         more_coming = self.jobs_arrived < self.n_jobs
         oldest = self.arrival_s[self._admission[0]]
         if more_coming and len(self._admission) < cfg.dac_queue_len and self.now < oldest + cfg.dac_wait_s:
@@ -472,12 +495,34 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
             return
         self._rank_batch()
 
+    def _start_profiling(self) -> None:
+        """FIFO: arrivals start their profiling (profiling + CF prediction, A27) in the free slots, in order; a
+        profiled job joins the decision queue (:meth:`_profiled_event`)."""
+        latency = self.cfg.profile_latency_s
+        while self._admission and self._profiling < self._slots:
+            j = self._admission.popleft()
+            if latency <= 0.0:
+                self._ready.append(j)
+                continue
+            self._profiling += 1
+            self.dispatch_overhead_s += latency
+            self._push(self.now + latency, EV_PROFILED, j)
+
+    def _profiled_event(self, j: int) -> None:
+        self._profiling -= 1
+        self._profiled[j] = True
+        self._ready.append(j)
+        self._kick_scheduler()
+
     def _rank_batch(self) -> None:
-        """DAC (paper §6): profile the admission queue's next batch and double-and-rank it (qin.md §3.7)."""
+        """DAC (paper §6): profile the admission queue's next batch (in the profiling slots, all at once) and
+        double-and-rank it (qin.md §3.7)."""
         cfg = self.cfg
         batch = [self._admission.popleft() for _ in range(min(cfg.dac_queue_len, len(self._admission)))]
         batch_arr = np.array(batch, dtype=np.intp)
-        profile = cfg.profile_latency_s * float(np.count_nonzero(~self._profiled[batch_arr]))
+        unprofiled = int(np.count_nonzero(~self._profiled[batch_arr]))
+        self.dispatch_overhead_s += cfg.profile_latency_s * unprofiled
+        profile = cfg.profile_latency_s * math.ceil(unprofiled / self._slots)  # rounds of the slots
         self._profiled[batch_arr] = True
         keys = sch.dac_keys(cfg.admission[4:], self.pred_mips[batch_arr], self.pred_energy[batch_arr],
                             self.pred_c[batch_arr])
@@ -487,7 +532,9 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         rest = batch_arr[np.isin(batch_arr, rest)]  # keep queue order for the unranked tail
         self._admission.extendleft(reversed(rest.tolist()))
         self._ready.extend(ranked.tolist())
-        self._busy_for(profile + cost, SCHED_IDLE)
+        self.dispatch_overhead_s += cost
+        self._sched_busy = True
+        self._push(self.now + profile + cost, EV_SCHED, SCHED_IDLE)
 
     def _busy_for(self, latency_s: float, job: int) -> None:
         self._sched_busy = True
@@ -523,6 +570,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self.c_server[s] += self.pred_c[j]
         np.minimum(self.t_server[s], self.pred_t[j], out=self.t_server[s])
         self.server_load_instr[s] += self.size_instr[j]
+        self._load_error[s] += self.pred_size[j] - self.size_instr[j]
         self.jobs_placed += 1
         self._apply_node_decision(self.node_policy.on_change(self, s))
         self._refresh(np.array([s]), mapping=True)
@@ -557,11 +605,13 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self._server_jobs[s].remove(j)
         self.jobs_on[s] -= 1
         self.c_server[s] -= self.pred_c[j]
+        self._load_error[s] -= self.pred_size[j] - self.size_instr[j]
         rest = self._server_jobs[s]
         if rest:
             self.t_server[s] = self.pred_t[rest].min(axis=0)
         else:
             self.c_server[s] = 0.0  # exact zero (no round-off residue)
+            self._load_error[s] = 0.0
             self.t_server[s] = EMPTY_SERVER_TOLERATED
 
     def _finish(self) -> None:

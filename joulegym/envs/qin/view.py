@@ -9,12 +9,15 @@ nothing else.
 ``pending_threads``       its thread count (the pod's spec)
 ``t_server``, ``c_server``  per server, the min tolerated and summed caused *predicted* scores of its assigned
                           unfinished jobs (eq. 14-15, A5)
-``load_instr``            L_i (paper §5.2): remaining instructions of each server's assigned unfinished jobs
+``load_instr``            L_i (paper §5.2): each server's assigned unfinished work as a scheduler knows it, the
+                          jobs' predicted sizes less the instructions they retired (hardware counters)
 ``server_rate``           instructions per second each server's threads run at now (hardware counters)
+``drain_s``               per server, ``load_instr / server_rate`` (0 for an idle server)
 ``jobs_on``, ``runnable_threads``  pods and threads per server
 ``cores``, ``mem_gb``     per server, as Table 2 lists them (what Kubernetes sees)
 ``now``, ``queue_length``, ``jobs_placed``
-``focus``, ``interference_mode``  the operator's settings (the objective's focus; eq. 16's reading, A4)
+``focus``, ``interference_mode``, ``dchoice_rule``  the operator's settings (the objective's focus; eq. 16's
+                          reading, A4; the D-choice rule's Flist pick)
 ========================  ====================================================================================
 
 Arrays are read-only numpy views (``writeable=False``) of the simulator's own arrays, so a scheduler cannot change
@@ -67,7 +70,7 @@ class QinView:
 
     @property
     def cores(self) -> np.ndarray:
-        return _read_only(self._sim.cores_per_server)
+        return _read_only(self._sim.logical_cores)
 
     @property
     def mem_gb(self) -> np.ndarray:
@@ -83,9 +86,16 @@ class QinView:
 
     @property
     def load_instr(self) -> np.ndarray:
-        load = self._sim.load_instr
+        load = self._sim.predicted_load_instr
         load.flags.writeable = False
         return load
+
+    @property
+    def drain_s(self) -> np.ndarray:
+        rate = self._sim.server_rate_sum
+        drain = np.divide(self._sim.predicted_load_instr, rate, out=np.zeros(rate.shape), where=rate > 0)
+        drain.flags.writeable = False
+        return drain
 
     @property
     def server_rate(self) -> np.ndarray:
@@ -119,3 +129,7 @@ class QinView:
     @property
     def interference_mode(self) -> str:
         return self._sim.cfg.interference_mode
+
+    @property
+    def dchoice_rule(self) -> str:
+        return self._sim.cfg.dchoice_rule
