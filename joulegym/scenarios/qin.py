@@ -93,11 +93,10 @@ FAMILY = FamilyDescriptor(
     evaluation="joulegym.evaluation.qin",
     docs="docs/families/qin.md",
     contract_id="joulegym/QinCluster-paper-rw-v0",
-    # The leaderboard (docs/families/qin.md "Leaderboard"): the makespan (the paper's JCT, A17) of Table 4's three 100-job mixes on the five
-    # workers; every scenario draws its jobs per reset, paper-rw is the designated generalisation one. The best
-    # heuristic per scenario is the one with the lowest mean makespan on the held-out seeds 10000-10009 (measured:
-    # RW qin 1075 s < Kubernetes 1111 < Paragon 1138 < Mage 1146; LC qin 1161 < Paragon 1180; TB Paragon 1092 <
-    # qin 1100 < Kubernetes 1122).
+    # The leaderboard (docs/families/qin.md "Leaderboard"): the makespan (the paper's JCT, A17) of Table 4's three
+    # 100-job mixes on the five workers; every scenario draws its jobs per reset, paper-rw is the designated
+    # generalisation one. The best heuristic per scenario is the paper's scheduler with the lowest mean makespan on
+    # the held-out seeds 10000-10009 (docs/families/qin-results.md).
     benchmark=Benchmark(
         kind="QinCluster", scenarios=("paper-rw", "paper-lc", "paper-tb"), generalisation="paper-rw",
         metric="makespan (s)", metric_terms={"makespan_s": 1.0}, higher_is_better=False,

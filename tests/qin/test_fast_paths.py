@@ -132,12 +132,12 @@ def test_control_periods_reuse_the_cached_gathers(monkeypatch):
 # general paths' numbers (the fast paths must keep every trajectory bit for bit, so these stay equal to 1e-12) and
 # the policies' streams of joulegym.core.inner.policy_rng.
 PINNED_EPISODES = {
-    "qin": {"makespan_s": 18.68274718643872, "mean_jct_s": 15.76231289272473, "energy_j": 3032.226333109679,
-            "pl_mean": 0.0, "migrations": 103.0, "im_c_mean": 94478143169.67912},
-    "qin-energy": {"makespan_s": 37.08744634485532, "mean_jct_s": 27.28463821581803, "energy_j": 3485.3051150204606,
-                   "pl_mean": 0.4999794700915486, "migrations": 95.0, "im_c_mean": 79073819221.21114},
-    "qin-edp": {"makespan_s": 32.46581168376157, "mean_jct_s": 19.29398955230734, "energy_j": 3686.917553190495,
-                "pl_mean": 0.0999523428368921, "migrations": 80.0, "im_c_mean": 68993373523.24577},
+    "qin": {"makespan_s": 27.812624394978215, "mean_jct_s": 20.846684636265866, "energy_j": 3774.027387417976,
+            "pl_mean": 0.0, "migrations": 24.0, "im_c_mean": 79945271460.23549},
+    "qin-energy": {"makespan_s": 36.825672570840474, "mean_jct_s": 25.42865403883339, "energy_j": 3624.757821630975,
+                   "pl_mean": 0.4999722360706931, "migrations": 22.0, "im_c_mean": 80457433284.09108},
+    "qin-edp": {"makespan_s": 26.86758580424109, "mean_jct_s": 21.59638797202408, "energy_j": 3620.000998357693,
+                "pl_mean": 0.09996125822282176, "migrations": 32.0, "im_c_mean": 79986446804.08214},
 }
 
 
@@ -276,14 +276,14 @@ def test_completion_bound_skips_exact_passes_with_the_same_events(monkeypatch):
 # of the general paths' arithmetic (the fast paths reproduce them bit for bit; the policies' streams of
 # joulegym.core.inner.policy_rng). ~50 CPU s in all, so behind --reproduce.
 PINNED_100 = {
-    "qin": {"makespan_s": 1182.406151350622, "energy_j": 302948.0446932177, "mean_jct_s": 694.2311775024176,
-            "im_c_mean": 1340300467642.5725, "migrations": 12530.0, "mean_slowdown": 1.177836963338393},
-    "qin-energy": {"makespan_s": 1862.2431507625724, "energy_j": 255409.45279646676, "mean_jct_s": 1129.5540585742788,
-                   "pl_mean": 0.4999807664729809, "pl_max": 0.49999997554087416, "migrations": 12853.0,
-                   "mean_util": 0.743868053397388},
-    "qin-edp": {"makespan_s": 1042.2447824009319, "energy_j": 277572.247757606, "mean_jct_s": 747.0235328212252,
-                "pl_mean": 0.09956132667976536, "pl_max": 0.10000064219766648, "migrations": 12775.0,
-                "mean_util": 0.8418829212999579},
+    "qin": {"makespan_s": 969.799199849204, "energy_j": 293007.58479956683, "mean_jct_s": 689.5685464411752,
+            "im_c_mean": 1567837613279.2542, "migrations": 582.0, "mean_slowdown": 1.1124822739565887},
+    "qin-energy": {"makespan_s": 2082.2230903540067, "energy_j": 274148.63575512165, "mean_jct_s": 1185.7626844424099,
+                   "pl_mean": 0.49999045327766395, "pl_max": 0.5000020811708324, "migrations": 2059.0,
+                   "mean_util": 0.7174988628154135},
+    "qin-edp": {"makespan_s": 1117.0584775012194, "energy_j": 287733.0842001909, "mean_jct_s": 750.2965087912048,
+                "pl_mean": 0.09990878103236378, "pl_max": 0.09999978795770242, "migrations": 3078.0,
+                "mean_util": 0.8463722121499966},
 }
 
 

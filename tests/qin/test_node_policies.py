@@ -84,10 +84,10 @@ def test_qin_node_keeps_every_app_within_pl(focus):
     pl = {"energy": 0.5, "edp": 0.1}[focus]
     job_pl = sim.job_pl()
     assert sim.done
-    # the controller bounds the *predicted* loss: the Kalman prediction error under CPI phases, completions or
-    # migrations inside a period (shares change after the decision) and a core's first, unmeasured period (no
-    # prediction yet: the rule sees no work) let it overshoot slightly (measured over seeds 0-7: <= 2.6 % relative)
-    assert job_pl.max() <= pl * 1.03
+    # the controller bounds the *predicted* loss: the Kalman prediction error under CPI phases and completions or
+    # migrations inside a period (shares change after the decision) let it overshoot slightly (measured over seeds
+    # 0-7: <= 0.2 % relative; an unmeasured core counts as busy at CPI 1, so a job's first period stays within PL)
+    assert job_pl.max() <= pl * 1.01
     assert job_pl.mean() > 0.5 * pl  # it does use the slack
 
 

@@ -163,15 +163,18 @@ def test_same_seed_same_decisions():
     assert [s for _, s in a] == [s for _, s in b]
 
 
+HIERARCHICAL = [("joulegym/Qin-tiny-v0", "qin-energy", "energy"), ("joulegym/Qin-tiny-v0", "qin", "makespan"),
+                ("joulegym/Qin-tiny-v0", "kubernetes", "edp")]
+
+
 @pytest.mark.parametrize(("env_id", "name", "objective"),
                          [("joulegym/QinCluster-tiny-v0", n, "energy") for n in CLUSTER_POLICIES if n != "random"]
-                         + [("joulegym/Qin-tiny-v0", "qin-energy", "energy"), ("joulegym/Qin-tiny-v0", "qin", "makespan"),
-                            ("joulegym/Qin-tiny-v0", "kubernetes", "edp")])
+                         + HIERARCHICAL)
 def test_simulator_path_gives_the_env_path_metrics(env_id, name, objective):
     """run_inner on the simulator alone (the fast path of evaluation.qin.run) reproduces rollout through the env
     exactly: the same instance and generator (QinClusterEnv.episode_inputs), the same policy stream (policy_rng),
     with the node level inside (Qin-tiny: qin-node with DVFS every control period)."""
-    from joulegym.evaluation.qin import run
+    from joulegym.evaluation.qin_experiments import run
 
     kwargs = {"workload": {"num_jobs": 8, "size_scale": 0.1 if env_id.startswith("joulegym/Qin-") else 1.0},
               "objective": objective}

@@ -30,8 +30,9 @@ Policies (qin.md §5.1; registered in :mod:`joulegym.baselines.qin`, one spellin
 - ``qin-node``: Qin's node level (Alg. 2 + 4): threads placed and re-mapped by the D-choice rule
   (:func:`~joulegym.envs.qin.scheduling.node_dchoice`, d = 2: a thread moves only where its CPU queueing delay is
   lower, idle cores first, so that the node level balances load as §7.2.2 says) and the DVFS controller of
-  :mod:`~joulegym.envs.qin.dvfs` under the focus's PL threshold (perf 0, energy 0.5, EDP 0.1). ``remap="period"`` re-decides every thread every control period
-  (the paper; affordable on one server, QinNode-v0); ``remap="events"`` (default) re-decides a server's threads
+  :mod:`~joulegym.envs.qin.dvfs` under the focus's PL threshold (perf 0, energy 0.5, EDP 0.1).
+  ``remap="period"`` re-decides every thread every control period (the paper; affordable on one server,
+  QinNode-v0); ``remap="events"`` (default) re-decides a server's threads
   at its placements and completions only: in between, the inputs of the D-choice rule change only through the
   drained loads. The performance focus with ``remap="events"`` never ticks (PL = 0 pins f_H).
 """

@@ -419,15 +419,21 @@ def node_dchoice(threads_rem: np.ndarray, thread_core: np.ndarray, rate: np.ndar
         if c >= 0:
             load[c] += rem[t]
             count[c] += 1
-    every = range(n_cores)
+    every = list(range(n_cores))
     for t in range(n_threads):
-        r, cur = rates[t], cores[t]
+        cur = cores[t]
+        if cur >= 0 and count[cur] == 1:  # alone on its core: no delay to cut (its own work is not queueing)
+            continue
+        r = rates[t]
         cand = _node_candidates(cur, rem[t], r, load, count, every)
         if not cand:
             continue
-        inter = [load[c] / r[c] for c in every]
-        goal = _node_goal(focus, r, power, ihat[t])
-        c = cand[0] if len(cand) == 1 else _dchoice_scalar(cand, inter, goal, load, d, p_frac, rng, rule)
+        if len(cand) == 1:
+            c = cand[0]
+        else:
+            inter = {c: load[c] / r[c] for c in cand}
+            goal = _node_goal(focus, cand, r, power, ihat[t])
+            c = _dchoice_scalar(cand, inter, goal, load, d, p_frac, rng, rule)
         if cur >= 0:
             load[cur] -= rem[t]
             count[cur] -= 1
@@ -437,30 +443,29 @@ def node_dchoice(threads_rem: np.ndarray, thread_core: np.ndarray, rate: np.ndar
     return np.array(cores, dtype=np.int64)
 
 
-def _node_candidates(cur: int, own: float, r: list, load: list, count: list, every: range) -> list[int]:
-    """The cores a thread may go to: for a placed thread those where its queueing delay is strictly lower than
-    where it is (none for a thread alone on its core), for a new one every core; idle cores first."""
+def _node_candidates(cur: int, own: float, r: list, load: list, count: list, every: list[int]) -> list[int]:
+    """The cores a thread may go to: for a placed thread (not alone) those where its queueing delay is strictly
+    lower than where it is, for a new one every core; idle cores first."""
     if cur >= 0:
-        if count[cur] == 1:  # alone: no delay to cut (its own work is not queueing)
-            return []
         bound = (load[cur] - own) / r[cur] * (1.0 - 1e-12)  # strictly lower, beyond the loads' round-off
-        cand = [c for c in every if c != cur and load[c] / r[c] < bound]
+        cand = [c for c in every if load[c] < bound * r[c] and c != cur]
+        if not cand:
+            return cand
     else:
-        cand = list(every)
+        cand = every
     idle = [c for c in cand if count[c] == 0]
     return idle or cand
 
 
-def _node_goal(focus: str, r: list, power: list, instr: float) -> list[float]:
+def _node_goal(focus: str, cand: list[int], r: list, power: list, instr: float) -> dict[int, float]:
     if focus == "perf":
-        return r
-    time_s = [instr / x for x in r]
+        return {c: r[c] for c in cand}
     if focus == "energy":
-        return [-p * t for p, t in zip(power, time_s)]
-    return [-p * t * t for p, t in zip(power, time_s)]
+        return {c: -power[c] * instr / r[c] for c in cand}
+    return {c: -power[c] * (instr / r[c]) ** 2 for c in cand}
 
 
-def _dchoice_scalar(cand: list[int], inter: list[float], goal: list[float], load: list[float], d: int,
+def _dchoice_scalar(cand: list[int], inter: dict[int, float], goal: dict[int, float], load: list[float], d: int,
                     p_frac: float, rng: np.random.Generator, rule: str) -> int:
     """:func:`dchoice_flist` + :func:`dchoice_select` over the candidate cores ``cand``, in scalar Python (the same
     orders: by (I, load, index), then the top-P subset by (-goal, load, index))."""
