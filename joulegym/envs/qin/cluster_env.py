@@ -117,11 +117,24 @@ INTERFERENCE_MODES = ("literal_abs", "hinge")
 DCHOICE_RULES = ("random-of-top-d", "least-loaded-of-d")
 MAX_SERVERS = 10_000  # far above the large-N scenario (1,000); bounds the observation size
 MAX_JOBS = 1_000_000
+PER_JOB_TABLE_LIMIT = 2**20  # (job, server, level) entries up to which the job features are tabulated per episode
 I_NORM = 3000.0  # docs §7.1: eq. 16 over 15 SoIs in [0, 100] scores is at most 2 * 15 * 100 = 3000
 KUBERNETES_LATENCY_S = 0.005  # A27 (docs §8): Kubernetes responds in milliseconds
 PROFILE_LATENCY_S = 0.18  # A27: profiling + CF per job of the profiling-based schedulers
 DECISION_LATENCY_S = 0.09  # A27: D-choice decision per job
 
+
+
+def _normalised(x: np.ndarray) -> np.ndarray:
+    """``x`` over its maximum along the last axis (at least 1e-12): the observation's per-server job features."""
+    return x / np.maximum(x.max(axis=-1, keepdims=True), 1e-12)
+
+
+def _eligible_energy(runtime: np.ndarray, energy: np.ndarray, pl: float = 0.5) -> np.ndarray:
+    """Per server (last axis: the V/F levels): the least predicted energy over the levels whose predicted time is
+    within the PL = 0.5 performance-loss bound of the top level (docs §3.5, the energy focus)."""
+    eligible = runtime <= runtime[..., -1:] / (1.0 - pl)
+    return np.where(eligible, energy, np.inf).min(axis=-1)
 
 
 # --- action types ------------------------------------------------------------------------------------------------
@@ -406,7 +419,8 @@ class QinClusterEnv(JoulegymEnv):
         self._energy = 0.0
         self._flow = 0.0
         self._job_feat_cache: tuple[int, np.ndarray] | None = None
-        self._load_cache: tuple[tuple[int, float], np.ndarray, np.ndarray] | None = None
+        self._pressure_cache: tuple[tuple[int, int], np.ndarray | None] = ((-1, -1), None)
+        self._load_cache: tuple[tuple[int, float], tuple] | None = None
         self._rows = np.zeros((self.n_max, SERVER_ROW))
         self._rows[: self.N, 0:3] = self._static
         self._rows[:, SERVER_FEATURES] = self._mask_server
@@ -415,6 +429,7 @@ class QinClusterEnv(JoulegymEnv):
         self._inv_size_cores = 1.0 / (self.mean_size * self._cores)
         self._inv_tdp = 1.0 / self.cluster.tdp_w
         self._segments = np.asarray(self.cluster.first_core[:-1], dtype=np.intp)
+        self._job_table = self._job_features_table()
         self._more = sim.advance()
 
     def _reference_speed(self) -> np.ndarray:
@@ -434,25 +449,28 @@ class QinClusterEnv(JoulegymEnv):
         self._more = sim.advance()  # after the last placement this runs every job to completion
         return self._reward_parts()
 
-    def _true_drain_s(self) -> np.ndarray:
-        """Time for each server to finish its assigned work at the rate its threads run now (0 when idle), from the
-        true remaining work: the reward's potential (the observation and the repair rule use the known one)."""
-        rate = self.sim.server_rate_sum
-        return np.divide(self.sim.load_instr, rate, out=np.zeros(self.N), where=rate > 0)
-
-    def _load_and_drain(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(L_i, drain_i)`` as the schedulers know them (predicted sizes less retired instructions, over the
-        measured rate; :class:`~joulegym.envs.qin.view.QinView`), computed once per decision point."""
+    def _loads(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(L_i, drain_i, true drain_i)`` now, computed once per decision point: the load and drain time as the
+        schedulers know them (predicted sizes less retired instructions, over the measured rate; the observation and
+        the repair rule, :class:`~joulegym.envs.qin.view.QinView`) and the true drain time (the reward's potential):
+        each server's remaining work over the rate its threads run at now (0 when idle)."""
         sim = self.sim
         key = (self.placed, sim.now)
         cached = self._load_cache
         if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
-        load = sim.predicted_load_instr
+            return cached[1]
+        true = sim.load_instr
+        known = np.maximum(true + sim._load_error, 0.0)  # QinSim.predicted_load_instr
         rate = sim.server_rate_sum
-        drain = np.divide(load, rate, out=np.zeros(self.N), where=rate > 0)
-        self._load_cache = (key, load, drain)
-        return load, drain
+        running = rate > 0
+        loads = (known, np.divide(known, rate, out=np.zeros(self.N), where=running),
+                 np.divide(true, rate, out=np.zeros(self.N), where=running))
+        self._load_cache = (key, loads)
+        return loads
+
+    def _load_and_drain(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(L_i, drain_i)`` as the schedulers know them (:meth:`_loads`)."""
+        return self._loads()[:2]
 
     def _reward_parts(self) -> tuple[float, float, float, float]:
         sim = self.sim
@@ -462,7 +480,7 @@ class QinClusterEnv(JoulegymEnv):
             energy = float(m["energy_j"])
             psi = energy * phi
         else:
-            drain = self._true_drain_s()
+            drain = self._loads()[2]
             phi = float(sim.now - self._t0 + drain.max())
             energy = float(sim.energy_j)
             psi = (energy + float(np.dot(sim.power_w, drain))) * phi
@@ -497,15 +515,13 @@ class QinClusterEnv(JoulegymEnv):
     # --- observation, info, metrics --------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
         sim = self.sim
-        N = self.N
         rows = self._rows  # (N_max, 15) float64; static columns and the server mask are filled once per episode
-        feat = rows[:N]
+        feat = rows[: self.N]
         load, drain = self._load_and_drain()
         feat[:, 3] = sim.runnable_threads * self._inv_cores
         feat[:, 4] = load * self._inv_size_cores
         feat[:, 5] = drain * (1.0 / self.T_ref)
-        feat[:, 6] = sim.c_server.sum(axis=1) * (1.0 / (100.0 * NUM_SOI))
-        feat[:, 7] = sim.t_server.sum(axis=1) * (1.0 / (100.0 * NUM_SOI))
+        feat[:, 6:8] = self._pressure_features()
         feat[:, 8] = sim.power_w * self._inv_tdp
         # utilisation = busy cores / cores (QinSim.util), summed per server segment without a bincount
         feat[:, 9] = np.add.reduceat(sim.core_threads > 0, self._segments) * self._inv_physical
@@ -513,12 +529,9 @@ class QinClusterEnv(JoulegymEnv):
         obs = np.zeros(self.obs_size)
         head = self.n_max * SERVER_ROW
         if job >= 0:
-            p = self.pending_prediction()
-            feat[:, 10:14] = self._job_server_features(job, p)
-            waited = max(0.0, float(sim.now - self._arrivals[job]))
-            obs[head: head + JOB_FEATURES] = (
-                self._threads[job] / 8.0, float(p.size_instr) / self.mean_size, float(p.tolerated.mean()) / 100.0,
-                float(p.caused.mean()) / 100.0, float(self._is_lc[job]), waited / self.T_ref)
+            feat[:, 10:14] = self._job_server_features(job)
+            obs[head: head + JOB_FEATURES - 1] = self._job_table["job"][job]
+            obs[head + JOB_FEATURES - 1] = max(0.0, float(sim.now - self._arrivals[job])) / self.T_ref  # waited
         else:
             feat[:, 10:14] = 0.0
         obs[:head] = rows.ravel()
@@ -530,34 +543,59 @@ class QinClusterEnv(JoulegymEnv):
         np.clip(obs, 0.0, OBS_HIGH, out=obs)
         return obs.astype(np.float32)
 
-    def _job_server_features(self, job: int, p: Any) -> np.ndarray:
-        """The pending job's per-server features (cached per decision): predicted interference (eq. 16) / 3000,
-        H at f_max / max, the least PL-eligible E / max, T at f_max / max."""
+    def _pressure_features(self) -> np.ndarray:
+        """Per server: mean caused and mean tolerated predicted scores / 100; they change only at a placement or a
+        completion, so they are kept between."""
+        sim = self.sim
+        key = (sim.jobs_placed, sim.jobs_done)
+        if self._pressure_cache[0] != key:
+            scale = 1.0 / (100.0 * NUM_SOI)
+            self._pressure_cache = (key, np.stack((sim.c_server.sum(axis=1) * scale,
+                                                   sim.t_server.sum(axis=1) * scale), axis=1))
+        return self._pressure_cache[1]
+
+    def _job_features_table(self) -> dict[str, np.ndarray]:
+        """Per job, what its observation rows hold that depends on the job alone: threads / 8, predicted size / mean,
+        mean t / 100, mean c / 100, LC flag; and per (job, server) H at f_max, the least PL-eligible E and T at f_max,
+        each over its maximum (the arithmetic of the per-step features, element by element). For clusters where
+        the (job, server) tables would be large, those are computed per decision instead."""
+        sim = self.sim
+        job = np.stack((self._threads / 8.0, sim.pred_size / self.mean_size, sim.pred_t.mean(axis=1) / 100.0,
+                        sim.pred_c.mean(axis=1) / 100.0, self._is_lc.astype(float)), axis=1)
+        table = {"job": job}
+        if self.M * self.N * self.L <= PER_JOB_TABLE_LIMIT:
+            cols = sim._pred_cols
+            mips, energy, runtime = sim.pred_mips[:, cols], sim.pred_energy[:, cols], sim.pred_runtime[:, cols]
+            table["servers"] = np.stack([_normalised(x) for x in (
+                mips[..., -1], _eligible_energy(runtime, energy), runtime[..., -1])], axis=-1)
+        return table
+
+    def _job_server_features(self, job: int) -> np.ndarray:
+        """The pending job's per-server features: predicted interference (eq. 16) / 3000, H at f_max / max, the least
+        PL-eligible E / max, T at f_max / max (cached per decision)."""
         cached = self._job_feat_cache
         if cached is not None and cached[0] == self.placed:
             return cached[1]
-        from joulegym.envs.qin.scheduling import interference_score
-
         sim = self.sim
+        p = sim.pending_prediction()
         out = np.empty((self.N, 4))
-        out[:, 0] = interference_score(p.tolerated, p.caused, sim.t_server, sim.c_server,
-                                       mode=self.config["interference_mode"]) * (1.0 / I_NORM)
-        h = p.mips[:, -1]
-        out[:, 1] = h / max(float(h.max()), 1e-12)
-        e = self._eligible_energy(p)
-        out[:, 2] = e / max(float(e.max()), 1e-12)
-        t = p.runtime_s[:, -1]
-        out[:, 3] = t / max(float(t.max()), 1e-12)
+        # eq. 14-16 (scheduling.interference_score, inlined: the same operations)
+        d1 = p.tolerated[None, :] - sim.c_server
+        d2 = sim.t_server - p.caused[None, :]
+        if self.config["interference_mode"] == "literal_abs":
+            inter = np.abs(d1).sum(axis=1) + np.abs(d2).sum(axis=1)
+        else:
+            inter = np.maximum(-d1, 0.0).sum(axis=1) + np.maximum(-d2, 0.0).sum(axis=1)
+        out[:, 0] = inter * (1.0 / I_NORM)
+        servers = self._job_table.get("servers")
+        if servers is not None:
+            out[:, 1:] = servers[job]
+        else:
+            out[:, 1] = _normalised(p.mips[:, -1])
+            out[:, 2] = _normalised(_eligible_energy(p.runtime_s, p.energy_j))
+            out[:, 3] = _normalised(p.runtime_s[:, -1])
         self._job_feat_cache = (self.placed, out)
         return out
-
-    @staticmethod
-    def _eligible_energy(p, pl: float = 0.5) -> np.ndarray:
-        """Per server: the least predicted energy over the V/F levels whose predicted time is within the PL = 0.5
-        performance-loss bound of the top level (docs §3.5, the energy focus)."""
-        runtime, energy = p.runtime_s, p.energy_j
-        eligible = runtime <= runtime[:, -1:] / (1.0 - pl)
-        return np.where(eligible, energy, np.inf).min(axis=1)
 
     def _extra_info(self) -> dict[str, Any]:
         return {"job": self.pending_job, "queue": int(self.sim.queue_length)}

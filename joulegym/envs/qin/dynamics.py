@@ -155,23 +155,13 @@ class DynamicsMixin:
         if th.size:
             tc = self.thread_core[th]
             if mapping:
-                # per-thread constants of the mapping: time per instruction = cycles / f + memory time (§1.9),
-                # the CPU share and the job's slowdown; a V/F change (a tick) only changes f
-                on_core = self.core_threads[tc]
-                share = 1.0 / on_core
-                jobs = self.thread_job[th]
-                srv = self.thread_server[th]
-                self._slowdowns(servers, th, share)
-                if self._has_smt:  # the core's throughput with two or more threads on it (A22)
-                    share = share * np.where(on_core > 1, self.cores.smt_yield[tc], 1.0)
-                ipc = self._ipc_flat.take(jobs * self.n_servers + srv)  # [jobs, srv], a 1-D gather
-                self._thr_cycles[th] = self.cpi0[jobs] / (ipc * self.cores.ipc_scale[tc])
-                self._thr_mem_s[th] = self.mem_term_s[jobs] * self.memlat[srv]
-                self._thr_weight[th] = share / self.job_slowdown[jobs]
-            rate = self._thr_weight[th] / (self._thr_cycles[th] / self._core_f[tc] + self._thr_mem_s[th])
+                weight, cycles, memory = self._mapping_constants(servers, th, tc)
+            else:
+                weight, cycles, memory = self._thr_weight[th], self._thr_cycles[th], self._thr_mem_s[th]
+            rate = weight / (cycles / self._core_f[tc] + memory)
             self.thread_rate[th] = rate
             if servers.size == 1:
-                self.server_rate_sum[servers] = rate.sum()
+                self.server_rate_sum[servers[0]] = rate.sum()
             else:
                 self.server_rate_sum[servers] = np.bincount(self.thread_server[th], rate,
                                                             minlength=self.n_servers)[servers]
@@ -180,12 +170,39 @@ class DynamicsMixin:
         self._power(servers, mapping)
         if mapping:
             self._ctx = None  # the per-thread constants and core activities of the tick context changed
-        self._arm_completions(servers, th)
+        if servers.size == 1:
+            self._arm_completion_of(int(servers[0]), th)
+        else:
+            self._arm_completions(servers, th)
 
-    def _slowdowns(self, servers: np.ndarray, th: np.ndarray, share: np.ndarray) -> None:
+    def _mapping_constants(self, servers: np.ndarray, th: np.ndarray, tc: np.ndarray) -> tuple:
+        """The per-thread constants of a mapping, stored and returned (weight, cycles, memory time): time per
+        instruction = cycles / f + memory time (§1.9), weight = the CPU share (x the SMT yield) over the job's
+        slowdown; a V/F change (a tick) only changes f."""
+        on_core = self.core_threads[tc]
+        share = 1.0 / on_core
+        jobs = self.thread_job[th]
+        self._slowdowns(servers, jobs, share)
+        if self._has_smt:  # the core's throughput with two or more threads on it (A22)
+            share = share * np.where(on_core > 1, self.cores.smt_yield[tc], 1.0)
+        if servers.size == 1:  # the event path: one server
+            s = int(servers[0])
+            ipc = self._ipc_flat.take(jobs * self.n_servers + s)  # [jobs, s], a 1-D gather
+            memory = self.mem_term_s[jobs] * self.memlat[s]
+        else:
+            srv = self.thread_server[th]
+            ipc = self._ipc_flat.take(jobs * self.n_servers + srv)
+            memory = self.mem_term_s[jobs] * self.memlat[srv]
+        cycles = self.cpi0[jobs] / (ipc * self.cores.ipc_scale[tc])
+        weight = share / self.job_slowdown[jobs]
+        self._thr_cycles[th], self._thr_mem_s[th], self._thr_weight[th] = cycles, memory, weight
+        return weight, cycles, memory
+
+    def _slowdowns(self, servers: np.ndarray, jobs: np.ndarray, share: np.ndarray) -> None:
         """§1.9 interference: each job's slowdown from the other jobs' caused pressure on its server, weighted
-        by their activity (the CPU share their threads get, over their thread count)."""
-        per_job = np.bincount(self.thread_job[th], weights=share, minlength=self.n_jobs)
+        by their activity (the CPU share their threads get, over their thread count); ``jobs``: the job of each
+        thread of ``servers``."""
+        per_job = np.bincount(jobs, weights=share, minlength=self.n_jobs)
         js = np.flatnonzero(per_job)
         active = per_job[js] / self.n_threads[js]
         caused = self.c_true.take(js, axis=0) * active[:, None]  # take: a fast row gather
@@ -237,25 +254,54 @@ class DynamicsMixin:
         self.power_w[servers] = total
 
     def _power_one(self, s: int, mapping: bool) -> None:
-        """:meth:`_power` for one server, on core slices."""
+        """:meth:`_power` for one server, on core slices; the per-core sum in scalars (a server's handful of cores:
+        the same sequential sum as numpy's below 8 terms, and the same products)."""
         lo, hi = self.first_core[s], self.first_core[s + 1]
         n_on = self.core_threads[lo:hi]
-        busy = n_on > 0
         if mapping:
-            th = self._server_threads[s]
-            if th.size:
-                local = self.thread_core[th] - lo
-                jobs = self.thread_job[th]
-                denom = np.maximum(n_on, 1)
-                self._core_act[lo:hi] = np.bincount(local, self.act[jobs], minlength=hi - lo) / denom
-                self._core_beta[lo:hi] = np.bincount(local, self.beta[jobs], minlength=hi - lo) / denom
-                if self._has_smt:  # (as in _power)
-                    gain = np.where(n_on > 1, self.cores.smt_yield[lo:hi], 1.0)
-                    self._core_act[lo:hi] *= gain
-                    self._core_beta[lo:hi] *= gain
+            self._core_activity(s, lo, hi, n_on)
+        if hi - lo >= 8:
+            self._power_one_vector(s, lo, hi, n_on)
+            return
+        tables = self._power_lists
+        dyn, leak, traffic, idle = tables["dyn"], tables["leak"], tables["traffic"], tables["idle"]
+        levels = self.core_level[lo:hi].tolist()
+        act, beta, on = self._core_act[lo:hi].tolist(), self._core_beta[lo:hi].tolist(), n_on.tolist()
+        full = self._full_power
+        total = 0.0
+        n_levels = self.n_levels
+        for i in range(hi - lo):
+            core = lo + i
+            flat = core * n_levels + levels[i]
+            if on[i] > 0:
+                value = dyn[flat] * act[i]
+                if full:
+                    value = value + (leak[flat] + beta[i] * traffic[core])
             else:
-                self._core_act[lo:hi] = 0.0
-                self._core_beta[lo:hi] = 0.0
+                value = idle[core] if full else 0.0
+            total += value
+        self.power_w[s] = total + tables["uncore"][s] + tables["dram_idle"][s] if full else total
+
+    def _core_activity(self, s: int, lo: int, hi: int, n_on: np.ndarray) -> None:
+        """Mean activity and beta of the threads on each core of server ``s`` (time-sliced threads: the mean), x the
+        SMT yield with two or more threads on a Hyper-Threading core (power follows the retired work)."""
+        th = self._server_threads[s]
+        if not th.size:
+            self._core_act[lo:hi] = 0.0
+            self._core_beta[lo:hi] = 0.0
+            return
+        local = self.thread_core[th] - lo
+        jobs = self.thread_job[th]
+        denom = np.maximum(n_on, 1)
+        self._core_act[lo:hi] = np.bincount(local, self.act[jobs], minlength=hi - lo) / denom
+        self._core_beta[lo:hi] = np.bincount(local, self.beta[jobs], minlength=hi - lo) / denom
+        if self._has_smt:  # (as in _power)
+            gain = np.where(n_on > 1, self.cores.smt_yield[lo:hi], 1.0)
+            self._core_act[lo:hi] *= gain
+            self._core_beta[lo:hi] *= gain
+
+    def _power_one_vector(self, s: int, lo: int, hi: int, n_on: np.ndarray) -> None:
+        busy = n_on > 0
         flat = self._flat_base[lo:hi] + self.core_level[lo:hi]  # (core, level) in the flat tables
         per_core = busy * self._dyn_flat[flat] * self._core_act[lo:hi]
         if self._full_power:
@@ -264,6 +310,16 @@ class DynamicsMixin:
             self.power_w[s] = per_core.sum() + self.cores.uncore_w[s] + self.cores.dram_idle_w[s]
         else:
             self.power_w[s] = per_core.sum()
+
+    def _arm_completion_of(self, s: int, th: np.ndarray) -> None:
+        """:meth:`_arm_completions` for one server (the event path): its next thread completion, in scalars."""
+        self.server_gen[s] += 1
+        if th.size == 0:
+            return
+        nxt = (self.thread_rem[th] / np.maximum(self.thread_rate[th], 1e-300)).min()
+        when = self.server_t[s] + float(nxt)
+        if when < (self._next_tick_s if self._tick_armed else math.inf):  # later: re-armed by the next tick
+            self._push(when, EV_DONE, s, int(self.server_gen[s]))
 
     def _arm_completions(self, servers: np.ndarray, th: np.ndarray) -> None:
         """Push each server's next thread completion (``th`` is grouped by server in ``servers`` order)."""

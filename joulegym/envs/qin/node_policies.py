@@ -97,13 +97,13 @@ class LinuxNodePolicy(NodePolicyBase):
 
     def place(self, sim: Any, server: int, threads: np.ndarray) -> np.ndarray:
         lo, hi = sim.first_core[server], sim.first_core[server + 1]
-        count = sim.core_threads[lo:hi].copy()
-        out = np.empty(threads.size, dtype=np.intp)
-        for i in range(threads.size):
-            c = int(np.argmin(count))
-            out[i] = lo + c
+        count = sim.core_threads[lo:hi].tolist()
+        out = []
+        for _ in range(threads.size):
+            c = count.index(min(count))  # the first least loaded (numpy's argmin)
+            out.append(lo + c)
             count[c] += 1
-        return out
+        return np.array(out, dtype=np.intp)
 
     def on_change(self, sim: Any, server: int) -> NodeDecision | None:
         th = sim._server_threads[server]
@@ -112,7 +112,15 @@ class LinuxNodePolicy(NodePolicyBase):
         lo, hi = sim.first_core[server], sim.first_core[server + 1]
         count = sim.core_threads[lo:hi]
         target = sim.thread_core[th]
-        if count.max() - count.min() > 1:
+        balanced = count.max() - count.min() <= 1
+        if balanced and not sim._low_hints[server]:
+            # every job at the top level's hint (the baselines, the perf focus): busy cores at the top, no move
+            levels = sim.core_level[lo:hi]
+            top = sim.n_levels - 1
+            if np.all((count == 0) | (levels == top)):
+                return None
+            return NodeDecision(level_cores=slice(lo, hi), levels=np.where(count > 0, top, -1))
+        if not balanced:
             count = count.copy()
             target = target.copy()
             while count.max() - count.min() > 1:  # idle balancing: most -> least loaded, the last thread moves
@@ -208,15 +216,18 @@ class QinNodePolicy(NodePolicyBase):
     # the D-choice rule of one server (Alg. 2 l. 6-13 with Alg. 4)
     def _remap(self, sim: Any, server: int, threads: np.ndarray, current: np.ndarray) -> np.ndarray:
         lo, hi = sim.first_core[server], sim.first_core[server + 1]
-        cores = np.arange(lo, hi)
-        lv = sim.core_level[cores]
-        jobs = sim.thread_job[threads]
+        lv = sim.core_level[lo:hi]
         # predicted instruction rate of each thread on each core: the job's predicted MIPS at the core's level x
         # the core type's IPC scale ("H = instruction count", A12)
         cols = sim._pred_cols[server, lv]
-        rate = sim.pred_mips[jobs][:, cols] * 1e6 * sim.cores.ipc_scale[cores][None, :]
-        busy_power = sim.cores.dyn_w[cores, lv] + sim.cores.leak_w[cores, lv]
-        instr_hat = rate.mean(axis=1) * sim.cfg.control_period_s
+        jobs = sim.thread_job[threads]
+        rate = sim.pred_mips[jobs[:, None], cols[None, :]] * 1e6 * sim.cores.ipc_scale[lo:hi][None, :]
+        if self.focus == "perf":  # the goal is the rate: no energy terms
+            busy_power = instr_hat = None
+        else:
+            cores = np.arange(lo, hi)
+            busy_power = sim.cores.dyn_w[cores, lv] + sim.cores.leak_w[cores, lv]
+            instr_hat = rate.mean(axis=1) * sim.cfg.control_period_s
         local = np.where(current >= 0, current - lo, -1)
         new = sch.node_dchoice(sim.thread_rem[threads], local, rate, busy_power, instr_hat, self.rng, self.focus,
                                self.d, self.p_frac, self.rule)

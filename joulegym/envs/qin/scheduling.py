@@ -382,8 +382,8 @@ def dvfs_levels_per_app(app_delay_s: np.ndarray, app_cpu_s: np.ndarray, thread_c
     return np.where(present.any(axis=1), n_levels - 1 - np.argmax(present[:, ::-1], axis=1), 0)
 
 
-def node_dchoice(threads_rem: np.ndarray, thread_core: np.ndarray, rate: np.ndarray, energy_per_s: np.ndarray,
-                 instr_hat: np.ndarray, rng: np.random.Generator, focus: str = "perf", d: int = 2,
+def node_dchoice(threads_rem: np.ndarray, thread_core: np.ndarray, rate: np.ndarray, energy_per_s: np.ndarray | None,
+                 instr_hat: np.ndarray | None, rng: np.random.Generator, focus: str = "perf", d: int = 2,
                  p_frac: float = 0.5, rule: str = "random-of-top-d") -> np.ndarray:
     """Qin_N on one server (Alg. 2 + 4, qin.md §3.5 node level): each thread, in id order, is placed or re-mapped by
     the D-choice rule; core loads are updated as it goes (later threads see earlier placements).
@@ -400,7 +400,8 @@ def node_dchoice(threads_rem: np.ndarray, thread_core: np.ndarray, rate: np.ndar
 
     :param threads_rem: remaining instructions per thread (its contribution to L_c), ``(T,)``.
     :param thread_core: current core position per thread (``-1`` = new), ``(T,)``.
-    :param rate: ``(T, C)``; ``energy_per_s``: the core's busy power, ``(C,)``; ``instr_hat``: ``(T,)``.
+    :param rate: ``(T, C)``; ``energy_per_s``: the core's busy power, ``(C,)``; ``instr_hat``: ``(T,)`` (both may be
+        ``None`` with the perf focus).
     :param rule: the Flist pick (:data:`DCHOICE_RULES`).
     :returns: the new core position per thread.
     """
@@ -412,18 +413,22 @@ def node_dchoice(threads_rem: np.ndarray, thread_core: np.ndarray, rate: np.ndar
     rem = np.asarray(threads_rem, dtype=float).tolist()
     cores = np.asarray(thread_core, dtype=np.int64).tolist()
     rates = np.maximum(rate, 1e-30).tolist()
-    power = np.asarray(energy_per_s, dtype=float).tolist()
-    ihat = np.asarray(instr_hat, dtype=float).tolist()
+    # (the perf focus ranks by rate: its energy terms may be None)
+    power = None if energy_per_s is None else np.asarray(energy_per_s, dtype=float).tolist()
+    ihat = [0.0] * n_threads if instr_hat is None else np.asarray(instr_hat, dtype=float).tolist()
     load, count = [0.0] * n_cores, [0] * n_cores
     for t, c in enumerate(cores):
         if c >= 0:
             load[c] += rem[t]
             count[c] += 1
     every = list(range(n_cores))
+    # every thread's rate the same on every core (one core type at one level): then no core is lower than where a
+    # thread waits unless some core's load is below the work queued ahead of it (a cheap test before the exact one)
+    uniform = bool((rate == rate[:, :1]).all())
     for t in range(n_threads):
         cur = cores[t]
-        if cur >= 0 and count[cur] == 1:  # alone on its core: no delay to cut (its own work is not queueing)
-            continue
+        if cur >= 0 and (count[cur] == 1 or (uniform and min(load) >= load[cur] - rem[t])):
+            continue  # alone on its core (its own work is not queueing), or no core with less queued ahead
         r = rates[t]
         cand = _node_candidates(cur, rem[t], r, load, count, every)
         if not cand:

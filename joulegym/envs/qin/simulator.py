@@ -125,6 +125,10 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self._full_power = self.cfg.power_terms == "full"
         # DRAM traffic power per busy core per unit of beta (the CoreTable model: 0.3 W per GB/s, qin.md §1.2)
         self._traffic_w = DRAM_W_PER_GBS * (cores.dram_bw_gbs / cores.cores)[self.server_of_core]
+        # the same tables as Python lists, for the one-server power sum in scalars (DynamicsMixin._power_one)
+        self._power_lists = {"dyn": self._dyn_flat.tolist(), "leak": self._leak_flat.tolist(),
+                             "traffic": self._traffic_w.tolist(), "idle": cores.idle_w.tolist(),
+                             "uncore": cores.uncore_w.tolist(), "dram_idle": cores.dram_idle_w.tolist()}
         self.node_policy = node_policy_from(self.cfg.node_policy)
         self.jobs: QinJobs | None = None
         self._view = QinView(self)
@@ -253,6 +257,8 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self.c_server = np.zeros((n, N_SOI))  # predicted, over assigned unfinished jobs (A5)
         self.t_server = np.full((n, N_SOI), EMPTY_SERVER_TOLERATED)
         self.jobs_on = np.zeros(n, dtype=np.intp)
+        self._low_hints = [0] * n  # jobs on each server whose V/F hint is below the top level
+        self._server_index = [np.array([s]) for s in range(n)]  # one-server index arrays of the event path
         self.runnable_threads = np.zeros(n, dtype=np.intp)
         self._server_jobs: list[list[int]] = [[] for _ in range(n)]
         self._server_threads: list[np.ndarray] = [np.zeros(0, dtype=np.intp) for _ in range(n)]
@@ -543,7 +549,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
 
     # --- placement and completions ---------------------------------------------------------------------------
     def _place(self, j: int, s: int, level: int) -> None:
-        self._integrate(np.array([s]), self.now)
+        self._integrate_one(s, self.now)
         first, end = self.job_first_thread[j], self.job_first_thread[j + 1]
         threads = np.arange(first, end)
         # the phase process starts here (multiplier 1, no noise): _evolve_phases may have run every thread id
@@ -566,6 +572,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self._server_threads[s] = np.concatenate([self._server_threads[s], threads])
         self._alive_cache = self._busy_cache = self._ctx = None
         self.jobs_on[s] += 1
+        self._low_hints[s] += level < self.n_levels - 1
         self.runnable_threads[s] += threads.size
         self.c_server[s] += self.pred_c[j]
         np.minimum(self.t_server[s], self.pred_t[j], out=self.t_server[s])
@@ -573,15 +580,15 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self._load_error[s] += self.pred_size[j] - self.size_instr[j]
         self.jobs_placed += 1
         self._apply_node_decision(self.node_policy.on_change(self, s))
-        self._refresh(np.array([s]), mapping=True)
+        self._refresh(self._server_index[s], mapping=True)
         self._arm_tick()
 
     def _completions(self, s: int) -> None:
-        self._integrate(np.array([s]), self.now)
+        self._integrate_one(s, self.now)
         th = self._server_threads[s]
         fin = th[self.thread_rem[th] <= np.maximum(EPS_INSTR, self.thread_rate[th] * 1e-9)]
         if fin.size == 0:  # round-off: re-arm
-            self._refresh(np.array([s]), mapping=False)
+            self._refresh(self._server_index[s], mapping=False)
             return
         self.thread_rem[fin] = 0.0
         self.thread_alive[fin] = False
@@ -594,7 +601,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         for j in np.unique(jobs[self.job_alive_threads[jobs] == 0]).tolist():
             self._finish_job(j, s)
         self._apply_node_decision(self.node_policy.on_change(self, s))
-        self._refresh(np.array([s]), mapping=True)
+        self._refresh(self._server_index[s], mapping=True)
         if self.done:
             self._finish()
 
@@ -604,6 +611,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self._flow_done_s += self.now - self.arrival_s[j]
         self._server_jobs[s].remove(j)
         self.jobs_on[s] -= 1
+        self._low_hints[s] -= self.job_level_hint[j] < self.n_levels - 1
         self.c_server[s] -= self.pred_c[j]
         self._load_error[s] -= self.pred_size[j] - self.size_instr[j]
         rest = self._server_jobs[s]
