@@ -32,6 +32,7 @@ D_VALUES = (1, 2, 3, 4, 6)  # Fig. 10b
 NODE_MIXES = (("fft", "barnes", "lu_cb"), ("fft", "water_nsquared"), ("ocean_cp", "radix", "fmm"))
 NODE_MIX_THREADS = 3  # threads per app of the node-level mixes: more threads than the i5-4690's 4 cores
 LARGE_N_POLICIES = ("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE)
+LEADERBOARD_SCENARIOS = ("paper-rw", "paper-lc", "paper-tb")  # the family's benchmark (scenarios/qin.py)
 
 
 def run(env_id: str, policy: str, seed: int, env_kwargs: dict | None = None, *, through_env: bool = False,
@@ -290,4 +291,18 @@ def large_n(n_servers: int = 1000, seeds=(0,), policies=LARGE_N_POLICIES,
                 m = run("joulegym/QinCluster-large-n-v0", policy, seed, kw)
                 rows.append({"n_servers": n_servers, "decision_latency_s": latency if latency is not None else 0.09,
                              "seed": seed, "policy": policy, **m})
+    return pd.DataFrame(rows)
+
+
+def leaderboard(scenarios=LEADERBOARD_SCENARIOS, seeds=tuple(range(10_000, 10_010)),
+                policies=("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE)) -> pd.DataFrame:
+    """The leaderboard's heuristics (``evaluate.py --suite qin``: makespan on the held-out seeds of the benchmark's
+    scenarios): every reference policy's makespan per scenario and seed (the shipped agents are ranked by the
+    suite)."""
+    rows = []
+    for scenario in scenarios:
+        for policy in policies:
+            for seed in seeds:
+                m = run(f"joulegym/QinCluster-{scenario}-v0", policy, seed)
+                rows.append({"scenario": scenario, "policy": policy, "seed": seed, "makespan_s": m["makespan_s"]})
     return pd.DataFrame(rows)

@@ -20,8 +20,9 @@ def _rw_max_section(tables: dict[str, pd.DataFrame]) -> list[str]:
                               "mean_util": "core utilisation"})[
         ["policy", "mean makespan (s)", "standard error (s)", "qin-perf's gain over it (%)", "mean Im_c (G instr)",
          "core utilisation"]]
-    return [f"## RW at M = {m} (Table 4 RW JCT, Fig. 7a)", "",
-            f"{m} RW jobs at t = 0 on the five workers, seeds 0-{seeds - 1}; the paired gain is the mean over seeds of "
+    return ["## Cluster level at the largest M", "",
+            f"Table 4's RW JCT and Fig. 7a at M = {m}: {m} RW jobs at t = 0 on the five workers, "
+            f"seeds 0-{seeds - 1}; the paired gain is the mean over seeds of "
             "`(B - Q) / B`; Im_c is eq. 30's imbalance (max minus mean server load) averaged over the placements. "
             "`least-loaded` and `drain-time` are not in the paper.", "",
             markdown_table(shown, floatfmt=".3g"), ""]
@@ -46,7 +47,7 @@ def _table4_section(tables: dict[str, pd.DataFrame]) -> list[str]:
 
 def _gain_by_m_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     g = tables["gain_by_m"]
-    return ["## Fig. 7: Qin's JCT gain per M", "",
+    return ["## Fig 7 Qin gain per number of jobs", "",
             "RW, qin-perf's mean paired makespan gain (%) over each scheduler, per number of jobs M; the columns "
             f"marked ({ex.OTHER_RULE}) are Qin with the other D-choice rule (the least loaded finalist).", "",
             markdown_table(g, floatfmt=".1f"), ""]
@@ -58,10 +59,11 @@ def _d_and_dac_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     t12 = tables["t12"].groupby("panel")[["makespan_s_gain_pct", "mean_jct_s_gain_pct", "energy_j_gain_pct"]]
     t12 = t12.agg(["mean", "min", "max"])
     t12.columns = [f"{metric.replace('_gain_pct', '')} {stat}" for metric, stat in t12.columns]
-    return ["## Fig. 10b: the number of choices d", "", "100 RW jobs, qin-perf with d choices.", "",
+    return ["## Fig 10b number of choices", "", "100 RW jobs, qin-perf with d choices (Fig. 10b).", "",
             markdown_table(t10, floatfmt=".4g"), "",
-            "## Fig. 12: dynamic admission control", "",
-            "100 RW jobs at once, queue 100, wait 0; DAC's improvement (%) over FIFO: 12a ranks by descending "
+            "## Fig 12 admission control", "",
+            "Fig. 12, dynamic admission control: 100 RW jobs at once, queue 100, wait 0; "
+            "DAC's improvement (%) over FIFO: 12a ranks by descending "
             "predicted H (perf focus), 12b by ascending predicted E (energy focus); mean, min and max over seeds.", "",
             markdown_table(t12.reset_index(), floatfmt=".1f"), ""]
 
@@ -70,8 +72,9 @@ def _table5_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     g = tables["t5_gains"].rename(columns={"gain_pct": "gain in the focus' metric (%)", "makespan_gain_pct":
                                            "makespan gain (%)", "energy_gain_pct": "energy gain (%)"})
     seeds = int(tables["t5"].seed.nunique())
-    return ["## Table 5: hierarchical Qin + Qin vs Kubernetes + Sniper", "",
-            f"100 RW jobs (`Qin-hier-rw`, 10 ms control periods), {seeds} seeds; each focus with its Qin variant at "
+    return ["## Table 5 hierarchical", "",
+            "Table 5, Qin + Qin against Kubernetes + Sniper: 100 RW jobs (`Qin-hier-rw`, 10 ms control periods), "
+            f"{seeds} seeds; each focus with its Qin variant at "
             "the cluster level and its PL at the node level (perf 0, energy 0.5, EDP 0.1). The rows are the steps "
             "from Kubernetes + Sniper to Qin + Qin: Qin at the cluster level alone (node: Sniper), then Qin's node "
             "mapping at PL 0, then its DVFS (the full scheduler; for perf PL 0 is the full scheduler).", "",
@@ -96,12 +99,14 @@ def _node_section(tables: dict[str, pd.DataFrame]) -> list[str]:
                           f"{wide.loc[app, ('edp_js_vs_sniper', label)]:.3f}")
         rows.append(row)
     mixes = tables["mixes"].groupby(["apps", "policy"])["runtime_s"].mean().unstack("policy").reset_index()
-    return ["## Fig. 14: the node level per Splash-2 app", "",
-            "One i5-4690, one app of 4 threads at t = 0, 1 ms control periods: runtime / energy / EDP of Qin's node "
+    return ["## Fig 14 node level per app", "",
+            "Fig. 14 per Splash-2 app: one i5-4690, one app of 4 threads at t = 0, 1 ms control periods: "
+            "runtime / energy / EDP of Qin's node "
             "policy as a ratio to Sniper's pinned default (below 1: better).", "",
             pd.DataFrame(rows).to_markdown(index=False), "",
-            "## Several apps per server (§7.2.2)", "",
-            f"Apps of {ex.NODE_MIX_THREADS} threads each on one i5-4690 (more threads than cores), PL 0: runtime (s).",
+            "## Several apps per server", "",
+            f"§7.2.2's balancing: apps of {ex.NODE_MIX_THREADS} threads each on one i5-4690 "
+            "(more threads than cores), PL 0: runtime (s).",
             "", markdown_table(mixes, floatfmt=".4f"), ""]
 
 
@@ -109,11 +114,23 @@ def _scale_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     large = tables["large_n"]
     n = int(large.n_servers.iloc[0])
     shown = large[["decision_latency_s", "policy", "makespan_s", "mean_jct_s", "mean_util", "dispatch_overhead_s"]]
-    return [f"## Scale: N = {n:,} servers, M = {10 * n:,} jobs", "",
-            f"{n} servers drawn from the Table 2 types, {10 * n} RW jobs at t = 0, seed 0; profiling in one slot per "
+    return ["## Scale", "",
+            f"N = {n:,} servers, M = {10 * n:,} jobs (§7.4): {n} servers drawn from the Table 2 types, "
+            f"{10 * n} RW jobs at t = 0, seed 0; profiling in one slot per "
             "two servers. `decision_latency_s` is the sequential decision stage of the profiling-based schedulers "
             "(0.09 s: A27; 0.005 s: Kubernetes' own, run as a sensitivity; Kubernetes keeps 0.005 s in both).", "",
             markdown_table(shown, floatfmt=".4g"), ""]
+
+
+def _leaderboard_section(tables: dict[str, pd.DataFrame]) -> list[str]:
+    board = tables["board"]
+    seeds = board.seed.unique()
+    wide = board.groupby(["policy", "scenario"], sort=False)["makespan_s"].mean().unstack("scenario")
+    wide = wide.sort_values(wide.columns[0]).reset_index()
+    return ["## Leaderboard heuristics", "",
+            f"Mean makespan (s) on the leaderboard's held-out seeds {seeds.min()}-{seeds.max()} (`evaluate.py --suite "
+            "qin` ranks the shipped agents beside them); `round-robin`, `least-loaded` and `drain-time` are not in the "
+            "paper.", "", markdown_table(wide, floatfmt=".1f"), ""]
 
 
 def results_markdown(tables: dict[str, pd.DataFrame], budget: dict[str, Any], quick: bool) -> str:
@@ -127,5 +144,6 @@ def results_markdown(tables: dict[str, pd.DataFrame], budget: dict[str, Any], qu
             "campaign (every Splash-2 app held out) and run with the Linux-like node policy unless a table says "
             "otherwise. [The model page](qin.md) explains the numbers, section 6.", ""]
     body = (_rw_max_section(tables) + _table4_section(tables) + _gain_by_m_section(tables)
-            + _d_and_dac_section(tables) + _table5_section(tables) + _node_section(tables) + _scale_section(tables))
+            + _d_and_dac_section(tables) + _table5_section(tables) + _node_section(tables) + _scale_section(tables)
+            + _leaderboard_section(tables))
     return "\n".join(head + body)

@@ -72,15 +72,16 @@ def test_reproduce_writes_the_results_page_and_the_verdicts(tmp_path, monkeypatc
              "table5_power_terms": lambda seeds, num_jobs: _power(seeds=(0,), num_jobs=4, control_period_ms=100.0),
              "fig14": lambda apps, seeds: _fig14(apps=("fft",)),
              "node_mixes": lambda mixes, seeds: _mixes(ex.NODE_MIXES[:1]),
-             "large_n": lambda n: _large_n(10, policies=("qin", "kubernetes", "drain-time"))}
+             "large_n": lambda n: _large_n(10, policies=("qin", "kubernetes", "drain-time")),
+             "leaderboard": lambda scenarios, seeds: _board(("tiny",), (10_000,), ("qin", "drain-time"))}
     for name, function in small.items():
         monkeypatch.setattr(ex, name, function)
     written = evaluation.reproduce(tmp_path, quick=True)
     assert {"table4.csv", "fig7.png", "fig10b.png", "fig12.csv", "table5.csv", "fig14.png", "large_n.csv",
-            "qin_results.md", "qin_reproduction.md"} <= {p.name for p in written}
+            "leaderboard.csv", "qin_results.md", "qin_reproduction.md"} <= {p.name for p in written}
     results = (tmp_path / "qin_results.md").read_text()
-    for section in ("## RW at M = 20", "## Table 4", "## Fig. 7", "## Fig. 10b", "## Fig. 12", "## Table 5",
-                    "## Fig. 14", "## Several apps per server", "## Scale: N = 10 servers"):
+    for section in ("## Cluster level at the largest M", "## Table 4", "## Fig 7", "## Fig 10b", "## Fig 12",
+                    "## Table 5", "## Fig 14", "## Several apps per server", "## Scale", "## Leaderboard"):
         assert section in results, section
     text = (tmp_path / "qin_reproduction.md").read_text()
     rows = [line.split(" | ") for line in text.split("## Paper vs joulegym", 1)[1].splitlines()
@@ -89,7 +90,7 @@ def test_reproduce_writes_the_results_page_and_the_verdicts(tmp_path, monkeypatc
 
 
 _cluster_runs, _fig10b, _fig12, _table5, _power = ex.cluster_runs, ex.fig10b, ex.fig12, ex.table5, ex.table5_power_terms
-_fig14, _mixes, _large_n = ex.fig14, ex.node_mixes, ex.large_n
+_fig14, _mixes, _large_n, _board = ex.fig14, ex.node_mixes, ex.large_n, ex.leaderboard
 
 
 def test_small_figures_smoke():
