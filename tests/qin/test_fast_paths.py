@@ -159,7 +159,7 @@ def test_hierarchical_episode_metrics_are_pinned():
         env.reset(seed=1)
         metrics = rollout(env, policy, seed=1).metrics
         for key, value in pinned.items():
-            assert metrics[key] == pytest.approx(value, rel=1e-12, abs=1e-12), (name, key)
+            assert metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-12), (name, key)
 
 
 def test_a_tick_that_keeps_every_level_skips_the_rates_with_the_same_state():
@@ -303,4 +303,5 @@ def test_100_job_hierarchical_episode_metrics_are_pinned(name):
     env.reset(seed=0)
     metrics = rollout(env, policy, seed=0).metrics
     for key, value in PINNED_100[name].items():
-        assert metrics[key] == value, (name, key, metrics[key], value)
+        # the trajectory pins' precision (benchmarks/trajectory_pins.py PRECISION): last bits differ across CPUs
+        assert metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-12), (name, key, metrics[key], value)
