@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from joulegym.devices.cpu import N_SOI, interference_slowdown
+from joulegym.devices.cpu import MAX_SLOWDOWN, N_SOI, SLOWDOWN_PER_UNIT, SOI_WEIGHTS
 
 # event kinds, in the order simultaneous events are processed (completions before the decision they inform)
 EV_DONE, EV_ARRIVAL, EV_TICK, EV_PROFILED, EV_SCHED = 0, 1, 2, 3, 4
@@ -213,7 +213,14 @@ class DynamicsMixin:
             total = np.zeros((self.n_servers, N_SOI))
             np.add.at(total, srv, caused)
             pressure = total[srv] - caused
-        self.job_slowdown[js] = interference_slowdown(pressure, self.t_true.take(js, axis=0))
+        # devices.cpu.interference_slowdown's operations, in place, on the per-episode clamped tolerances
+        ratio = np.divide(pressure, self._t_true_floor.take(js, axis=0), out=pressure)
+        np.square(ratio, out=ratio)
+        np.multiply(ratio, SOI_WEIGHTS, out=ratio)
+        slowdown = np.add.reduce(ratio, axis=-1)
+        np.multiply(slowdown, SLOWDOWN_PER_UNIT, out=slowdown)
+        np.add(slowdown, 1.0, out=slowdown)
+        self.job_slowdown[js] = np.minimum(slowdown, MAX_SLOWDOWN, out=slowdown)
 
     def _power(self, servers: np.ndarray, mapping: bool = True) -> None:
         """Server power (qin.md §1.2, §1.9; the CoreTable model): per core busy (dynamic x activity + leakage +

@@ -111,15 +111,15 @@ class LinuxNodePolicy(NodePolicyBase):
             return None
         lo, hi = sim.first_core[server], sim.first_core[server + 1]
         count = sim.core_threads[lo:hi]
-        target = sim.thread_core[th]
-        balanced = count.max() - count.min() <= 1
+        per_core = count.tolist()  # a server's handful of cores: scalars are cheaper than numpy calls
+        balanced = max(per_core) - min(per_core) <= 1
         if balanced and not sim._low_hints[server]:
             # every job at the top level's hint (the baselines, the perf focus): busy cores at the top, no move
-            levels = sim.core_level[lo:hi]
             top = sim.n_levels - 1
-            if np.all((count == 0) | (levels == top)):
+            if all(n == 0 or level == top for n, level in zip(per_core, sim.core_level[lo:hi].tolist())):
                 return None
             return NodeDecision(level_cores=slice(lo, hi), levels=np.where(count > 0, top, -1))
+        target = sim.thread_core[th]
         if not balanced:
             count = count.copy()
             target = target.copy()

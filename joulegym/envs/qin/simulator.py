@@ -178,6 +178,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self.cpi0 = np.asarray(jobs.cpi0, dtype=float)
         self.beta = np.asarray(jobs.beta, dtype=float)
         self.t_true = np.asarray(jobs.tolerated, dtype=float)
+        self._t_true_floor = np.maximum(self.t_true, 1e-9)  # the slowdown's divisor (devices.cpu, §1.9)
         self.c_true = np.asarray(jobs.caused, dtype=float)
         self.mem_term_s = self.beta / (1.0 - self.beta) * self.cpi0 / (F_REF_MHZ * 1e6)  # m_a (§1.9)
         types, type_of, _ = server_types_of(self.cores)
@@ -630,7 +631,11 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
     # --- diagnostics and metrics -----------------------------------------------------------------------------
     def _record_imbalance(self) -> None:
         load = self.load_instr
-        im_c = float(load.max() - load.mean())  # eq. 30
+        if self.n_servers < 8:  # scalars: numpy sums fewer than 8 terms in this same sequential order
+            values = load.tolist()
+            im_c = max(values) - sum(values) / self.n_servers  # eq. 30
+        else:
+            im_c = float(load.max() - load.mean())
         self._im_c_sum += im_c
         self._im_c_n += 1
         if self.cfg.record_traces:
