@@ -22,7 +22,8 @@ from joulegym.workloads.datasets import (
     listing,
     paths,
     resolve,
+    status,
 )
 
 __all__ = ["DATASETS", "DATA_DIR_ENV", "DATA_URL_ENV", "DataError", "DataFile", "Dataset", "data_dir", "dataset",
-           "fetch", "is_present", "listing", "paths", "resolve"]
+           "fetch", "is_present", "listing", "paths", "resolve", "status"]

@@ -11,17 +11,24 @@ Writes into ``--out`` (which must be empty, unless ``--resume`` or ``--overwrite
 - ``agent/`` — the same policy weights-only (``agent.json`` + ``weights.pt``), the safe format for sharing and
   for leaderboards (:mod:`joulegym.agents.weights`);
 - ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs); ``tb/`` — TensorBoard logs.
-- ``learning_curve.png`` — episode return against timesteps, from ``monitor/`` (issue 18 item 5).
+- ``learning_curve.png`` — episode return against timesteps, from ``monitor/`` (docs/tutorials/train-and-evaluate.md);
+- ``.joulegym-run.json`` — the marker listing the entries above as this run's
+  (:func:`joulegym.core.io.prepare_run_dir`): ``--overwrite`` removes only those, and only in a directory
+  holding the marker (docs/robustness.md).
 
 Every file is written to a temporary name and renamed; ``config.json`` with ``"complete": true`` is written
 last, so a run without it is unfinished and its ``model.zip`` (if any) is not the final one.
+
+``--resume`` unpickles the checkpoint (SB3's format): it loads one only when ``checkpoints/latest.json`` carries
+this user's signature of it (an HMAC with a key in the user's data folder, :func:`joulegym.core.io.sign_file`),
+i.e. when this user's joulegym wrote it; any other checkpoint needs ``--unsafe-unpickle-model-zip``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import os
 import signal
 import sys
 import threading
@@ -32,6 +39,9 @@ from typing import Any
 DEFAULT_ENV = "joulegym/ETF-v0"
 CHECKPOINT_EVERY = 10_000  # environment steps between checkpoints (default)
 CHECKPOINT = "latest"  # checkpoints/latest.zip, latest_replay_buffer.pkl, latest.json
+CONFIG_KEYS = {"env_id": str, "env_kwargs": dict, "algo": str, "hyperparams": dict, "seed": int, "timesteps": int,
+               "n_envs": int}  # what --resume reads from config.json
+UNSAFE_FLAG = "--unsafe-unpickle-model-zip"
 
 
 def _prog() -> str:
@@ -58,17 +68,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog=_prog(), description="Train an SB3 agent on a joulegym env.",
         epilog="Security: a model.zip is unpickled when loaded and can run code; share and evaluate third-party "
                "agents through the weights-only OUT/agent/ directory instead.")
-    parser.add_argument("--env", default=DEFAULT_ENV,
+    parser.add_argument("--env", default=None,
                         help=f"env id (default {DEFAULT_ENV}); see python -m joulegym list")
-    parser.add_argument("--algo", default="ppo", help="ppo (default), a2c, sac, td3, dqn, maskable_ppo")
+    parser.add_argument("--algo", default=None, help="ppo (default), a2c, sac, td3, dqn, maskable_ppo")
     parser.add_argument("--timesteps", type=int, default=None,
                         help="total environment steps (default: n_timesteps of the hyperparameters, else 100000)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=int, default=None,
                         help="training seed in [0, 10000) (seeds >= 10000 are held out for evaluation)")
     parser.add_argument("--out", default=None, help="output directory (default runs/<env>-<algo>-s<seed>)")
     parser.add_argument("--n-envs", type=int, default=None,
                         help="parallel envs in a DummyVecEnv (default: n_envs of the hyperparameters, else 1)")
-    parser.add_argument("--env-kwargs", default="{}", help='JSON dict of gym.make kwargs, e.g. \'{"phi": 0.5}\'')
+    parser.add_argument("--env-kwargs", default=None, help='JSON dict of gym.make kwargs, e.g. \'{"phi": 0.5}\'')
     parser.add_argument("--hyperparams", default=None, help="YAML file overriding the packaged hyperparameters")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--checkpoint-every", type=int, default=CHECKPOINT_EVERY,
@@ -76,7 +86,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", action="store_true",
                        help="continue the unfinished run in --out from its latest checkpoint")
-    group.add_argument("--overwrite", action="store_true", help="delete what --out holds and start afresh")
+    group.add_argument("--overwrite", action="store_true",
+                       help="replace the train.py run in --out (only the files its .joulegym-run.json lists; a "
+                            "directory train.py did not write is refused)")
+    parser.add_argument(UNSAFE_FLAG, dest="unsafe_unpickle", action="store_true",
+                        help="with --resume: load a checkpoint this user's joulegym did not sign (unpickling it can "
+                             "run code: only for files you trust)")
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
     parser.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard logs")
     parser.add_argument("--verbose", type=int, default=0, help="SB3 verbosity (0, 1, 2)")
@@ -98,20 +113,9 @@ class TrainingInterrupted(Exception):
 
 
 def _prepare_out(out_dir: Path, resume: bool, overwrite: bool) -> None:
-    from joulegym.core.io import check_result_dir
+    from joulegym.core.io import prepare_run_dir
 
-    check_result_dir(out_dir)
-    busy = out_dir.is_dir() and any(out_dir.iterdir())
-    if resume:
-        if not (out_dir / "config.json").is_file():
-            raise ValueError(f"--resume: {str(out_dir)!r} holds no run (no config.json)")
-        return
-    if busy and not overwrite:
-        raise ValueError(f"--out {str(out_dir)!r} is not empty: pass --resume to continue the run there or "
-                         "--overwrite to replace it")
-    if busy:
-        shutil.rmtree(out_dir)
-    check_result_dir(out_dir, create=True)
+    prepare_run_dir(out_dir, resume=resume, overwrite=overwrite)
 
 
 def _checkpoint_paths(out_dir: Path) -> tuple[Path, Path, Path]:
@@ -133,7 +137,11 @@ def save_checkpoint(model: Any, out_dir: Path) -> Path:
         tmp_buffer = buffer_path.with_name(".latest_replay_buffer.tmp.pkl")
         model.save_replay_buffer(str(tmp_buffer))
         tmp_buffer.replace(buffer_path)
-    write_atomic(meta_path, json.dumps({"num_timesteps": int(model.num_timesteps), "replay_buffer": has_buffer}) + "\n")
+    from joulegym.core.io import sign_file
+
+    signatures = {p.name: sign_file(p) for p in ((zip_path, buffer_path) if has_buffer else (zip_path,))}
+    write_atomic(meta_path, json.dumps({"num_timesteps": int(model.num_timesteps), "replay_buffer": has_buffer,
+                                        "signatures": signatures}) + "\n")
     return zip_path
 
 
@@ -164,15 +172,16 @@ def _callbacks(out_dir: Path, every: int, progress_steps: int = 0):
     return CallbackList([EpisodeMetricsCallback(), checkpoints, *progress]), checkpoints
 
 
-def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = None, seed: int = 0,
+def train(env_id: str | None = None, algo: str | None = None, timesteps: int | None = None, seed: int | None = None,
           out: str | Path | None = None, n_envs: int | None = None, env_kwargs: dict[str, Any] | None = None,
           hyperparams_file: str | Path | None = None, threads: int = 1, progress_bar: bool = True,
           tensorboard: bool = True, verbose: int = 0, *, resume: bool = False, overwrite: bool = False,
-          checkpoint_every: int = CHECKPOINT_EVERY) -> Path:
+          checkpoint_every: int = CHECKPOINT_EVERY, unsafe_unpickle: bool = False) -> Path:
     """Train ``algo`` on ``env_id`` and save it under ``out``; returns the path of ``model.zip``.
 
     With ``resume=True`` the run in ``out`` continues from its latest checkpoint with the settings of its
-    ``config.json`` (the other arguments must not contradict them) until its total timesteps.
+    ``config.json`` (the other arguments must be None or agree with them) until its total timesteps; its checkpoint is
+    unpickled only when this user's joulegym signed it, or with ``unsafe_unpickle=True`` (a warning).
 
     :raises ValueError: bad arguments, a non-empty ``out`` without ``resume``/``overwrite``, an unwritable ``out``.
     :raises TrainingInterrupted: SIGINT/SIGTERM stopped the run after saving a checkpoint.
@@ -184,9 +193,16 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     from joulegym.agents.algos import algo_spec, split_run_keys
     from joulegym.core.benchmark import TRAINING_SEED_LIMIT
 
+    if resume and out is None:
+        raise ValueError("--resume needs --out, the run directory to continue")
+    if not resume:
+        env_id, algo, seed = env_id or DEFAULT_ENV, algo or "ppo", 0 if seed is None else seed
     out_dir = Path(out) if out is not None else Path("runs") / f"{env_id.split('/')[-1]}-{algo}-s{seed}"
     if resume:
         previous = _read_config(out_dir)
+        _check_resume_agrees(out_dir, previous, {"--env": env_id, "--algo": algo and algo_spec(algo).name,
+                                                 "--seed": seed, "--timesteps": timesteps, "--n-envs": n_envs,
+                                                 "--env-kwargs": env_kwargs, "--hyperparams": hyperparams_file})
         env_id, algo, seed = previous["env_id"], previous["algo"], int(previous["seed"])
         env_kwargs, hyperparams = previous["env_kwargs"], previous["hyperparams"]
         timesteps, n_envs = int(previous["timesteps"]), int(previous["n_envs"])
@@ -195,6 +211,9 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     if not 0 <= seed < TRAINING_SEED_LIMIT:  # seeds >= the limit are the benchmark's held-out evaluation seeds
         raise ValueError(f"--seed must be in [0, {TRAINING_SEED_LIMIT}) (seeds from {TRAINING_SEED_LIMIT} on are "
                          f"held out for evaluation), got {seed}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= (os.cpu_count() or 1):
+        raise ValueError(f"--threads must be a whole number in [1, {os.cpu_count() or 1}] (this machine's cores), "
+                         f"got {threads!r}")
     if checkpoint_every < 1:
         raise ValueError(f"--checkpoint-every must be >= 1, got {checkpoint_every}")
     if env_id not in gym.registry:
@@ -219,6 +238,8 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
               "versions": _versions(joulegym.__version__)}
     if not resume:
         _write_config(out_dir, config)
+    if resume:
+        _check_checkpoint(out_dir, unsafe_unpickle)
     model, vec_env = _build(config, out_dir, resume, tensorboard, verbose, threads)
     remaining = timesteps - int(model.num_timesteps)
     callbacks, checkpoints = _callbacks(out_dir, checkpoint_every, remaining if progress_bar else 0)
@@ -245,6 +266,46 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
         raise TrainingInterrupted(checkpoints.signal, checkpoint)
     seconds = time.perf_counter() - start
     return _finish(model, vec_env, config, out_dir, seconds)
+
+
+_RESUME_KEYS = {"--env": "env_id", "--algo": "algo", "--seed": "seed", "--timesteps": "timesteps",
+                "--n-envs": "n_envs", "--env-kwargs": "env_kwargs", "--hyperparams": None}
+
+
+def _check_resume_agrees(out_dir: Path, config: dict[str, Any], given: dict[str, Any]) -> None:
+    """``--resume`` continues a run with its own settings: a given flag must agree with its ``config.json``."""
+    for flag, value in given.items():
+        key = _RESUME_KEYS[flag]
+        if value is None or (key is not None and value == config[key]):
+            continue
+        what = "is not read" if key is None else f"{value!r} contradicts the run's {key}={config[key]!r}"
+        raise ValueError(f"--resume continues the run in {str(out_dir)!r} with the settings of its config.json: "
+                         f"{flag} {what}; drop {flag}, or start a new run with another --out")
+
+
+def _check_checkpoint(out_dir: Path, unsafe_unpickle: bool) -> None:
+    """Refuse to unpickle a checkpoint this user's joulegym did not sign, unless ``unsafe_unpickle`` (then warn)."""
+    import warnings
+
+    from joulegym.core.io import signed_by_this_user
+
+    zip_path, buffer_path, meta_path = _checkpoint_paths(out_dir)
+    if not zip_path.is_file():
+        return
+    try:
+        signatures = json.loads(meta_path.read_text()).get("signatures") or {}
+    except (OSError, ValueError, AttributeError):
+        signatures = {}
+    unsigned = [p.name for p in (zip_path, buffer_path) if p.is_file()
+                and not signed_by_this_user(p, signatures.get(p.name) if isinstance(signatures, dict) else None)]
+    if not unsigned:
+        return
+    if not unsafe_unpickle:
+        raise ValueError(f"--resume: {', '.join(unsigned)} in {str(zip_path.parent)!r} was not written by this user's "
+                         f"joulegym (no valid signature in {meta_path.name}); loading it unpickles code: pass "
+                         f"{UNSAFE_FLAG} only if you trust the file")
+    warnings.warn(f"{UNSAFE_FLAG}: unpickling {', '.join(unsigned)} of {zip_path.parent}, which can run code",
+                  UserWarning, stacklevel=3)
 
 
 def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: bool, verbose: int, threads: int):
@@ -294,9 +355,18 @@ def _read_config(out_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ValueError(f"{str(out_dir)!r} holds no run (no config.json)")
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err.msg})") from None
+        config = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not valid JSON ({getattr(err, 'msg', None) or err.reason})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: must hold a JSON object with keys {list(CONFIG_KEYS)}, got a "
+                         f"{type(config).__name__}")
+    for key, kind in CONFIG_KEYS.items():
+        value = config.get(key)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"{path}: {key} must be a JSON {'object' if kind is dict else kind.__name__} (what "
+                             f"train.py writes), got {value!r}; the file is damaged")
+    return config
 
 
 def _write_config(out_dir: Path, config: dict[str, Any]) -> None:
@@ -356,10 +426,11 @@ def main(argv: list[str] | None = None) -> int:
         from joulegym.core.config import parse_env_kwargs
 
         path = train(args.env, args.algo, args.timesteps, args.seed, args.out, args.n_envs,
-                     parse_env_kwargs(args.env_kwargs), args.hyperparams, args.threads,
+                     None if args.env_kwargs is None else parse_env_kwargs(args.env_kwargs), args.hyperparams,
+                     args.threads,
                      progress_bar=not args.no_progress_bar, tensorboard=not args.no_tensorboard,
                      verbose=args.verbose, resume=args.resume, overwrite=args.overwrite,
-                     checkpoint_every=args.checkpoint_every)
+                     checkpoint_every=args.checkpoint_every, unsafe_unpickle=args.unsafe_unpickle)
     except TrainingInterrupted as stopped:
         print(f"train.py: stopped by signal {stopped.signum}; checkpoint saved at {stopped.checkpoint}; continue with "
               f"python train.py --out {stopped.checkpoint.parent.parent} --resume", file=sys.stderr)

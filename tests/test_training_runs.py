@@ -68,8 +68,14 @@ def test_a_used_out_is_refused_unless_resume_or_overwrite(tmp_path, capsys):
     assert "not empty" in capsys.readouterr().err and (out / "notes.txt").exists()
     assert train_main([*FAST, "--timesteps", "64", "--out", str(out), "--resume"]) == 2
     assert "no config.json" in capsys.readouterr().err
-    assert train_main([*FAST, "--timesteps", "64", "--out", str(out), "--overwrite"]) == 0
-    assert not (out / "notes.txt").exists() and json.loads((out / "config.json").read_text())["complete"]
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(out), "--overwrite"]) == 2  # not train.py's
+    assert "--overwrite" in capsys.readouterr().err and (out / "notes.txt").exists()
+    run = tmp_path / "run2"
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(run)]) == 0
+    (run / "notes.txt").write_text("the user's, beside the run")
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(run), "--overwrite"]) == 0
+    assert (run / "notes.txt").read_text() == "the user's, beside the run"  # only the run's own files went
+    assert json.loads((run / "config.json").read_text())["complete"]
 
 
 def test_weights_only_agent_acts_like_the_model(tmp_path):
@@ -83,7 +89,9 @@ def test_weights_only_agent_acts_like_the_model(tmp_path):
     meta = json.loads((out / "agent" / "agent.json").read_text())
     assert meta["algo"] == "maskable_ppo" and meta["format"] == 1
     env = gym.make("joulegym/ETFPhi-tx2-fig5-v0")
-    safe, pickled = SB3Policy.load(out), SB3Policy.load(out / "model.zip")
+    with pytest.warns(UserWarning, match="unpickling"):
+        pickled = SB3Policy.load(out / "model.zip", allow_pickle=True)
+    safe = SB3Policy.load(out)
     assert safe._weights_dir == out / "agent"
     a, b = rollout(env, safe, seed=5, record=True), rollout(env, pickled, seed=5, record=True)
     assert a.total_return == b.total_return and a.length == b.length

@@ -46,12 +46,13 @@ class PolicyEntry:
     kwargs: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
     family: str | None = None  # scopes the reference-policy name (``None``: an unambiguous short name)
+    allow_pickle: bool = False  # an agent given as a model.zip is unpickled only then (--unsafe-unpickle-model-zip)
 
     def build(self) -> baselines.Policy:
         if self.kind == "agent":
             from joulegym.agents import SB3Policy
 
-            return SB3Policy.load(self.path, algo=self.name, name=self.label)
+            return SB3Policy.load(self.path, algo=self.name, name=self.label, allow_pickle=self.allow_pickle)
         return baselines.make(self.name, family=self.family, **self.kwargs)
 
 
@@ -62,11 +63,12 @@ def eval_seeds(n: int) -> list[int]:
     return [EVAL_SEED_BASE + i for i in range(n)]
 
 
-def parse_policies(text: str, env: gym.Env | None = None) -> list[PolicyEntry]:
+def parse_policies(text: str, env: gym.Env | None = None, *, allow_pickle: bool = False) -> list[PolicyEntry]:
     """Parse ``--policies``: comma-separated ``NAME``, ``NAME:key=value:key=value`` or ``ALGO:PATH``.
 
     ``all`` expands to every reference policy that applies to ``env``. ``ALGO`` is an SB3 algorithm
-    name (``ppo``, ``maskable_ppo``, ...) and ``PATH`` a ``model.zip`` (or its run directory).
+    name (``ppo``, ``maskable_ppo``, ...) and ``PATH`` a weights-only agent directory or a ``train.py`` run
+    directory; a ``model.zip`` only with ``allow_pickle`` (it is unpickled).
     """
     from joulegym.agents.algos import ALGOS
 
@@ -80,7 +82,8 @@ def parse_policies(text: str, env: gym.Env | None = None) -> list[PolicyEntry]:
             entries += [PolicyEntry(n, "reference", n, family=family) for n in baselines.applicable(env)]
         elif head.lower().replace("-", "_") in ALGOS and rest:
             label = head if not any(e.label == head for e in entries) else f"{head}:{Path(rest).parent.name}"
-            entries.append(PolicyEntry(label, "agent", head.lower().replace("-", "_"), path=rest))
+            entries.append(PolicyEntry(label, "agent", head.lower().replace("-", "_"), path=rest,
+                                       allow_pickle=allow_pickle))
         else:
             scope = family
             if "/" in head:

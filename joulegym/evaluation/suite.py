@@ -1,4 +1,4 @@
-"""``evaluate.py --suite [FAMILY ...]``: reference policies and shipped agents on each family's benchmark (issue 17).
+"""``evaluate.py --suite [FAMILY ...]``: reference policies and shipped agents on every benchmark (docs/index.md).
 
 For each family whose descriptor carries a :class:`~joulegym.core.benchmark.Benchmark`, every reference policy
 that can drive the benchmark's kind (``baselines.applicable``, ``random`` included) and every shipped agent runs
@@ -16,8 +16,8 @@ intervals, performance profiles, probability of improvement, one episode plot pe
 written (wall times go to the progress lines only).
 
 Shipped agents (the zoo): ``joulegym/agents/zoo/<family>/<scenario>/<algo>/`` holding a weights-only agent
-(``agent.json`` + ``weights.pt``, what ``train.py`` writes into ``OUT/agent/``; or a ``model.zip``, unpickled on
-load) and ``provenance.json`` (:data:`PROVENANCE_KEYS`)::
+(``agent.json`` + ``weights.pt``, what ``train.py`` writes into ``OUT/agent/``; the zoo is weights-only: a
+``model.zip`` there is never loaded) and ``provenance.json`` (:data:`PROVENANCE_KEYS`)::
 
     {"format": 1, "family": "etf", "scenario": "tx2-fig5", "env_id": "joulegym/ETF-tx2-fig5-v0",
      "env_kwargs": {}, "algo": "ppo", "seed": 0, "timesteps": 200000, "wall_time_s": 3412.5,
@@ -83,7 +83,7 @@ def find_agents(zoo: Path, family: str, scenario: str, expected_env_id: str) -> 
         unknown algorithm or a provenance that describes another env.
     """
     from joulegym.agents.algos import ALGOS
-    from joulegym.agents.weights import is_weights_dir
+    from joulegym.agents.weights import is_weights_dir, read_agent_json
 
     base = Path(zoo) / family / scenario
     if not base.is_dir():
@@ -93,8 +93,13 @@ def find_agents(zoo: Path, family: str, scenario: str, expected_env_id: str) -> 
         if directory.name not in ALGOS:
             raise ValueError(f"zoo agent {str(directory)!r}: the directory name must be an algorithm, one of "
                              f"{sorted(ALGOS)}")
-        if not (is_weights_dir(directory) or (directory / "model.zip").is_file()):
-            raise ValueError(f"zoo agent {str(directory)!r} holds neither agent.json + weights.pt nor model.zip")
+        if not is_weights_dir(directory):
+            raise ValueError(f"zoo agent {str(directory)!r} holds no agent.json + weights.pt (the zoo is "
+                             "weights-only: a model.zip is never loaded from it)")
+        meta = read_agent_json(directory)  # ValueError naming the file
+        if meta["algo"] != directory.name:
+            raise ValueError(f"{directory / 'agent.json'}: algo={meta['algo']!r}, expected {directory.name!r} (the "
+                             "directory it lies in)")
         provenance = read_provenance(directory / PROVENANCE_FILE)
         for key, want in (("family", family), ("scenario", scenario), ("algo", directory.name),
                           ("env_id", expected_env_id)):
@@ -175,7 +180,9 @@ def ship_agent(run_dir: str | Path, zoo: str | Path | None = None, commit: str |
     config_path = run_dir / "config.json"
     if not config_path.is_file() or not is_weights_dir(run_dir / "agent"):
         raise ValueError(f"{str(run_dir)!r} is not a train.py run (config.json and agent/ expected)")
-    config = json.loads(config_path.read_text())
+    from joulegym.agents import SB3Policy
+
+    config = SB3Policy.run_config(run_dir) or {}  # ValueError naming a damaged config.json
     if not config.get("complete"):
         raise ValueError(f"{config_path}: the run is not complete (\"complete\": false); finish it with --resume")
     if config.get("env_kwargs"):
@@ -611,6 +618,9 @@ def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path
     out_text = str(out) if out is not None else (DEFAULT_OUT + ("-quick" if quick else ""))
     result_dir = ResultDir(out_text)  # checked before the work
     zoo_path = Path(zoo) if zoo is not None else default_zoo()
+    if not zoo_path.is_dir():
+        raise ValueError(f"--zoo {str(zoo_path)!r} is not a directory; it must hold shipped agents as "
+                         "<family>/<scenario>/<algo>/ (agent.json + weights.pt + provenance.json)")
     command = command_line([d.name for d in descriptors], quick, out_text, None if zoo is None else str(zoo))
     total = 0
     for d in descriptors:

@@ -58,6 +58,7 @@ def _render(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
 @pytest.fixture(scope="module")
 def quick_page(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("page") / "leaderboard"
+    (out.parent / "no-zoo").mkdir(exist_ok=True)
     run_suite(["etf"], quick=True, out=out, zoo=out.parent / "no-zoo")
     return out / "index.html"
 

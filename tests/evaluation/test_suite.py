@@ -155,7 +155,9 @@ def zoo(tmp_path_factory) -> Path:
 def test_bad_zoo_provenance_is_rejected(tmp_path, change, match):
     agent = tmp_path / "etf" / ETF_QUICK[0] / "ppo"
     agent.mkdir(parents=True)
-    (agent / "model.zip").write_bytes(b"not read before the provenance is checked")
+    (agent / "agent.json").write_text(json.dumps({"format": 1, "algo": "ppo", "observation_shape": [3],
+                                                  "action_space": "Box", "policy": "MlpPolicy"}))
+    (agent / "weights.pt").write_bytes(b"not read before the provenance is checked")
     data = _provenance(**{k: v for k, v in change.items() if k != "drop"})
     data.pop(change.get("drop", "-"), None)
     (agent / "provenance.json").write_text(json.dumps(data))
@@ -301,6 +303,7 @@ def test_quick_suite_is_deterministic(quick_run, zoo, tmp_path):
 
 def test_progress_lines_are_plain_without_a_terminal(tmp_path):
     stream = io.StringIO()
+    (tmp_path / "empty-zoo").mkdir()
     suite.run_suite(["etf"], quick=True, out=tmp_path / "lb", zoo=tmp_path / "empty-zoo", plots=False, stream=stream)
     lines = stream.getvalue().splitlines()
     assert "\r" not in stream.getvalue() and lines[0].startswith("suite: etf (quick)")
