@@ -128,7 +128,8 @@ CORE_TYPES = ("big", "biglittle")
 POWER_MODELS = ("full", "paper_dynamic_only")
 INTERFERENCE_MODES = ("literal_abs", "hinge")
 MAX_SERVERS = 10_000  # far above the large-N scenario (1,000); bounds the observation size
-MAX_JOBS = 1_000_000
+MAX_JOBS = 100_000  # keeps make + reset within a few seconds (docs/robustness.md)
+ARRIVAL_SPAN_S = 1e6  # Poisson arrivals must fit well inside the simulator's 1e7 s horizon (num_jobs / rate_per_s)
 I_NORM = 3000.0  # docs §7.1: eq. 16 over 15 SoIs in [0, 100] scores is at most 2 * 15 * 100 = 3000
 KUBERNETES_LATENCY_S = 0.005  # A27 (docs §8): Kubernetes responds in milliseconds
 PROFILING_LATENCY_S = 0.18 + 0.09  # A27: profiling + CF 0.18 s, decision 0.09 s per job
@@ -370,10 +371,15 @@ class QinClusterEnv(JoulegymEnv):
             self._file_jobs = load_jobs(path)
         elif w.get("path") is not None:
             raise ValueError(f"workload.path is read only with workload.kind 'file', got kind {kind!r}")
-        check_int("workload.num_jobs", w.get("num_jobs", 100), 1, MAX_JOBS)
-        check_choice("workload.arrival", w.get("arrival", "batch"), ARRIVALS)
-        check_number("workload.rate_per_s", check_positive("workload.rate_per_s", w.get("rate_per_s", 0.1)), 0, 1e6)
-        check_number("workload.size_scale", check_positive("workload.size_scale", w.get("size_scale", 1.0)), 0, 1e6)
+        num_jobs = check_int("workload.num_jobs", w.get("num_jobs", 100), 1, MAX_JOBS)
+        arrival = check_choice("workload.arrival", w.get("arrival", "batch"), ARRIVALS)
+        rate = check_number("workload.rate_per_s", check_positive("workload.rate_per_s", w.get("rate_per_s", 0.1)),
+                            0, 1e6)
+        if arrival == "poisson" and num_jobs / rate > ARRIVAL_SPAN_S:
+            raise ValueError(f"workload.rate_per_s must be >= num_jobs / {ARRIVAL_SPAN_S:g} s = "
+                             f"{num_jobs / ARRIVAL_SPAN_S:g} jobs/s (every job arrives within the horizon), got {rate}")
+        check_number("workload.size_scale", check_positive("workload.size_scale", w.get("size_scale", 1.0)), 1e-3,
+                     1e6)
         check_choice("workload.dist", w.get("dist", "uniform"), LC_DISTS)
 
     def _default_reward(self) -> str:
@@ -410,6 +416,9 @@ class QinClusterEnv(JoulegymEnv):
         elif not isinstance(jobs, QinJobs):
             raise ValueError(f"reset options jobs must be a QinJobs table "
                              f"(joulegym.workloads.qin_jobs.generate_jobs / load_jobs), got {type(jobs).__name__}")
+        if jobs.n_jobs and float(jobs.arrival_s.max()) >= self.sim_config.horizon_s:
+            raise ValueError(f"reset options jobs: arrival_s must be < the simulator's horizon "
+                             f"({self.sim_config.horizon_s:g} s), got {float(jobs.arrival_s.max()):g}")
         self.jobs = jobs
         self.M = int(jobs.n_jobs)
         predictor = self._predictor_for_episode()
