@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -177,6 +179,18 @@ def check_keys(name: str, value: Any, allowed: Sequence[str]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"{name} has unknown keys {unknown}; allowed: {list(allowed)}")
     return dict(value)
+
+
+SEED_LIMIT = 2**63  # reset(seed=...) in [0, SEED_LIMIT): any int >= 0 seeds numpy; this keeps s + i an int64
+
+
+def check_seed(seed: Any, name: str = "seed") -> int | None:
+    """``reset(seed=...)``: ``None`` or a whole number in ``[0, 2**63)``, else a ``ValueError`` naming ``name``."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < SEED_LIMIT:
+        raise ValueError(f"{name} must be None or a whole number in [0, 2**63), got {seed!r}")
+    return int(seed)
 
 
 def check_options(options: Any, allowed: Sequence[str]) -> dict[str, Any]:

@@ -52,12 +52,28 @@ import gymnasium as gym
 import numpy as np
 
 from joulegym.core.actions import NO_DECISION, ActionType
-from joulegym.core.config import Scenario, check_bool, check_choice, check_options, resolve_config
+from joulegym.core.config import Scenario, check_bool, check_choice, check_options, check_seed, resolve_config
 from joulegym.core.plotting import figure_to_rgb
 from joulegym.core.rewards import RewardPart, RewardSpec, weighted_sum
 
 INFO_METRICS = ("episode_end", "every_step")
 INFO_LEVELS = ("lean", "full")
+
+
+def _built_by_gymnasium_vector_env() -> bool:
+    """True when Gymnasium's ``SyncVectorEnv`` / ``AsyncVectorEnv`` is building this env (they batch scalar rewards:
+    a reward vector fails at their first step, so ``vector_reward=True`` is refused at ``make_vec``)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename.replace("\\", "/")
+        if "gymnasium/vector/" in name and name.endswith(("/sync_vector_env.py", "/async_vector_env.py")):
+            owner = frame.f_locals.get("self")  # a subclass (e.g. MOSyncVectorEnv) may batch reward vectors
+            if owner is not None:
+                return type(owner).__module__.startswith("gymnasium.vector")
+        frame = frame.f_back
+    return False
 
 
 class JoulegymEnv(gym.Env):
@@ -81,6 +97,10 @@ class JoulegymEnv(gym.Env):
         self.config = resolve_config(defaults, self.scenario_table(), scenario, overrides, kind=self.kind)
         cfg = self.config
         check_bool("vector_reward", cfg["vector_reward"])
+        if cfg["vector_reward"] and _built_by_gymnasium_vector_env():
+            raise ValueError("vector_reward=True needs a vector env that batches reward vectors: Gymnasium's sync and "
+                             "async vector envs batch scalar rewards only; use vectorization_mode="
+                             "'vector_entry_point' (the family's batched env) or mo_gymnasium's MOSyncVectorEnv")
         check_choice("info_metrics", cfg["info_metrics"], INFO_METRICS)
         check_choice("info_level", cfg["info_level"], INFO_LEVELS)
         # Read once: the config is fixed for the env's life, and step() should not look keys up.
@@ -160,7 +180,7 @@ class JoulegymEnv(gym.Env):
 
     # --- the template ----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
+        super().reset(seed=check_seed(seed))
         self._begin_episode(check_options(options, self.option_keys))
         self.action_type.reset()
         self._episode_over = False
