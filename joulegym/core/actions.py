@@ -86,11 +86,15 @@ def _junk(action: Any, name: str, space: gym.Space) -> ValueError:
 
 
 def validated_box_action(action: Any, space: gym.spaces.Box, name: str = "action") -> np.ndarray:
-    """``action`` as a float64 array of ``space``'s shape, or ``ValueError`` naming what is wrong."""
+    """``action`` as a float64 array of ``space``'s shape, or ``ValueError`` naming what is wrong (real numbers
+    only: strings, complex numbers, booleans and objects are refused, not converted)."""
     try:
-        array = np.asarray(action, dtype=np.float64)
+        raw = np.asarray(action)
     except (TypeError, ValueError):
         raise _junk(action, name, space) from None
+    if raw.dtype.kind not in "iuf":
+        raise _junk(action, name, space)
+    array = raw.astype(np.float64, copy=False)
     if array.shape != space.shape:
         if array.size == int(np.prod(space.shape)) and array.ndim <= 1:
             array = array.reshape(space.shape)

@@ -86,7 +86,7 @@ from joulegym.envs.etf.actions import DVFSAction, PhiAction, SplitAction
 from joulegym.envs.etf.allocation import _clip_level_solve, etf_allocate, guaranteed_units
 from joulegym.envs.etf.metrics import min_max
 from joulegym.envs.etf.simulator import EpochResult, ETFSimulator
-from joulegym.workloads.inference import FIG5_APPS, InferenceApp, random_mix
+from joulegym.workloads.inference import FIG5_APPS, InferenceApp, check_mix, random_mix
 
 SLOT_FEATURES = 9
 GLOBAL_FEATURES = 6
@@ -249,16 +249,13 @@ class ETFEnv(JoulegymEnv):
     def _checked_apps(self) -> list[InferenceApp]:
         cfg = self.config
         if cfg["mix"] is not None:
-            cfg["mix"] = check_keys("mix", cfg["mix"], MIX_KEYS)
+            cfg["mix"] = check_mix(check_keys("mix", cfg["mix"], MIX_KEYS))
             models = cfg["mix"].get("models", ())
             for k, model in enumerate(models if isinstance(models, list | tuple) else [models]):
                 try:
                     self.device.profile(model)
                 except ValueError as error:
                     raise ValueError(f"mix.models[{k}]={model!r}: {error}") from None
-            for key in ("arrival_rate", "mean_lifetime"):
-                if key in cfg["mix"]:
-                    cfg["mix"][key] = check_positive(f"mix.{key}", cfg["mix"][key])
             for key in ("random_frequency_apps", "app_frequencies_mhz"):
                 if cfg[key]:
                     raise ValueError(f"{key} refers to apps; it has no effect with a random mix (mix={cfg['mix']})")

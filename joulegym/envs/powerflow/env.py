@@ -543,12 +543,17 @@ def simulate(trace: Any, policy: Any = "powerflow", *, cluster: ClusterSpec | tu
         raise ValueError(f"unknown simulate() options {unknown}; allowed: {allowed}")
     if isinstance(policy, str):
         policy = make(policy, family="powerflow")
+    elif not (callable(getattr(policy, "reset", None)) and callable(getattr(policy, "act", None))):
+        raise ValueError(f"policy must be a PowerFlow policy name (e.g. 'powerflow') or an object with reset(env, "
+                         f"seed) and act(obs, info), got {type(policy).__name__} {policy!r}")
     if cluster is None:
         cluster = ClusterSpec()
-    elif isinstance(cluster, tuple):
+    elif isinstance(cluster, tuple | list) and len(cluster) == 2:
         cluster = ClusterSpec(*cluster)
+    elif not isinstance(cluster, ClusterSpec):
+        raise ValueError(f"cluster must be a ClusterSpec or (nodes, gpus_per_node), got {cluster!r}")
     jobs = _as_jobs(trace, cluster.device, seed, cluster.gpus_per_node)
-    # a standalone run is unconstrained and runs until every job is done (issue 12 #5); horizon_s= truncates, loudly
+    # a standalone run is unconstrained and runs until every job is done (docs §12); horizon_s= truncates, loudly
     config = {"power_constraint": "none", "horizon_s": math.inf}
     config.update({k: v for k, v in env_config_for(policy, settings).items() if k in SIM_SETTINGS})
     config.update(nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node, device=cluster.device, eta=eta,
