@@ -106,7 +106,7 @@ def _number_list(name: str, value: Any, low: float, high: float, *, whole: bool 
         ok = not isinstance(item, bool) and isinstance(item, int | float | np.integer | np.floating) and \
             low <= float(item) <= high and (not whole or float(item) == int(item))
         if not ok:
-            raise ValueError(f"{name}[{k}] must be one of {kind} in [{low:g}, {high:g}], got {item!r}")
+            raise ValueError(f"{name}[{k}] must be a {kind[:-1]} in [{low:g}, {high:g}], got {item!r}")
     return [int(v) for v in value] if whole else [float(v) for v in value]
 
 
