@@ -149,7 +149,7 @@ def qin_workload_file() -> str:
 
 
 # Besides every kind's base id, configurations that stress a family's invariants: scenarios where jobs or apps come
-# and go, and the PowerFlow setting where the repair once broke the budget (issue 13 #2: small100, eta 0.3, affinity).
+# and go, and the PowerFlow setting where the repair once broke the budget (small100, eta 0.3, affinity placement).
 VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "etf": [("joulegym/ETF-random-mix-v0", {})],
     "emrf": [("joulegym/EMRF-apu-random-v0", {})],

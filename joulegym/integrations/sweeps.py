@@ -1,5 +1,4 @@
-"""``train.py --sweep SWEEP.yaml [--ray-address ADDR]``: a grid or random search as Ray Tune trials (issue 19 item 1;
-docs/ray.md).
+"""``train.py --sweep SWEEP.yaml [--ray-address ADDR]``: a grid or random search as Ray Tune trials (docs/ray.md).
 
 Each trial is one ``train.py`` run: the trial calls the training function ``train.py`` itself calls
 (``joulegym.training.train``, passed in by the CLI) with its own run directory ``OUT/trials/<trial id>/run/`` (the

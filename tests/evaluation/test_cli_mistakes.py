@@ -1,4 +1,4 @@
-"""CLI mistakes get one-line errors naming what is allowed (exit 2), or the right thing happens (issue 18 item 3):
+"""CLI mistakes get one-line errors naming what is allowed (exit 2), or the right thing happens (docs/robustness.md):
 policy kwarg typos, an agent loaded as the wrong algorithm, a bare model path, ``--quick`` alone, family names
 in any case, rl-zoo3 ``lin_`` schedules, evaluation on the agent's training env and the command train.py prints."""
 

@@ -1,4 +1,4 @@
-"""The leaderboard page in a real browser: headless Chromium renders ``index.html`` (issue 17).
+"""The leaderboard page in a real browser: headless Chromium renders ``index.html`` (docs/index.md).
 
 Checks that every table and figure renders (the page's load handler counts the images with a decoded size), that
 a screenshot is not blank, that no console message (an uncaught error) is logged, and that a click on a header

@@ -103,7 +103,7 @@ MAX_JOBS = 200_000  # jobs of a generated trace and slots K (a 10x margin over t
 TRACE_KEYS = ("kind", "num_jobs", "duration_scale", "mean_interarrival_s", "size_multiplier", "rho", "span_s", "hint",
               "dataset")
 N_CAP = 64  # largest per-job allocation the alloc action can express (docs §10)
-# Size bounds (issue 13 #11, fuzz findings P2-P5): far above every scenario (the largest is 16 x 8), small enough
+# Size bounds (docs/robustness.md, the fuzz test): far above every scenario (the largest is 16 x 8), small enough
 # that the per-GPU tables and the observation stay in memory. Our choice, not the paper's.
 MAX_GPUS = 65_536  # nodes x gpus_per_node
 MAX_GPUS_PER_NODE = 1024
@@ -216,7 +216,7 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         if kind == "file":
             path = c["trace_path"]
             hint = trace.get("hint", "a Philly-style CSV")
-            if path is None and trace.get("dataset"):  # issue 18: the fetched public file (never downloads here)
+            if path is None and trace.get("dataset"):  # the fetched public file (never downloads here)
                 from joulegym.workloads.datasets import DataError, resolve
 
                 try:
