@@ -98,9 +98,13 @@ def _plain_name(entry: Any) -> bool:
 def write_marker(folder: str | Path, kind: str, tool: str, entries: list[str], **extra: Any) -> Path:
     """Write ``folder``'s marker: ``kind`` (:data:`RESULTS` or :data:`RUN`), the program that wrote it and the
     top-level ``entries`` (files or folders) it owns."""
-    from joulegym import __version__
+    from importlib import metadata
 
-    data = {"format": MARKER_FORMAT, "kind": kind, "tool": tool, "joulegym": __version__,
+    try:
+        version = metadata.version("joulegym")
+    except metadata.PackageNotFoundError:  # a source checkout that is not installed
+        version = "unknown"
+    data = {"format": MARKER_FORMAT, "kind": kind, "tool": tool, "joulegym": version,
             "entries": sorted(set(entries)), **extra}
     return write_atomic(Path(folder) / MARKER, json.dumps(data, indent=2, sort_keys=True) + "\n")
 

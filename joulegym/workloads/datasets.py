@@ -373,10 +373,10 @@ def _fetched(base: Path) -> dict[str, str]:
 def _record_fetched(base: Path, relpath: str, sha256: str) -> None:
     import json
 
-    from joulegym.core.io import write_atomic
-
     files = {**_fetched(base), relpath: sha256}
-    write_atomic(base / DATA_MARKER, json.dumps({"format": 1, "files": dict(sorted(files.items()))}, indent=1) + "\n")
+    tmp = base / f".{DATA_MARKER}.tmp{os.getpid()}"
+    tmp.write_text(json.dumps({"format": 1, "files": dict(sorted(files.items()))}, indent=1) + "\n")
+    tmp.replace(base / DATA_MARKER)  # atomic: the list is whole or the previous one
 
 
 def _clear_bad_copy(name: str, ds: Dataset, file: DataFile, base: Path) -> None:
