@@ -616,11 +616,11 @@ def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path
 
     descriptors = suite_families(names)
     out_text = str(out) if out is not None else (DEFAULT_OUT + ("-quick" if quick else ""))
-    result_dir = ResultDir(out_text)  # checked before the work
     zoo_path = Path(zoo) if zoo is not None else default_zoo()
     if not zoo_path.is_dir():
         raise ValueError(f"--zoo {str(zoo_path)!r} is not a directory; it must hold shipped agents as "
                          "<family>/<scenario>/<algo>/ (agent.json + weights.pt + provenance.json)")
+    result_dir = ResultDir(out_text)  # checked before the work
     command = command_line([d.name for d in descriptors], quick, out_text, None if zoo is None else str(zoo))
     total = 0
     for d in descriptors:
