@@ -96,7 +96,7 @@ def score_plot(result: FamilyResult) -> Any:
 
 def profile_plot(result: FamilyResult) -> Any:
     from joulegym.core.plotting import legend_outside, new_figure
-    from joulegym.evaluation.suite import score_tasks
+    from joulegym.evaluation.scoring import score_tasks
 
     policies = list(result.ranking["policy"])
     every = [score_tasks(result.episodes, p, result.scenarios)[0] for p in policies]
@@ -172,9 +172,12 @@ def learning_curve_plot(agent: ZooAgent, result: FamilyResult) -> Any:
     if len(curves) > 1:
         ax.fill_between(grid, low, high, color="tab:orange", alpha=0.2, label="95 % CI over training seeds")
     reference = (agent.runs[0].provenance.get("validation") or {}).get("reference") or {}
+    roles = {bench.zero[agent.scenario]: "zero", bench.best_heuristic[agent.scenario]: "one"}
     for (policy, value), style in zip(sorted(reference.items()), ("--", ":", "-.", (0, (5, 1))), strict=False):
-        ax.axhline(float(value), color="tab:blue", lw=1.0, ls=style, label=f"{policy} (same seeds)")
-    ax.axvline(bench.training_budget_s, color="grey", lw=0.8, ls=":", label="CPU budget")
+        ax.axhline(float(value), color="tab:blue", lw=1.0, ls=style,
+                   label=f"{roles.get(policy, 'reference')}: {policy} (same seeds)")
+    budget = agent.runs[0].provenance.get("cpu_budget_s") or bench.training_budget_s
+    ax.axvline(float(budget), color="grey", lw=0.8, ls=":", label=f"CPU budget ({float(budget):g} s)")
     seeds = (agent.runs[0].provenance.get("validation") or {}).get("seeds") or []
     ax.set_xlabel("training CPU seconds")
     ax.set_ylabel(f"{bench.metric} on validation seeds ({'higher' if bench.higher_is_better else 'lower'} is better)")

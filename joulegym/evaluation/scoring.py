@@ -158,3 +158,12 @@ def best_non_learned(episodes: pd.DataFrame, scenario: str, higher_is_better: bo
     here = episodes[(episodes["scenario"] == scenario) & episodes["class"].isin(NON_LEARNED)]
     means = here.groupby("policy", sort=True)["metric"].mean()
     return str(means.idxmax() if higher_is_better else means.idxmin())
+
+
+def score_tasks(episodes: pd.DataFrame, policy: str, scenarios: Sequence[str]) -> tuple[list[np.ndarray], list[str]]:
+    """``policy``'s normalised scores per scenario it ran on (runs x seeds each), and those scenarios."""
+    rows = episodes[episodes["policy"] == policy]
+    covered = [s for s in scenarios if (rows["scenario"] == s).any()]
+    tasks = [rows.loc[rows["scenario"] == s].sort_values(["run", "seed"])["normalised"].to_numpy(dtype=float)
+             for s in covered]
+    return tasks, covered

@@ -395,15 +395,6 @@ def _std(values: pd.Series) -> float:
     return 0.0 if std <= 1e-12 * max(1.0, float(np.max(np.abs(values)))) else std
 
 
-def score_tasks(episodes: pd.DataFrame, policy: str, scenarios: Sequence[str]) -> tuple[list[np.ndarray], list[str]]:
-    """``policy``'s normalised scores per scenario it ran on (runs x seeds each), and those scenarios."""
-    rows = episodes[episodes["policy"] == policy]
-    covered = [s for s in scenarios if (rows["scenario"] == s).any()]
-    tasks = [rows.loc[rows["scenario"] == s].sort_values(["run", "seed"])["normalised"].to_numpy(dtype=float)
-             for s in covered]
-    return tasks, covered
-
-
 def aggregate_table(episodes: pd.DataFrame, bench: Benchmark,
                     scenarios: Sequence[str]) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """One row per policy that ran on every scenario (deployable ranked by the headline mean, then the privileged
@@ -412,7 +403,7 @@ def aggregate_table(episodes: pd.DataFrame, bench: Benchmark,
                   "vs_bnl": {s: scoring.best_non_learned(episodes, s, bench.higher_is_better) for s in scenarios}}
     records, partial = [], {}
     for policy, rows in episodes.groupby("policy", sort=False):
-        tasks, covered = score_tasks(episodes, policy, scenarios)
+        tasks, covered = scoring.score_tasks(episodes, policy, scenarios)
         if len(covered) < len(scenarios):
             partial[str(policy)] = covered
             continue

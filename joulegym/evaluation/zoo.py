@@ -222,12 +222,18 @@ def ship_run(agent_dir: Path, provenance: dict[str, Any], zoo: str | Path | None
 
 
 def git_commit() -> str:
-    """The checkout's commit (``"unknown"`` outside a git checkout)."""
+    """The checkout's commit, with ``-dirty`` when tracked files differ from it (``"unknown"`` outside a git
+    checkout)."""
     import subprocess
 
+    here = Path(__file__).resolve().parent
     try:
         done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False,
-                              cwd=Path(__file__).resolve().parent)
+                              cwd=here)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=30, check=False, cwd=here)
     except OSError:
         return "unknown"
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+    if done.returncode != 0 or not done.stdout.strip():
+        return "unknown"
+    return done.stdout.strip() + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
