@@ -212,9 +212,9 @@ img{max-width:100%;display:block;margin:.5em 0}figure{margin:1em 0}.note{color:#
 
 # Click a header to sort (numbers by their data-v value, text otherwise); the load handler reports how many
 # figures rendered (the page test reads it).
-_SCRIPT = """document.querySelectorAll("table.sortable th").forEach(function(th, col){
+_SCRIPT = """document.querySelectorAll("table.sortable th").forEach(function(th){
   th.addEventListener("click", function(){
-    var table = th.closest("table"), body = table.tBodies[0];
+    var table = th.closest("table"), body = table.tBodies[0], col = th.cellIndex;
     var asc = !th.classList.contains("sorted-asc");
     table.querySelectorAll("th").forEach(function(h){h.classList.remove("sorted-asc", "sorted-desc");});
     th.classList.add(asc ? "sorted-asc" : "sorted-desc");
