@@ -141,7 +141,7 @@ def test_the_checks_catch_a_broken_page(quick_page, tmp_path):
 def test_page_escapes_text_and_prints_the_command(quick_page):
     html = quick_page.read_text()
     assert "python evaluate.py --suite etf powerflow --quick" in html
-    assert html.count("<table") == html.count("</table>") == 9 and "<script>" in html  # 4 per family + 1 upper
+    assert html.count("<table") == html.count("</table>") == 7 and "<script>" in html  # 3 per family + 1 upper
     assert "zero (simple baseline)" in html and "one (best heuristic)" in html
     assert page_module._e('<a & "b">') == "&lt;a &amp; &quot;b&quot;&gt;"
     assert page_module._num(-1e-9) == "0.000" and page_module._num(float("nan")) == "n/a"
