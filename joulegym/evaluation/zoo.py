@@ -101,7 +101,8 @@ class ZooAgent:
         label = f"{seeds} training seed{'s' if seeds != 1 else ''}"
         if any(c is None for c in cpu):
             return f"{label}, below budget (CPU time not recorded: format-{LEGACY_FORMAT} provenance)"
-        spent = f"{min(cpu):.0f}-{max(cpu):.0f} CPU-s" if len(set(cpu)) > 1 else f"{cpu[0]:.0f} CPU-s"
+        low, high = f"{min(cpu):.0f}", f"{max(cpu):.0f}"
+        spent = f"{low} CPU-s" if low == high else f"{low}-{high} CPU-s"
         full = all(r.at_budget(budget_s) for r in self.runs)
         return f"{label}, {spent} each{'' if full else f', below the {budget_s:.0f} CPU-s budget'}"
 
