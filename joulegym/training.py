@@ -53,11 +53,23 @@ def evaluate_command(run_dir: str | Path, program: str = "python evaluate.py") -
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _zoo_algorithms() -> str:
+    """Per family, the algorithm the zoo ships (each benchmark's ``zoo_algo``) and the protocol that trains it."""
+    from joulegym.core.family import families
+
+    lines = ["The zoo's algorithm per family (python -m joulegym.protocol train --env ID --algo ALGO trains",
+             "3 seeds to the 1 CPU-hour budget with model selection; docs/leaderboard.md):"]
+    lines += [f"  {d.name:<10} {d.benchmark.zoo_algo}" for d in families()
+              if d.benchmark is not None and d.benchmark.zoo_algo]
+    return "\n".join(lines)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog=_prog(), description="Train an SB3 agent on a joulegym env.",
-        epilog="Security: a model.zip is unpickled when loaded and can run code; share and evaluate third-party "
-               "agents through the weights-only OUT/agent/ directory instead.")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_zoo_algorithms() + "\n\nSecurity: a model.zip is unpickled when loaded and can run code; share and "
+               "evaluate third-party\nagents through the weights-only OUT/agent/ directory instead.")
     parser.add_argument("--env", default=DEFAULT_ENV,
                         help=f"env id (default {DEFAULT_ENV}); see python -m joulegym list")
     parser.add_argument("--algo", default="ppo", help="ppo (default), a2c, sac, td3, dqn, maskable_ppo")

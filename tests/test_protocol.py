@@ -114,3 +114,25 @@ def test_optuna_study_on_a_tiny_budget(tmp_path, hyperparams):
     assert tuning.main(args) == 0  # resumed: the study already holds its 2 trials
     assert json.loads((out / "best.json").read_text())["trials"] == 2
     assert tuning.main([*args[:2], "--algo", "maskable_ppo", *args[4:]]) == 2  # ETF-v0's Box: no masks
+
+
+def test_train_help_names_the_zoo_algorithm_per_family(capsys):
+    """``train.py --help`` names, per family, the algorithm the zoo ships, and the zoo ships that one."""
+    import re
+
+    from joulegym.core.family import env_id, families
+    from joulegym.evaluation.zoo import default_zoo, find_agents
+    from joulegym.training import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    text = capsys.readouterr().out
+    for descriptor in families():
+        bench = descriptor.benchmark
+        if bench is None:
+            continue
+        assert re.search(rf"^  {descriptor.name} +{bench.zoo_algo}$", text, re.M), descriptor.name
+        version = descriptor.kind(bench.kind).version
+        shipped = {a.algo for s in bench.scenarios
+                   for a in find_agents(default_zoo(), descriptor.name, s, env_id(bench.kind, s, version))}
+        assert shipped <= {bench.zoo_algo}, descriptor.name
