@@ -135,6 +135,7 @@ FAMILY = FamilyDescriptor(
     evaluation="joulegym.evaluation.powerflow",
     docs="docs/families/powerflow.md",
     contract_id="joulegym/PowerFlow-tiny-v0",
+    trajectory_pins=("joulegym/PowerFlow-tiny-v0",),
     # The leaderboard (docs/leaderboard.md): average JCT, every policy under the scenario's rules: its power budget
     # eta G P_max (enforced by the env's repair), its fitted predictor and its pre-run/profiling life-cycle; a
     # policy brings only its placement rule (and Gandiva its suspend/resume cost). The paper's own evaluation
