@@ -135,9 +135,12 @@ def train_seed(env_id: str, algo: str, seed: int, out: Path, *, budget_s: float,
     from joulegym.training import train
 
     descriptor, scenario, bench = benchmark_for(env_id)
-    if not 0 <= seed < VALIDATION_SEED_BASE:
-        raise ValueError(f"--seeds: training seed {seed} must be in [0, {VALIDATION_SEED_BASE}) (the validation "
-                         f"seeds {VALIDATION_SEED_BASE}+ and the held-out seeds are above)")
+    from joulegym.agents.algos import load_hyperparams, split_run_keys
+
+    envs = n_envs or int(split_run_keys(load_hyperparams(algo, env_id, hyperparams_file))[1].get("n_envs", 1))
+    if not (0 <= seed and seed + envs <= VALIDATION_SEED_BASE):  # env i of a vector env trains from seed + i
+        raise ValueError(f"--seeds: training seed {seed} with {envs} env(s) must stay in [0, {VALIDATION_SEED_BASE}) "
+                         f"(the validation seeds {VALIDATION_SEED_BASE}+ and the held-out seeds are above)")
     if not (budget_s > 0 and eval_every >= 1):
         raise ValueError(f"--cpu-budget must be > 0 and --eval-every >= 1, got {budget_s} and {eval_every}")
     callback = make_callback(env_id, bench, algo, budget_s, eval_every, out / "best", on_eval)

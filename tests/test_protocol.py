@@ -83,7 +83,8 @@ def test_ship_puts_every_seed_in_the_zoo(runs, tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--seeds", "9000"], "must be in [0, 9000)"),
+    (["--seeds", "9000"], "must stay in [0, 9000)"),
+    (["--seeds", "8999", "--n-envs", "2"], "with 2 env(s) must stay in [0, 9000)"),
     (["--cpu-budget", "0"], "--cpu-budget must be > 0"),
     (["--env", "joulegym/ETF-toy-fig3-v0"], "is not a benchmark scenario"),
 ])
