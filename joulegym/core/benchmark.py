@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from joulegym.core.config import Scenario
 
 TRAINING_SEED_LIMIT = 10_000  # train.py seeds are < this; held-out evaluation seeds are >= this
-MIN_EVAL_SEEDS = 10  # issue 17: ">= 10" held-out seeds per scenario
+MIN_EVAL_SEEDS = 10  # the leaderboard's rule: >= 10 held-out seeds per scenario (docs/leaderboard.md)
 DEFAULT_EVAL_SEEDS = tuple(range(TRAINING_SEED_LIMIT, TRAINING_SEED_LIMIT + MIN_EVAL_SEEDS))
-DEFAULT_TRAINING_BUDGET_S = 3600.0  # issue 17: 1 CPU-hour per agent on the project's 2-core machine
+DEFAULT_TRAINING_BUDGET_S = 3600.0  # 1 CPU-hour per training run (docs/leaderboard.md)
 DEFAULT_QUICK_SEEDS = 2  # --quick: the first two held-out seeds
 VALIDATION_SEED_BASE = 9_000  # the training protocol's model-selection seeds: 9000-9009; its training seeds are below
 DEFAULT_VALIDATION_SEEDS = tuple(range(VALIDATION_SEED_BASE, VALIDATION_SEED_BASE + MIN_EVAL_SEEDS))
@@ -71,7 +71,7 @@ class Benchmark:
     :param eval_seeds: held-out evaluation seeds (>= 10, all >= :data:`TRAINING_SEED_LIMIT`).
     :param validation_seeds: the training protocol's model-selection seeds (>= 10, in
         [:data:`VALIDATION_SEED_BASE`, :data:`TRAINING_SEED_LIMIT`)).
-    :param training_budget_s: CPU seconds an agent may train for (issue 17: one CPU-hour).
+    :param training_budget_s: training CPU seconds per training run of an agent (one CPU-hour).
     :param quick_scenarios: the subset ``--quick`` runs (default: the first scenario).
     :param quick_seeds: how many of ``eval_seeds`` ``--quick`` uses.
     :param note: one or two sentences: why these scenarios and this metric (shown on the page).

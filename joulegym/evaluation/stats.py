@@ -1,4 +1,4 @@
-"""Aggregate statistics of normalised scores across seeds and scenarios, the rliable way (issue 17).
+"""Aggregate statistics of normalised scores across seeds and scenarios, the rliable way (docs/leaderboard.md).
 
 Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical Precipice" (NeurIPS 2021): a score
 matrix holds one normalised score per run (here: an evaluation seed) and task (a headline scenario). The

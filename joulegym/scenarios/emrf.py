@@ -138,7 +138,7 @@ FAMILY = FamilyDescriptor(
     docs="docs/families/emrf.md",
     trajectory_pins=("joulegym/EMRF-v0", "joulegym/EMRFKnob-v0"),
     contract_id="joulegym/EMRF-apu-m2-v0",  # 20 windows; EMRF(0.1) is the per-window optimum of the floor reward
-    # The leaderboard (issue 17): Figs. 4/5 (M1), Fig. 6 (M2, M3), Fig. 8 (4 users) and the random training mix,
+    # The leaderboard (docs/leaderboard.md): Figs. 4/5 (M1), 6 (M2, M3), 8 (4 users) and the random training mix,
     # ranked by the fairness-floor efficiency E - 50 V (mean_efficiency - 50 floor_violation, the default reward).
     benchmark=Benchmark(
         kind="EMRF", scenarios=("apu-m1", "apu-m2", "apu-m3", "apu-nusers-4", "apu-random"),
