@@ -63,11 +63,23 @@ def evaluate_command(run_dir: str | Path, program: str = "python evaluate.py") -
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _zoo_algorithms() -> str:
+    """Per family, the algorithm the zoo ships (each benchmark's ``zoo_algo``) and the protocol that trains it."""
+    from joulegym.core.family import families
+
+    lines = ["The zoo's algorithm per family (python -m joulegym.protocol train --env ID --algo ALGO trains",
+             "3 seeds to the 1 CPU-hour budget with model selection; docs/leaderboard.md):"]
+    lines += [f"  {d.name:<10} {d.benchmark.zoo_algo}" for d in families()
+              if d.benchmark is not None and d.benchmark.zoo_algo]
+    return "\n".join(lines)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog=_prog(), description="Train an SB3 agent on a joulegym env.",
-        epilog="Security: a model.zip is unpickled when loaded and can run code; share and evaluate third-party "
-               "agents through the weights-only OUT/agent/ directory instead.")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_zoo_algorithms() + "\n\nSecurity: a model.zip is unpickled when loaded and can run code; share and "
+               "evaluate third-party\nagents through the weights-only OUT/agent/ directory instead.")
     parser.add_argument("--env", default=None,
                         help=f"env id (default {DEFAULT_ENV}); see python -m joulegym list")
     parser.add_argument("--algo", default=None, help="ppo (default), a2c, sac, td3, dqn, maskable_ppo")
@@ -145,7 +157,16 @@ def save_checkpoint(model: Any, out_dir: Path) -> Path:
     return zip_path
 
 
-def _callbacks(out_dir: Path, every: int, progress_steps: int = 0):
+def cpu_seconds() -> float:
+    """CPU seconds of this process (every thread) and of its children that have ended (subprocess vector envs once
+    closed): what the training budget counts."""
+    import os
+
+    times = os.times()
+    return time.process_time() + times.children_user + times.children_system
+
+
+def _callbacks(out_dir: Path, every: int, progress_steps: int = 0, extra: tuple = ()):
     from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
     from joulegym.agents.callbacks import EpisodeMetricsCallback, TrainingProgressCallback
@@ -169,15 +190,19 @@ def _callbacks(out_dir: Path, every: int, progress_steps: int = 0):
     checkpoints = Checkpoints()
     # A tqdm bar on a terminal, plain lines when piped (SB3's own bar shows nothing in a log file).
     progress = [TrainingProgressCallback(progress_steps, desc=f"train {out_dir.name}")] if progress_steps > 0 else []
-    return CallbackList([EpisodeMetricsCallback(), checkpoints, *progress]), checkpoints
+    return CallbackList([EpisodeMetricsCallback(), checkpoints, *progress, *extra]), checkpoints
 
 
 def train(env_id: str | None = None, algo: str | None = None, timesteps: int | None = None, seed: int | None = None,
           out: str | Path | None = None, n_envs: int | None = None, env_kwargs: dict[str, Any] | None = None,
           hyperparams_file: str | Path | None = None, threads: int = 1, progress_bar: bool = True,
           tensorboard: bool = True, verbose: int = 0, *, resume: bool = False, overwrite: bool = False,
-          checkpoint_every: int = CHECKPOINT_EVERY, unsafe_unpickle: bool = False) -> Path:
+          checkpoint_every: int = CHECKPOINT_EVERY, callbacks: tuple = (), unsafe_unpickle: bool = False) -> Path:
     """Train ``algo`` on ``env_id`` and save it under ``out``; returns the path of ``model.zip``.
+
+    ``callbacks``: further SB3 callbacks (the training protocol's CPU budget and validation, :mod:`joulegym.protocol`);
+    one that stops training ends the run normally (complete, with the timesteps done). ``config.json`` records the
+    run's CPU seconds (:func:`cpu_seconds`) beside its wall time.
 
     With ``resume=True`` the run in ``out`` continues from its latest checkpoint with the settings of its
     ``config.json`` (the other arguments must be None or agree with them) until its total timesteps; its checkpoint is
@@ -242,8 +267,9 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
         _check_checkpoint(out_dir, unsafe_unpickle)
     model, vec_env = _build(config, out_dir, resume, tensorboard, verbose, threads)
     remaining = timesteps - int(model.num_timesteps)
-    callbacks, checkpoints = _callbacks(out_dir, checkpoint_every, remaining if progress_bar else 0)
-    start = time.perf_counter()
+    callback_list, checkpoints = _callbacks(out_dir, checkpoint_every, remaining if progress_bar else 0,
+                                            tuple(callbacks))
+    start, cpu_start = time.perf_counter(), cpu_seconds()
     previous_handlers = {}
 
     def stop(signum, frame):  # finish the current step, save, exit
@@ -255,7 +281,7 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
         previous_handlers[signum] = signal.signal(signum, stop)
     try:
         if remaining > 0:
-            model.learn(total_timesteps=remaining, callback=callbacks, progress_bar=False, tb_log_name=algo,
+            model.learn(total_timesteps=remaining, callback=callback_list, progress_bar=False, tb_log_name=algo,
                         reset_num_timesteps=not resume)
     finally:
         for signum, handler in previous_handlers.items():
@@ -265,7 +291,7 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
         vec_env.close()
         raise TrainingInterrupted(checkpoints.signal, checkpoint)
     seconds = time.perf_counter() - start
-    return _finish(model, vec_env, config, out_dir, seconds)
+    return _finish(model, vec_env, config, out_dir, seconds, cpu_start)
 
 
 _RESUME_KEYS = {"--env": "env_id", "--algo": "algo", "--seed": "seed", "--timesteps": "timesteps",
@@ -331,7 +357,8 @@ def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: boo
     return model, vec_env
 
 
-def _finish(model: Any, vec_env: Any, config: dict[str, Any], out_dir: Path, seconds: float) -> Path:
+def _finish(model: Any, vec_env: Any, config: dict[str, Any], out_dir: Path, seconds: float,
+            cpu_start: float) -> Path:
     from joulegym.agents.callbacks import plot_learning_curve
     from joulegym.agents.weights import save_weights
 
@@ -341,9 +368,10 @@ def _finish(model: Any, vec_env: Any, config: dict[str, Any], out_dir: Path, sec
     tmp.replace(model_path)
     save_weights(model, config["algo"], out_dir / "agent")
     previous = _read_config(out_dir)
+    vec_env.close()  # flushes the Monitor CSVs the learning curve reads (and ends subprocess envs: their CPU counts)
     config = {**config, "complete": True, "num_timesteps": int(model.num_timesteps),
-              "train_seconds": round(float(previous.get("train_seconds", 0.0)) + seconds, 3)}
-    vec_env.close()  # flushes the Monitor CSVs the learning curve reads
+              "train_seconds": round(float(previous.get("train_seconds", 0.0)) + seconds, 3),
+              "cpu_seconds": round(float(previous.get("cpu_seconds", 0.0)) + cpu_seconds() - cpu_start, 3)}
     plot_learning_curve(out_dir / "monitor", out_dir / "learning_curve.png",
                         title=f"{config['env_id']}: {config['algo']}, seed {config['seed']}")
     _write_config(out_dir, config)  # last: the run is complete
