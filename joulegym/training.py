@@ -10,8 +10,9 @@ Writes into ``--out`` (which must be empty, unless ``--resume`` or ``--overwrite
 - ``model.zip`` — the trained model (SB3 format; loading it unpickles code: load only files you trust);
 - ``agent/`` — the same policy weights-only (``agent.json`` + ``weights.pt``), the safe format for sharing and
   for leaderboards (:mod:`joulegym.agents.weights`);
-- ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs); ``tb/`` — TensorBoard logs.
-- ``learning_curve.png`` — episode return against timesteps, from ``monitor/`` (issue 18 item 5).
+- ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs); ``--resume`` keeps the rows up to the
+  checkpoint and appends to them (:func:`restore_monitor`); ``tb/`` — TensorBoard logs.
+- ``learning_curve.png`` — episode return against timesteps, from ``monitor/``: the whole run, across resumes.
 
 Every file is written to a temporary name and renamed; ``config.json`` with ``"complete": true`` is written
 last, so a run without it is unfinished and its ``model.zip`` (if any) is not the final one.
@@ -125,6 +126,7 @@ def save_checkpoint(model: Any, out_dir: Path) -> Path:
 
     zip_path, buffer_path, meta_path = _checkpoint_paths(out_dir)
     zip_path.parent.mkdir(parents=True, exist_ok=True)
+    record_monitor_rows(out_dir, int(model.num_timesteps))  # first: a kill while saving leaves it for the old zip too
     tmp = zip_path.with_name(".latest.tmp.zip")
     model.save(str(tmp))
     tmp.replace(zip_path)
@@ -255,8 +257,12 @@ def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: boo
     from joulegym.agents.algos import algo_spec
 
     torch.set_num_threads(max(1, threads))
+    monitor_clock_s = restore_monitor(out_dir, config["n_envs"], config["env_id"]) if resume else None
     vec_env = make_vec_env(config["env_id"], n_envs=config["n_envs"], seed=config["seed"],
-                           env_kwargs=config["env_kwargs"], monitor_dir=str(out_dir / "monitor"))
+                           env_kwargs=config["env_kwargs"], monitor_dir=str(out_dir / "monitor"),
+                           monitor_kwargs={"override_existing": not resume})
+    if monitor_clock_s is not None:  # the resumed Monitors' "t" goes on from the kept rows' clock
+        vec_env.set_attr("t_start", time.time() - monitor_clock_s)
     tb = str(out_dir / "tb") if tensorboard else None
     zip_path, buffer_path, _ = _checkpoint_paths(out_dir)
     if resume and zip_path.is_file():
@@ -268,6 +274,81 @@ def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: boo
     model = make_model(config["algo"], vec_env, seed=config["seed"], hyperparams=config["hyperparams"],
                        tensorboard_log=tb, verbose=verbose)
     return model, vec_env
+
+
+# --- the run's record across --resume: Monitor CSVs cut back to the checkpoint, then appended to -----------------
+MONITOR_ROWS = "latest_monitor.json"  # checkpoints/: {num_timesteps: {Monitor CSV: episode rows}} of recent checkpoints
+MONITOR_HEADER_LINES = 2  # SB3 Monitor: '#{"t_start": ..., "env_id": ...}' and the column names
+MONITOR_HISTORY = 3  # checkpoints whose row counts are kept (the zip on disk is one of them whenever a save is cut)
+
+
+def record_monitor_rows(out_dir: Path, num_timesteps: int) -> None:
+    """Note in ``checkpoints/latest_monitor.json`` how many episode rows each Monitor CSV holds at the checkpoint of
+    ``num_timesteps`` steps (SB3's Monitor flushes every row), so that ``--resume`` keeps exactly the episodes that
+    checkpoint has seen. Written before the checkpoint itself, keyed by its step count: whichever zip a kill
+    leaves on disk finds its own counts."""
+    from joulegym.core.io import write_atomic
+
+    path = out_dir / "checkpoints" / MONITOR_ROWS
+    history = _read_monitor_history(path)
+    rows = {}
+    for csv in sorted((out_dir / "monitor").glob("*.monitor.csv")):
+        with csv.open() as handle:
+            rows[csv.name] = max(0, sum(1 for _ in handle) - MONITOR_HEADER_LINES)
+    history[str(num_timesteps)] = rows
+    recent = sorted(history, key=int)[-MONITOR_HISTORY:]
+    write_atomic(path, json.dumps({k: history[k] for k in recent}, sort_keys=True) + "\n")
+
+
+def _read_monitor_history(path: Path) -> dict[str, dict[str, int]]:
+    try:
+        history = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return history if isinstance(history, dict) else {}
+
+
+def _checkpoint_timesteps(zip_path: Path) -> int | None:
+    """The step count an SB3 checkpoint holds (its ``data`` JSON member; nothing is unpickled), or ``None``."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            return int(json.loads(archive.read("data"))["num_timesteps"])
+    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile):
+        return None
+
+
+def restore_monitor(out_dir: Path, n_envs: int, env_id: str) -> float:
+    """Before ``--resume``: cut each Monitor CSV back to its rows at the latest checkpoint (episodes after it are
+    played again; no checkpoint at all: no rows), keeping the header and the rows before; returns the training
+    wall time those rows cover (their largest ``t``), from which the resumed Monitors' clock goes on.
+
+    A checkpoint whose row counts are unknown (written before they were recorded) keeps every row; a missing CSV
+    gets Monitor's header (the resumed Monitor appends to it).
+    """
+    from joulegym.core.io import write_atomic
+
+    zip_path, _, _ = _checkpoint_paths(out_dir)
+    if zip_path.is_file():
+        counts = _read_monitor_history(out_dir / "checkpoints" / MONITOR_ROWS).get(
+            str(_checkpoint_timesteps(zip_path)))
+    else:
+        counts = {}  # training starts again from step 0
+    clock_s = 0.0
+    for rank in range(n_envs):
+        path = out_dir / "monitor" / f"{rank}.monitor.csv"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, "#" + json.dumps({"t_start": time.time(), "env_id": env_id}) + "\nr,l,t\n")
+            continue
+        lines = path.read_text().splitlines(keepends=True)
+        keep = len(lines) if counts is None else MONITOR_HEADER_LINES + int(counts.get(path.name, 0))
+        if keep < len(lines):
+            write_atomic(path, "".join(lines[:keep]))
+        for line in lines[MONITOR_HEADER_LINES:keep]:
+            clock_s = max(clock_s, float(line.rstrip("\n").split(",")[2]))
+    return clock_s
 
 
 def _finish(model: Any, vec_env: Any, config: dict[str, Any], out_dir: Path, seconds: float) -> Path:
