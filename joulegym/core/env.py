@@ -51,7 +51,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from joulegym.core.actions import NO_DECISION, ActionType
+from joulegym.core.actions import NO_DECISION, ActionType, gymnasium_mask, int8_mask
 from joulegym.core.config import Scenario, check_bool, check_choice, check_options, resolve_config
 from joulegym.core.plotting import figure_to_rgb
 from joulegym.core.rewards import RewardPart, RewardSpec, weighted_sum
@@ -198,15 +198,16 @@ class JoulegymEnv(gym.Env):
         action_type = self.action_type
         info["reward_parts"] = dict(zip(self.reward_spec.names, self.last_reward_parts))
         info["repaired"] = bool(action_type.repaired)
-        if action_type.has_mask:
-            info["action_mask"] = action_type.mask()
+        if action_type.has_mask:  # the form action_space.sample(mask=) takes (core.actions.gymnasium_mask)
+            info["action_mask"] = gymnasium_mask(action_type.space, action_type.mask())
         if final or self._every_step_metrics:
             info["metrics"] = self.metrics()
         return info
 
     def action_masks(self) -> np.ndarray:
-        """The valid actions now (flattened; sb3-contrib MaskablePPO), from the action type."""
-        return self.action_type.mask()
+        """The valid actions now, flattened, ``int8`` 0/1 (sb3-contrib MaskablePPO; for a ``Discrete`` space also
+        what ``action_space.sample(mask=)`` takes), from the action type."""
+        return int8_mask(self.action_type.mask())
 
     # --- rendering -------------------------------------------------------------------------------------------
     def render(self):

@@ -508,7 +508,7 @@ class ETFVectorEnv(BatchedVectorEnv):
 
     def _mask_info(self, info: dict[str, Any], present: np.ndarray) -> None:
         if self.action_mode != "split":  # every level is always valid
-            info["action_mask"] = np.ones((self.num_envs, int(self.single_action_space.n)), dtype=bool)
+            info["action_mask"] = np.ones((self.num_envs, int(self.single_action_space.n)), dtype=np.int8)
             info["_action_mask"] = present.copy()
 
     def metrics(self, n: int) -> dict[str, Any]:

@@ -1,0 +1,82 @@
+"""What a user meets first, on every kind of every family (and the toy family of the core template): masks in the
+forms Gymnasium and sb3-contrib take."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym.core.family import families, register_family, unregister_family
+from joulegym.core.policy import forget_family
+from tests.core import toy_family
+
+# every action mode of every kind: PowerFlow's other modes are the action_mode= kwarg of its one kind
+EXTRA_MODES = {"joulegym/PowerFlow-v0": ("request", "micro", "priority"),
+               "joulegym/QinCluster-v0": ("server_vf",)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toy():
+    register_family(toy_family.FAMILY)
+    yield
+    unregister_family("toy")
+    forget_family("toy")
+
+
+def _kinds() -> list[tuple[str, dict]]:
+    out = []
+    for descriptor in [*families(), toy_family.FAMILY]:
+        for kind in descriptor.kinds:
+            id_ = f"joulegym/{kind.name}-v{kind.version}"
+            out.append((id_, {}))
+            out += [(id_, {"action_mode": mode}) for mode in EXTRA_MODES.get(id_, ())]
+    return out
+
+
+KINDS = _kinds()
+IDS = [f"{i.split('/')[1]}{'-' + k['action_mode'] if k else ''}" for i, k in KINDS]
+
+
+def _masked(env: gym.Env) -> bool:
+    return isinstance(env.action_space, gym.spaces.Discrete | gym.spaces.MultiDiscrete)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(("env_id", "kwargs"), KINDS, ids=IDS)
+def test_masks_are_what_gymnasium_sample_and_maskable_ppo_take(env_id, kwargs):
+    """``info["action_mask"]`` goes into ``action_space.sample(mask=)`` as it is (int8; a tuple per sub-space for
+    MultiDiscrete), the sampled action is allowed (a Discrete one is not repaired; a MultiDiscrete mask is per
+    sub-space, so a joint limit such as PowerFlow's cluster size may still repair it), and ``action_masks()`` is
+    the flat int8 0/1 array sb3-contrib's MaskablePPO takes, the same mask."""
+    env = gym.make(env_id, **kwargs)
+    if not _masked(env):
+        pytest.skip(f"{env_id} {kwargs}: {type(env.action_space).__name__} actions have no mask")
+    space = env.action_space
+    _, info = env.reset(seed=0)
+    space.seed(0)
+    for _ in range(10):
+        flat = env.unwrapped.action_masks()
+        size = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.sum(space.nvec))
+        assert flat.dtype == np.int8 and flat.shape == (size,) and set(np.unique(flat)) <= {0, 1}
+        if "action_mask" not in info:  # a kind whose every action is always valid keeps it out of the info
+            assert flat.all()
+            action = space.sample()
+        else:
+            mask = info["action_mask"]
+            if isinstance(space, gym.spaces.MultiDiscrete):
+                assert isinstance(mask, tuple) and len(mask) == len(space.nvec)
+                assert all(m.dtype == np.int8 and m.shape == (n,) for m, n in zip(mask, space.nvec))
+                np.testing.assert_array_equal(np.concatenate(mask), flat)
+            else:
+                assert mask.dtype == np.int8 and mask.shape == (space.n,)
+                np.testing.assert_array_equal(mask, flat)
+            action = space.sample(mask=mask)
+            if isinstance(space, gym.spaces.MultiDiscrete):
+                assert all(m[a] == 1 for m, a in zip(mask, action)), "a sub-action outside its mask"
+        discrete = isinstance(space, gym.spaces.Discrete)
+        _, _, terminated, truncated, info = env.step(action)
+        assert not (discrete and info["repaired"]), f"{env_id}: a sample under the mask was repaired"
+        if terminated or truncated:
+            break
