@@ -23,8 +23,10 @@ A family supplies, as methods of its env class:
 ``_observe()``              the observation (inside ``observation_space``)
 ``_terminated()`` /         episode end: the task is done / a time limit
 ``_truncated()``
-``_extra_info()``           the family's lean per-step info keys (every step; few and flat)
-``_diagnostic_info()``      heavy per-step diagnostics, only with ``info_level="full"``
+``_extra_info()``           the family's lean per-step info keys (every step; few and flat), named
+                            in ``lean_info_keys``
+``_diagnostic_info()``      heavy per-step diagnostics, only with ``info_level="full"``, named in
+                            ``full_info_keys``
 ``metrics()``               the paper's metrics of the episode so far
 ``_render_ansi()`` /        the two render modes
 ``_render_figure()``
@@ -58,6 +60,7 @@ from joulegym.core.rewards import RewardPart, RewardSpec, weighted_sum
 
 INFO_METRICS = ("episode_end", "every_step")
 INFO_LEVELS = ("lean", "full")
+CORE_INFO_KEYS = ("reward_parts", "repaired", "action_mask", "metrics")  # the template's own info keys
 
 
 class JoulegymEnv(gym.Env):
@@ -69,6 +72,8 @@ class JoulegymEnv(gym.Env):
     reward_parts: ClassVar[tuple[RewardPart, ...]] = ()
     reward_presets: ClassVar[Mapping[str, Mapping[str, float]]] = {}
     option_keys: ClassVar[tuple[str, ...]] = ()  # allowed keys of reset(options=...)
+    lean_info_keys: ClassVar[tuple[str, ...]] = ()  # the keys _extra_info() gives (some only in some action modes)
+    full_info_keys: ClassVar[tuple[str, ...]] = ()  # the keys _diagnostic_info() adds with info_level="full"
 
     def __init__(self, scenario: str | None = None, render_mode: str | None = None, **overrides: Any) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:

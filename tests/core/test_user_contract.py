@@ -80,3 +80,33 @@ def test_masks_are_what_gymnasium_sample_and_maskable_ppo_take(env_id, kwargs):
         assert not (discrete and info["repaired"]), f"{env_id}: a sample under the mask was repaired"
         if terminated or truncated:
             break
+
+
+def _info_keys(env_id: str, kwargs: dict, level: str) -> set[str]:
+    env = gym.make(env_id, **kwargs, info_level=level)
+    _, info = env.reset(seed=0)
+    env.action_space.seed(0)
+    keys = set(info)
+    for _ in range(5):
+        mask = info.get("action_mask")
+        _, _, terminated, truncated, info = env.step(env.action_space.sample(mask=mask))
+        keys |= set(info)
+        if terminated or truncated:
+            break
+    return keys
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(("env_id", "kwargs"), KINDS, ids=IDS)
+def test_info_level_lean_holds_only_the_documented_keys_and_full_adds_the_diagnostics(env_id, kwargs):
+    from joulegym.core.env import CORE_INFO_KEYS
+
+    cls = type(gym.make(env_id, **kwargs).unwrapped)
+    lean_doc, full_doc = set(cls.lean_info_keys), set(cls.full_info_keys)
+    assert not (lean_doc | full_doc) & set(CORE_INFO_KEYS) and not lean_doc & full_doc
+    lean, full = _info_keys(env_id, kwargs, "lean"), _info_keys(env_id, kwargs, "full")
+    assert lean <= set(CORE_INFO_KEYS) | lean_doc, f"lean keys not in {cls.__name__}.lean_info_keys"
+    assert full <= set(CORE_INFO_KEYS) | lean_doc | full_doc, f"full keys not in {cls.__name__}.full_info_keys"
+    assert lean <= full
+    if full_doc:  # a family with diagnostics gives them only with info_level="full"
+        assert full - lean and full - lean <= full_doc

@@ -90,6 +90,7 @@ class ToyEnv(JoulegymEnv):
 
     family = "toy"
     action_types: ClassVar = {"level": LevelAction}
+    lean_info_keys: ClassVar = ("level",)
     reward_parts = (RewardPart("progress", 0.0, 1.0, "work done this step"),
                     RewardPart("energy", -np.inf, 0.0, "minus the energy of the step (J)"))
     reward_presets: ClassVar = {"balanced": {"progress": 1.0, "energy": 1.0}, "progress": {"progress": 1.0}}

@@ -252,6 +252,8 @@ class DreamEnv(SlotRows, JoulegymEnv):
     """DREAM's scheduling problem (module docstring): ``DREAM-v0`` (dispatch) and ``DREAMParams-v0`` (params)."""
 
     family = "dream"
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("t_s", "overflow", "alpha", "beta", "window_uxcost")
+    full_info_keys: ClassVar[tuple[str, ...]] = ("uxcost_so_far", "dlv_rate_so_far", "drops", "workload", "hw")
     slot_features = SLOT_FEATURES
     action_types = ACTION_TYPES
     dispatch_parts = (

@@ -131,6 +131,9 @@ class ETFEnv(JoulegymEnv):
     """ETF time-sharing env (kinds ``ETF``, ``ETFPhi``, ``ETFDVFS``); see the module docstring."""
 
     family: ClassVar[str] = "etf"
+    full_info_keys: ClassVar[tuple[str, ...]] = ("phi", "scheduler_inputs", "slot_apps", "allocation_units",
+                                                 "app_time_s", "app_energy_j", "app_inferences",
+                                                 "tenant_frequency_mhz")
     action_types: ClassVar[dict[str, type]] = {"split": SplitAction, "phi": PhiAction, "dvfs": DVFSAction}
     reward_parts = FAIRNESS_PARTS  # split/phi; dvfs builds its own (its bounds depend on the tenant)
     reward_presets = SPLIT_PRESETS

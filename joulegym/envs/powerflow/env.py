@@ -119,6 +119,7 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
     """GPUs and frequency per DL training job under a cluster power budget (module docstring)."""
 
     family = "powerflow"
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("event", "overflow", "overflow_steps")
     slot_features = SLOT_FEATURES
     action_types = ACTION_TYPES
     reward_parts = (

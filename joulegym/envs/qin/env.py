@@ -233,6 +233,8 @@ class QinClusterEnv(JoulegymEnv):
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {name: {name: 1.0} for name in OBJECTIVES}
     option_keys = ("jobs",)
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("job", "queue")
+    full_info_keys: ClassVar[tuple[str, ...]] = ("server_load", "server_util")
     default_node_policy = "linux"
     kind_name = "QinCluster"
 
@@ -680,6 +682,8 @@ class QinNodeEnv(JoulegymEnv):
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {name: {name: 1.0} for name in NODE_OBJECTIVES}
     option_keys = ()
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("alive_threads", "pl")
+    full_info_keys: ClassVar[tuple[str, ...]] = ("core_level", "core_pl")
 
     @classmethod
     def _kind_of(cls, action_mode: str) -> str:
