@@ -21,6 +21,9 @@ A family supplies, as methods of its env class:
 ``_transition(decision)``   apply the decision, advance to the next decision point, return the
                             reward parts (a sequence in the spec's order)
 ``_observe()``              the observation (inside ``observation_space``)
+``_observation_names()``    a name per observation value, in order (``observation_names``)
+``_max_episode_steps()``    the most steps an episode takes when the family's own truncation fixes it
+                            (``env.spec.max_episode_steps``; ``None``: not known in advance)
 ``_terminated()`` /         episode end: the task is done / a time limit
 ``_truncated()``
 ``_extra_info()``           the family's lean per-step info keys (every step; few and flat), named
@@ -47,6 +50,7 @@ the first ``reset()``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -61,6 +65,11 @@ from joulegym.core.rewards import RewardPart, RewardSpec, weighted_sum
 INFO_METRICS = ("episode_end", "every_step")
 INFO_LEVELS = ("lean", "full")
 CORE_INFO_KEYS = ("reward_parts", "repaired", "action_mask", "metrics")  # the template's own info keys
+
+
+def row_names(prefix: str, rows: int, features: Sequence[str]) -> list[str]:
+    """``[f"{prefix}{r}.{feature}" ...]`` row by row: the names of ``rows`` observation rows (slots, servers)."""
+    return [f"{prefix}{r}.{feature}" for r in range(rows) for feature in features]
 
 
 class JoulegymEnv(gym.Env):
@@ -150,6 +159,42 @@ class JoulegymEnv(gym.Env):
 
     def _truncated(self) -> bool:  # pragma: no cover
         raise NotImplementedError
+
+    def _max_episode_steps(self) -> int | None:
+        """The most steps an episode can take, when the family's own truncation fixes it from the config (a
+        horizon in steps); ``None`` when it depends on events (decision points, job completions)."""
+        return None
+
+    @property
+    def spec(self) -> gym.envs.registration.EnvSpec | None:
+        """The spec ``gym.make`` gave, with ``max_episode_steps`` set to :meth:`_max_episode_steps` where the
+        registration left it ``None``. The ids register no ``TimeLimit`` (a user's ``horizon=`` may lengthen
+        an episode past any registered bound); the env truncates itself at that bound, so a ``TimeLimit`` added
+        by ``gym.make(env.spec)`` would end the same step."""
+        return self.__dict__.get("_spec")
+
+    @spec.setter
+    def spec(self, value: gym.envs.registration.EnvSpec | None) -> None:
+        if value is not None and value.max_episode_steps is None:
+            bound = self._max_episode_steps()
+            if bound is not None:
+                value = dataclasses.replace(value, max_episode_steps=int(bound))
+        self.__dict__["_spec"] = value
+
+    def _observation_names(self) -> Sequence[str]:
+        """A name per value of the flat observation, in order (:attr:`observation_names`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not name its observation values")
+
+    @property
+    def observation_names(self) -> list[str]:
+        """A name per value of the flat observation, in order: ``"slot0.active"`` (a slot row's feature),
+        ``"phi"`` (a global one); the family's module docstring says what each means. Checked against the
+        observation space's size."""
+        names = list(self._observation_names())
+        size = int(np.prod(self.observation_space.shape))
+        if len(names) != size:
+            raise RuntimeError(f"{type(self).__name__} names {len(names)} observation values, its space has {size}")
+        return names
 
     def _extra_info(self) -> dict[str, Any]:
         """The family's lean per-step keys (a new dict each call)."""

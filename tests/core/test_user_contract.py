@@ -110,3 +110,83 @@ def test_info_level_lean_holds_only_the_documented_keys_and_full_adds_the_diagno
     assert lean <= full
     if full_doc:  # a family with diagnostics gives them only with info_level="full"
         assert full - lean and full - lean <= full_doc
+
+
+# The value a named global observation feature has at reset, per kind (checks that the names line up with the
+# values, not only that there are as many).
+KNOWN_VALUES = {
+    "joulegym/ETF-v0": ("phi", lambda base: base.phi),
+    "joulegym/ETFPhi-v0": ("phi", lambda base: base.phi),
+    "joulegym/ETFDVFS-v0": ("tenant_level", lambda base: base.level / (len(base.levels_mhz) - 1)),
+    "joulegym/EMRF-v0": ("eta_target", lambda base: base.eta_target),
+    "joulegym/EMRFResidual-v0": ("eta_target", lambda base: base.eta_target),
+    "joulegym/EMRFKnob-v0": ("eta_target", lambda base: base.eta_target),
+    "joulegym/EMRFKnobDiscrete-v0": ("eta_target", lambda base: base.eta_target),
+    "joulegym/PowerFlow-v0": ("eta", lambda base: base.config["eta"]),
+    "joulegym/DREAM-v0": ("accelerators", lambda base: base.n_acc / 3.0),
+    "joulegym/DREAMParams-v0": ("alpha", lambda base: base.params[0] / 2.0),
+    "joulegym/QinCluster-v0": ("objective_makespan", lambda base: float(base.objective == "makespan")),
+    "joulegym/Qin-v0": ("objective_makespan", lambda base: float(base.objective == "makespan")),
+    "joulegym/QinNode-v0": ("pl_bound", lambda base: base.pl_threshold),
+    "joulegym/ToyDVFS-v0": ("time", lambda base: 0.0),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(("env_id", "kwargs"), KINDS, ids=IDS)
+def test_observation_names_name_every_value_once(env_id, kwargs):
+    """``env.unwrapped.observation_names``: one unique name per value of the flat observation, lined up with it."""
+    env = gym.make(env_id, **kwargs)
+    obs, _ = env.reset(seed=0)
+    names = env.unwrapped.observation_names
+    assert isinstance(names, list) and all(isinstance(n, str) and n for n in names)
+    assert len(names) == int(np.prod(env.observation_space.shape)) == np.asarray(obs).size
+    assert len(set(names)) == len(names), "observation names repeat"
+    name, value = KNOWN_VALUES[env_id]
+    assert float(np.asarray(obs).ravel()[names.index(name)]) == pytest.approx(value(env.unwrapped), rel=1e-6)
+
+
+@pytest.mark.parametrize(("env_id", "kwargs"), KINDS, ids=IDS)
+def test_observation_spaces_are_bounded(env_id, kwargs):
+    """Finite bounds everywhere (Gymnasium's checker warns on an infinite Box)."""
+    space = gym.make(env_id, **kwargs).observation_space
+    assert np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))
+
+
+# kinds whose own truncation fixes the episode's step bound from the config, and a kwarg that shortens it
+BOUNDED = {
+    "joulegym/ETF-v0": {"horizon": 7}, "joulegym/ETFPhi-v0": {"horizon": 7}, "joulegym/ETFDVFS-v0": {"horizon": 7},
+    "joulegym/EMRF-v0": {"horizon": 9}, "joulegym/EMRFResidual-v0": {"horizon": 9},
+    "joulegym/EMRFKnob-v0": {"horizon": 9}, "joulegym/EMRFKnobDiscrete-v0": {"horizon": 9},
+    "joulegym/DREAMParams-v0": {"horizon_s": 0.5}, "joulegym/PowerFlow-v0": {"scenario": "tiny", "max_steps": 6},
+    "joulegym/QinCluster-v0": {"max_steps": 5}, "joulegym/Qin-v0": {"max_steps": 5},
+    "joulegym/ToyDVFS-v0": {"horizon": 5}}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(("env_id", "kwargs"), KINDS, ids=IDS)
+def test_spec_max_episode_steps_is_the_envs_own_bound(env_id, kwargs):
+    """``env.spec.max_episode_steps`` is the bound the env's own truncation sets from its config (following a
+    user's ``horizon=``), no ``TimeLimit`` is added, an episode never runs past it, and ``gym.make(env.spec)``
+    (which adds a ``TimeLimit`` at it) plays the same episode; ``None`` where decision points follow events."""
+    if env_id not in BOUNDED:
+        assert gym.make(env_id, **kwargs).spec.max_episode_steps is None
+        return
+    short = {**BOUNDED[env_id], **kwargs}
+    env = gym.make(env_id, **short)
+    bound = env.spec.max_episode_steps
+    assert isinstance(bound, int) and bound >= 1
+    assert "TimeLimit" not in repr(env)
+    lengths = []
+    for made in (env, gym.make(env.spec)):
+        _, info = made.reset(seed=0)
+        made.action_space.seed(0)
+        steps, done = 0, False
+        while not done:
+            _, _, terminated, truncated, info = made.step(made.action_space.sample(mask=info.get("action_mask")))
+            steps, done = steps + 1, terminated or truncated
+            assert steps <= bound
+        lengths.append(steps)
+    assert lengths[0] == lengths[1]
+    if env_id.startswith(("joulegym/ETF", "joulegym/ToyDVFS")):  # a fixed number of epochs: the bound is reached
+        assert lengths[0] == bound

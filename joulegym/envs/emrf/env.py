@@ -105,7 +105,7 @@ from joulegym.core.config import (
     check_unit_interval,
     check_unit_interval_list,
 )
-from joulegym.core.env import JoulegymEnv
+from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.devices import get_device
@@ -125,8 +125,12 @@ from joulegym.envs.emrf.allocation import (
 from joulegym.envs.emrf.simulator import EMRFSimulator, UserSpec
 from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX, default_job_gflop, rodinia_app
 
-SLOT_FEATURES = 10
-GLOBAL_FEATURES = 7
+SLOT_FEATURE_NAMES = ("active", "xi_hat", "weight_share", "fair_share", "f_max", "f_solo", "job_remaining",
+                      "jobs_left", "last_allocation", "last_fairness_ratio")  # the module docstring's order
+GLOBAL_FEATURE_NAMES = ("eta_target", "delta_bound", "last_U_cpu", "last_U_gpu", "cpu_capacity_share",
+                        "active_fraction", "time")
+SLOT_FEATURES = len(SLOT_FEATURE_NAMES)
+GLOBAL_FEATURES = len(GLOBAL_FEATURE_NAMES)
 REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "max-utilisation", "fair-share")
 WINDOW_S_RANGE = (1e-3, 3600.0)  # ΔT (s): below 1 ms or above an hour a window is not a scheduling window
 MAX_USERS_LIMIT = 256  # slots; bounds the observation and the per-window work (fail fast)
@@ -1001,6 +1005,13 @@ class EMRFEnv(JoulegymEnv):
         np.maximum(obs, 0.0, out=obs)  # the ufuncs directly: np.clip's dispatch costs more than the clipping
         np.minimum(obs, 1.0, out=obs)
         return obs
+
+    def _max_episode_steps(self) -> int:
+        return int(self.config["horizon"])  # one window per step; finite jobs may end it sooner
+
+    def _observation_names(self) -> list[str]:
+        """The module docstring's "Observation": 10 per user slot, then 7 globals."""
+        return row_names("user", self.max_users, SLOT_FEATURE_NAMES) + list(GLOBAL_FEATURE_NAMES)
 
     def scheduler_inputs(self) -> dict[str, Any]:
         """Exact inputs of the reference algorithms for the current window (tuples per slot)."""

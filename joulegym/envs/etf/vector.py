@@ -499,7 +499,7 @@ class ETFVectorEnv(BatchedVectorEnv):
             tenant = np.zeros((N, M + 2))
             tenant[rows, self._tenant_slot] = 1.0
             tenant[:, -2] = self._variant / (self._levels - 1)
-            tenant[:, -1] = self._last_throughput * self._fastest_s
+            tenant[:, -1] = np.minimum(self._last_throughput * self._fastest_s, 1.0)  # the single env clips it too
             parts.append(tenant)
         return np.concatenate(parts, axis=1).astype(np.float32)
 
