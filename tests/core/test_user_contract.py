@@ -190,3 +190,21 @@ def test_spec_max_episode_steps_is_the_envs_own_bound(env_id, kwargs):
     assert lengths[0] == lengths[1]
     if env_id.startswith(("joulegym/ETF", "joulegym/ToyDVFS")):  # a fixed number of epochs: the bound is reached
         assert lengths[0] == bound
+
+
+@pytest.mark.parametrize(("env_id", "kwargs", "hint"), [
+    ("joulegym/ETF-v0", {"scenario": "tx2-fig55"}, "did you mean 'tx2-fig5'?"),
+    ("joulegym/QinCluster-v0", {"scenario": "paper-rv"}, "did you mean 'paper-rw'?"),
+    ("joulegym/DREAM-v0", {"scenario": "ar-cal"}, "did you mean 'ar-call'?"),
+    ("joulegym/PowerFlow-v0", {"horizn_s": 10.0}, "did you mean 'horizon_s'?"),
+])
+def test_a_scenario_or_config_key_typo_gets_a_did_you_mean(env_id, kwargs, hint):
+    with pytest.raises(ValueError, match="allowed") as err:
+        gym.make(env_id, **kwargs)
+    assert str(err.value).endswith(hint)
+
+
+def test_no_did_you_mean_for_a_name_like_none_of_them():
+    with pytest.raises(ValueError, match="allowed") as err:
+        gym.make("joulegym/ETF-v0", scenario="zzzzzz")
+    assert "did you mean" not in str(err.value)
