@@ -13,6 +13,9 @@ Writes into ``--out`` (which must be empty, unless ``--resume`` or ``--overwrite
 - ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs); ``--resume`` keeps the rows up to the
   checkpoint and appends to them (:func:`restore_monitor`); ``tb/`` — TensorBoard logs.
 - ``learning_curve.png`` — episode return against timesteps, from ``monitor/``: the whole run, across resumes.
+- ``best/`` (``--eval-freq N``) — every N steps the policy plays the validation seeds 9000-9009; the best one so
+  far as a weights-only agent (``best/agent/``), its score (``best/score.json``) and every evaluation
+  (``best/evaluations.csv``) (:mod:`joulegym.agents.validation`).
 
 Every file is written to a temporary name and renamed; ``config.json`` with ``"complete": true`` is written
 last, so a run without it is unfinished and its ``model.zip`` (if any) is not the final one.
@@ -78,6 +81,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     group.add_argument("--resume", action="store_true",
                        help="continue the unfinished run in --out from its latest checkpoint")
     group.add_argument("--overwrite", action="store_true", help="delete what --out holds and start afresh")
+    parser.add_argument("--eval-freq", type=int, default=None, metavar="N",
+                        help="every N environment steps, evaluate on the validation seeds 9000.. and keep the best "
+                             "agent in OUT/best/ (training seeds must stay below 9000)")
+    parser.add_argument("--eval-episodes", type=int, default=None, metavar="K",
+                        help="with --eval-freq: validation episodes per evaluation, seeds 9000..9000+K-1 (default 10)")
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
     parser.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard logs")
     parser.add_argument("--verbose", type=int, default=0, help="SB3 verbosity (0, 1, 2)")
@@ -170,7 +178,8 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
           out: str | Path | None = None, n_envs: int | None = None, env_kwargs: dict[str, Any] | None = None,
           hyperparams_file: str | Path | None = None, threads: int = 1, progress_bar: bool = True,
           tensorboard: bool = True, verbose: int = 0, *, resume: bool = False, overwrite: bool = False,
-          checkpoint_every: int = CHECKPOINT_EVERY) -> Path:
+          checkpoint_every: int = CHECKPOINT_EVERY, eval_freq: int | None = None,
+          eval_episodes: int | None = None) -> Path:
     """Train ``algo`` on ``env_id`` and save it under ``out``; returns the path of ``model.zip``.
 
     With ``resume=True`` the run in ``out`` continues from its latest checkpoint with the settings of its
@@ -215,6 +224,7 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     probe = gym.make(env_id, **env_kwargs)  # fails early with the env's own message on bad kwargs
     check_algo_supports(algo, probe.action_space)
     probe.close()
+    validation = _validation_settings(eval_freq, eval_episodes, seed, n_envs)
     _prepare_out(out_dir, resume, overwrite)
     config = {"env_id": env_id, "env_kwargs": env_kwargs, "algo": algo, "hyperparams": hyperparams, "seed": seed,
               "timesteps": timesteps, "n_envs": n_envs, "complete": False,
@@ -224,6 +234,10 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
     model, vec_env = _build(config, out_dir, resume, tensorboard, verbose, threads)
     remaining = timesteps - int(model.num_timesteps)
     callbacks, checkpoints = _callbacks(out_dir, checkpoint_every, remaining if progress_bar else 0)
+    if validation is not None:
+        from joulegym.agents.validation import ValidationCallback
+
+        callbacks.callbacks.append(ValidationCallback(env_id, env_kwargs, algo, out_dir, *validation))
     start = time.perf_counter()
     previous_handlers = {}
 
@@ -247,6 +261,23 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
         raise TrainingInterrupted(checkpoints.signal, checkpoint)
     seconds = time.perf_counter() - start
     return _finish(model, vec_env, config, out_dir, seconds)
+
+
+def _validation_settings(eval_freq: int | None, eval_episodes: int | None, seed: int,
+                         n_envs: int) -> tuple[int, list[int]] | None:
+    """``(eval_freq, validation seeds)`` of ``--eval-freq``/``--eval-episodes``, or None without them."""
+    from joulegym.agents.validation import VALIDATION_EPISODES, VALIDATION_SEED_BASE, validation_seeds
+
+    if eval_freq is None:
+        if eval_episodes is not None:
+            raise ValueError("--eval-episodes applies only with --eval-freq")
+        return None
+    if eval_freq < 1:
+        raise ValueError(f"--eval-freq must be >= 1, got {eval_freq}")
+    if seed + n_envs > VALIDATION_SEED_BASE:  # env i trains from seed + i
+        raise ValueError(f"--eval-freq validates on seeds {VALIDATION_SEED_BASE}..: the training envs' seeds "
+                         f"{seed}..{seed + n_envs - 1} must stay below {VALIDATION_SEED_BASE}")
+    return eval_freq, validation_seeds(VALIDATION_EPISODES if eval_episodes is None else eval_episodes)
 
 
 def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: bool, verbose: int, threads: int):
@@ -440,7 +471,8 @@ def main(argv: list[str] | None = None) -> int:
                      parse_env_kwargs(args.env_kwargs), args.hyperparams, args.threads,
                      progress_bar=not args.no_progress_bar, tensorboard=not args.no_tensorboard,
                      verbose=args.verbose, resume=args.resume, overwrite=args.overwrite,
-                     checkpoint_every=args.checkpoint_every)
+                     checkpoint_every=args.checkpoint_every, eval_freq=args.eval_freq,
+                     eval_episodes=args.eval_episodes)
     except TrainingInterrupted as stopped:
         print(f"train.py: stopped by signal {stopped.signum}; checkpoint saved at {stopped.checkpoint}; continue with "
               f"python train.py --out {stopped.checkpoint.parent.parent} --resume", file=sys.stderr)
