@@ -376,8 +376,9 @@ def _normalise(episodes: pd.DataFrame, bench: Benchmark, scenarios: Sequence[str
         published = [h for h in bench.heuristics if h in means.index and h != best]
         better = [h for h in published if sign * (means[h] - means[best]) > 1e-12 * max(1.0, abs(means[best]))]
         if better:
-            notes.append(f"{scenario}: published heuristic(s) {better} beat the normaliser {best!r} on these seeds "
-                         f"({', '.join(f'{h} {means[h]:.4g}' for h in better)} vs {means[best]:.4g})")
+            notes.append(f"{scenario}: the published heuristic{'s' if len(better) > 1 else ''} "
+                         f"{', '.join(better)} beat{'' if len(better) > 1 else 's'} the normaliser {best} on these "
+                         f"seeds ({', '.join(f'{h} {means[h]:.4g}' for h in better)} vs {means[best]:.4g})")
     return episodes, notes
 
 
@@ -508,13 +509,13 @@ def _iqm_plot(result: FamilyResult):
 
 
 def _profile_plot(result: FamilyResult):
-    from joulegym.core.plotting import new_figure
+    from joulegym.core.plotting import legend_outside, new_figure
 
     scores = result.episodes["normalised"].to_numpy(dtype=float)
     low, high = min(0.0, float(np.min(scores))), max(1.0, float(np.max(scores)))
     margin = 0.05 * (high - low)
     taus = np.linspace(low - margin, high + margin, 101)
-    fig, axes = new_figure(1, 1, size=(6.4, 4.0))
+    fig, axes = new_figure(1, 1, size=(7.6, 4.0))  # wider: the legend sits to the right
     ax = axes[0, 0]
     for policy in result.aggregate["policy"]:
         matrix, _ = score_matrix(result.episodes, policy, result.scenarios)
@@ -524,7 +525,7 @@ def _profile_plot(result: FamilyResult):
     ax.set_xlabel(f"normalised {result.benchmark.metric} tau")
     ax.set_ylabel("fraction of runs with score > tau")
     ax.set_title(f"{result.name}: performance profiles (95 % bands)")
-    ax.legend(fontsize=7, loc="best")
+    legend_outside(ax)  # beside the axes: the curves fill the plot from corner to corner
     fig.tight_layout()
     return fig
 

@@ -107,7 +107,8 @@ def test_normalisation_per_scenario_flags_a_better_heuristic_and_rejects_a_tie()
                              "metric": [3.0, 5.0, 2.0, 1.5]})
     scored, notes = suite._normalise(episodes, bench, ("s",))
     assert np.allclose(scored["normalised"], [0.5, -0.5, 1.0, 1.25])
-    assert notes and "['h2'] beat the normaliser 'h1'" in notes[0]
+    assert notes and "the published heuristic h2 beats the normaliser h1 on these seeds" in notes[0]
+    assert "[" not in notes[0] and "'" not in notes[0]  # prose, not a Python list repr
     with pytest.raises(ValueError, match="scenario 's': cannot normalise"):
         suite._normalise(episodes.assign(metric=2.0), bench, ("s",))
     with pytest.raises(ValueError, match="policy 'h1' did not run"):

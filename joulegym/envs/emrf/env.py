@@ -106,7 +106,7 @@ from joulegym.core.config import (
     check_unit_interval_list,
 )
 from joulegym.core.env import JoulegymEnv, row_names
-from joulegym.core.plotting import new_figure
+from joulegym.core.plotting import legend_outside, new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.devices import get_device
 from joulegym.envs.emrf.allocation import (
@@ -1129,15 +1129,16 @@ class EMRFEnv(JoulegymEnv):
         ax.bar(labels, cpu, label="CPU GFLOPS")
         ax.bar(labels, gpu, bottom=cpu, label="GPU GFLOPS")
         ax.set_ylabel("allocation (GFLOPS)")
-        ax.legend(fontsize=7)
+        ax.set_ylim(0, 1.1 * max([c + g for c, g in zip(cpu, gpu)] + [1e-9]))  # every bar whole, with headroom
+        legend_outside(ax)  # beside the axes: never over a bar
         ax.tick_params(axis="x", labelsize=7, rotation=45)
         ax2 = axes[0, 1]
         if self._history:
             hist = np.array(self._history)
             ax2.plot(hist[:, 0], hist[:, 1], label="U_cpu")
             ax2.plot(hist[:, 0], hist[:, 2], label="U_gpu")
-            ax2.legend(fontsize=7)
-        ax2.set_ylim(0, 1.05)
+            legend_outside(ax2)
+        ax2.set_ylim(0, 1.1)  # a line at full utilisation stays inside the axes
         ax2.set_xlabel("time (s)")
         ax2.set_ylabel("utilisation")
         fig.suptitle(f"EMRF ({self.action_mode}), t = {sim.time:.1f} s", fontsize=9)

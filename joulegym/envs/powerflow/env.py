@@ -78,13 +78,14 @@ from joulegym.core.config import (
     check_positive,
 )
 from joulegym.core.env import JoulegymEnv, row_names
-from joulegym.core.plotting import new_figure
+from joulegym.core.plotting import legend_outside, new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.core.rollout import rollout
 from joulegym.core.slots import SlotRows, SlotTable
 from joulegym.envs.powerflow.actions import ACTION_TYPES
 from joulegym.envs.powerflow.cluster import ClusterSpec
 from joulegym.envs.powerflow.simulator import (
+    DONE,
     OVERHEAD_MODES,
     PLACEMENTS,
     PREDICTORS,
@@ -497,11 +498,18 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         axes[0, 0].step(t, self.sim._alloc_log, where="post")
         axes[0, 0].set_ylabel("GPUs allocated")
         axes[0, 0].set_ylim(0, self.cluster.num_gpus * 1.05)
-        axes[1, 0].step(t, np.array(self.sim._power_log) / 1000.0, where="post")
-        axes[1, 0].axhline(self.sim.power_limit / 1000.0, color="r", ls="--", label="budget")
+        power_kw = np.array(self.sim._power_log) / 1000.0
+        budget_kw = self.sim.power_limit / 1000.0
+        axes[1, 0].step(t, power_kw, where="post", label="cluster power")
+        axes[1, 0].axhline(budget_kw, color="r", ls="--", label="budget")
+        axes[1, 0].set_ylim(0, 1.1 * max(budget_kw, float(power_kw.max()) if power_kw.size else 0.0, 1e-9))
         axes[1, 0].set_ylabel("cluster power (kW)")
         axes[1, 0].set_xlabel("time (h)")
-        axes[1, 0].legend(loc="upper right")
+        legend_outside(axes[1, 0])  # the budget line and the steps stay visible
+        sim = self.sim
+        done = int(np.count_nonzero(sim.status == DONE))
+        fig.suptitle(f"PowerFlow ({self.action_mode}): t = {sim.now / 3600.0:.2f} h, {done} of {len(sim.jobs)} jobs "
+                     f"done, eta = {self.config['eta']:g}", fontsize=9)
         fig.tight_layout()
         return fig
 
