@@ -15,7 +15,7 @@ def _frame_figure(env_id: str, steps: int = 8, **kwargs):
     from joulegym import baselines
     from joulegym.core.family import get_family
 
-    env = gym.make(env_id, **kwargs)
+    env = gym.make(env_id, render_mode="rgb_array", **kwargs)  # a render mode: DREAM records its timeline
     obs, info = env.reset(seed=0)
     family = env.unwrapped.family
     policy = baselines.make(get_family(family).reference_policy, family=family)
