@@ -10,8 +10,12 @@ Writes into ``--out`` (which must be empty, unless ``--resume`` or ``--overwrite
 - ``model.zip`` — the trained model (SB3 format; loading it unpickles code: load only files you trust);
 - ``agent/`` — the same policy weights-only (``agent.json`` + ``weights.pt``), the safe format for sharing and
   for leaderboards (:mod:`joulegym.agents.weights`);
-- ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs); ``tb/`` — TensorBoard logs.
-- ``learning_curve.png`` — episode return against timesteps, from ``monitor/`` (docs/tutorials/train-and-evaluate.md);
+- ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs); ``--resume`` keeps the rows up to the
+  checkpoint and appends to them (:func:`restore_monitor`); ``tb/`` — TensorBoard logs.
+- ``learning_curve.png`` — episode return against timesteps, from ``monitor/``: the whole run, across resumes.
+- ``best/`` (``--eval-freq N``) — every N steps the policy plays the validation seeds 9000-9009; the best one so
+  far as a weights-only agent (``best/agent/``), its score (``best/score.json``) and every evaluation
+  (``best/evaluations.csv``) (:mod:`joulegym.agents.validation`).
 - ``.joulegym-run.json`` — the marker listing the entries above as this run's
   (:func:`joulegym.core.io.prepare_run_dir`): ``--overwrite`` removes only those, and only in a directory
   holding the marker (docs/robustness.md).
@@ -104,6 +108,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(UNSAFE_FLAG, dest="unsafe_unpickle", action="store_true",
                         help="with --resume: load a checkpoint this user's joulegym did not sign (unpickling it can "
                              "run code: only for files you trust)")
+    parser.add_argument("--eval-freq", type=int, default=None, metavar="N",
+                        help="every N environment steps, evaluate on the validation seeds 9000.. and keep the best "
+                             "agent in OUT/best/ (training seeds must stay below 9000)")
+    parser.add_argument("--eval-episodes", type=int, default=None, metavar="K",
+                        help="with --eval-freq: validation episodes per evaluation, seeds 9000..9000+K-1 (default 10)")
     parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
     parser.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard logs")
     parser.add_argument("--verbose", type=int, default=0, help="SB3 verbosity (0, 1, 2)")
@@ -141,6 +150,7 @@ def save_checkpoint(model: Any, out_dir: Path) -> Path:
 
     zip_path, buffer_path, meta_path = _checkpoint_paths(out_dir)
     zip_path.parent.mkdir(parents=True, exist_ok=True)
+    record_monitor_rows(out_dir, int(model.num_timesteps))  # first: a kill while saving leaves it for the old zip too
     tmp = zip_path.with_name(".latest.tmp.zip")
     model.save(str(tmp))
     tmp.replace(zip_path)
@@ -197,7 +207,8 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
           out: str | Path | None = None, n_envs: int | None = None, env_kwargs: dict[str, Any] | None = None,
           hyperparams_file: str | Path | None = None, threads: int = 1, progress_bar: bool = True,
           tensorboard: bool = True, verbose: int = 0, *, resume: bool = False, overwrite: bool = False,
-          checkpoint_every: int = CHECKPOINT_EVERY, callbacks: tuple = (), unsafe_unpickle: bool = False) -> Path:
+          checkpoint_every: int = CHECKPOINT_EVERY, callbacks: tuple = (), unsafe_unpickle: bool = False,
+          eval_freq: int | None = None, eval_episodes: int | None = None) -> Path:
     """Train ``algo`` on ``env_id`` and save it under ``out``; returns the path of ``model.zip``.
 
     ``callbacks``: further SB3 callbacks (the training protocol's CPU budget and validation, :mod:`joulegym.protocol`);
@@ -257,6 +268,7 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
     probe = gym.make(env_id, **env_kwargs)  # fails early with the env's own message on bad kwargs
     check_algo_supports(algo, probe.action_space)
     probe.close()
+    validation = _validation_settings(eval_freq, eval_episodes, seed, n_envs)
     _prepare_out(out_dir, resume, overwrite)
     config = {"env_id": env_id, "env_kwargs": env_kwargs, "algo": algo, "hyperparams": hyperparams, "seed": seed,
               "timesteps": timesteps, "n_envs": n_envs, "complete": False,
@@ -269,6 +281,10 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
     remaining = timesteps - int(model.num_timesteps)
     callback_list, checkpoints = _callbacks(out_dir, checkpoint_every, remaining if progress_bar else 0,
                                             tuple(callbacks))
+    if validation is not None:
+        from joulegym.agents.validation import ValidationCallback
+
+        callback_list.callbacks.append(ValidationCallback(env_id, env_kwargs, algo, out_dir, *validation))
     start, cpu_start = time.perf_counter(), cpu_seconds()
     previous_handlers = {}
 
@@ -334,6 +350,23 @@ def _check_checkpoint(out_dir: Path, unsafe_unpickle: bool) -> None:
                   UserWarning, stacklevel=3)
 
 
+def _validation_settings(eval_freq: int | None, eval_episodes: int | None, seed: int,
+                         n_envs: int) -> tuple[int, list[int]] | None:
+    """``(eval_freq, validation seeds)`` of ``--eval-freq``/``--eval-episodes``, or None without them."""
+    from joulegym.agents.validation import VALIDATION_EPISODES, VALIDATION_SEED_BASE, validation_seeds
+
+    if eval_freq is None:
+        if eval_episodes is not None:
+            raise ValueError("--eval-episodes applies only with --eval-freq")
+        return None
+    if eval_freq < 1:
+        raise ValueError(f"--eval-freq must be >= 1, got {eval_freq}")
+    if seed + n_envs > VALIDATION_SEED_BASE:  # env i trains from seed + i
+        raise ValueError(f"--eval-freq validates on seeds {VALIDATION_SEED_BASE}..: the training envs' seeds "
+                         f"{seed}..{seed + n_envs - 1} must stay below {VALIDATION_SEED_BASE}")
+    return eval_freq, validation_seeds(VALIDATION_EPISODES if eval_episodes is None else eval_episodes)
+
+
 def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: bool, verbose: int, threads: int):
     import torch
     from stable_baselines3.common.env_util import make_vec_env
@@ -342,8 +375,12 @@ def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: boo
     from joulegym.agents.algos import algo_spec
 
     torch.set_num_threads(max(1, threads))
+    monitor_clock_s = restore_monitor(out_dir, config["n_envs"], config["env_id"]) if resume else None
     vec_env = make_vec_env(config["env_id"], n_envs=config["n_envs"], seed=config["seed"],
-                           env_kwargs=config["env_kwargs"], monitor_dir=str(out_dir / "monitor"))
+                           env_kwargs=config["env_kwargs"], monitor_dir=str(out_dir / "monitor"),
+                           monitor_kwargs={"override_existing": not resume})
+    if monitor_clock_s is not None:  # the resumed Monitors' "t" goes on from the kept rows' clock
+        vec_env.set_attr("t_start", time.time() - monitor_clock_s)
     tb = str(out_dir / "tb") if tensorboard else None
     zip_path, buffer_path, _ = _checkpoint_paths(out_dir)
     if resume and zip_path.is_file():
@@ -355,6 +392,81 @@ def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: boo
     model = make_model(config["algo"], vec_env, seed=config["seed"], hyperparams=config["hyperparams"],
                        tensorboard_log=tb, verbose=verbose)
     return model, vec_env
+
+
+# --- the run's record across --resume: Monitor CSVs cut back to the checkpoint, then appended to -----------------
+MONITOR_ROWS = "latest_monitor.json"  # checkpoints/: {num_timesteps: {Monitor CSV: episode rows}} of recent checkpoints
+MONITOR_HEADER_LINES = 2  # SB3 Monitor: '#{"t_start": ..., "env_id": ...}' and the column names
+MONITOR_HISTORY = 3  # checkpoints whose row counts are kept (the zip on disk is one of them whenever a save is cut)
+
+
+def record_monitor_rows(out_dir: Path, num_timesteps: int) -> None:
+    """Note in ``checkpoints/latest_monitor.json`` how many episode rows each Monitor CSV holds at the checkpoint of
+    ``num_timesteps`` steps (SB3's Monitor flushes every row), so that ``--resume`` keeps exactly the episodes that
+    checkpoint has seen. Written before the checkpoint itself, keyed by its step count: whichever zip a kill
+    leaves on disk finds its own counts."""
+    from joulegym.core.io import write_atomic
+
+    path = out_dir / "checkpoints" / MONITOR_ROWS
+    history = _read_monitor_history(path)
+    rows = {}
+    for csv in sorted((out_dir / "monitor").glob("*.monitor.csv")):
+        with csv.open() as handle:
+            rows[csv.name] = max(0, sum(1 for _ in handle) - MONITOR_HEADER_LINES)
+    history[str(num_timesteps)] = rows
+    recent = sorted(history, key=int)[-MONITOR_HISTORY:]
+    write_atomic(path, json.dumps({k: history[k] for k in recent}, sort_keys=True) + "\n")
+
+
+def _read_monitor_history(path: Path) -> dict[str, dict[str, int]]:
+    try:
+        history = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return history if isinstance(history, dict) else {}
+
+
+def _checkpoint_timesteps(zip_path: Path) -> int | None:
+    """The step count an SB3 checkpoint holds (its ``data`` JSON member; nothing is unpickled), or ``None``."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            return int(json.loads(archive.read("data"))["num_timesteps"])
+    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile):
+        return None
+
+
+def restore_monitor(out_dir: Path, n_envs: int, env_id: str) -> float:
+    """Before ``--resume``: cut each Monitor CSV back to its rows at the latest checkpoint (episodes after it are
+    played again; no checkpoint at all: no rows), keeping the header and the rows before; returns the training
+    wall time those rows cover (their largest ``t``), from which the resumed Monitors' clock goes on.
+
+    A checkpoint whose row counts are unknown (written before they were recorded) keeps every row; a missing CSV
+    gets Monitor's header (the resumed Monitor appends to it).
+    """
+    from joulegym.core.io import write_atomic
+
+    zip_path, _, _ = _checkpoint_paths(out_dir)
+    if zip_path.is_file():
+        counts = _read_monitor_history(out_dir / "checkpoints" / MONITOR_ROWS).get(
+            str(_checkpoint_timesteps(zip_path)))
+    else:
+        counts = {}  # training starts again from step 0
+    clock_s = 0.0
+    for rank in range(n_envs):
+        path = out_dir / "monitor" / f"{rank}.monitor.csv"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, "#" + json.dumps({"t_start": time.time(), "env_id": env_id}) + "\nr,l,t\n")
+            continue
+        lines = path.read_text().splitlines(keepends=True)
+        keep = len(lines) if counts is None else MONITOR_HEADER_LINES + int(counts.get(path.name, 0))
+        if keep < len(lines):
+            write_atomic(path, "".join(lines[:keep]))
+        for line in lines[MONITOR_HEADER_LINES:keep]:
+            clock_s = max(clock_s, float(line.rstrip("\n").split(",")[2]))
+    return clock_s
 
 
 def _finish(model: Any, vec_env: Any, config: dict[str, Any], out_dir: Path, seconds: float,
@@ -458,7 +570,8 @@ def main(argv: list[str] | None = None) -> int:
                      args.threads,
                      progress_bar=not args.no_progress_bar, tensorboard=not args.no_tensorboard,
                      verbose=args.verbose, resume=args.resume, overwrite=args.overwrite,
-                     checkpoint_every=args.checkpoint_every, unsafe_unpickle=args.unsafe_unpickle)
+                     checkpoint_every=args.checkpoint_every, unsafe_unpickle=args.unsafe_unpickle,
+                     eval_freq=args.eval_freq, eval_episodes=args.eval_episodes)
     except TrainingInterrupted as stopped:
         print(f"train.py: stopped by signal {stopped.signum}; checkpoint saved at {stopped.checkpoint}; continue with "
               f"python train.py --out {stopped.checkpoint.parent.parent} --resume", file=sys.stderr)

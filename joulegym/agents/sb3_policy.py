@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from joulegym.agents.algos import ALGOS, algo_spec, load_model, saved_algo
 from joulegym.agents.weights import AGENT_FILE, WEIGHTS_FILE, is_weights_dir, load_weights, read_agent_json
+from joulegym.core.actions import flat_mask
 
 UNSAFE_FLAG = "--unsafe-unpickle-model-zip"  # evaluate.py's (and train.py --resume's) opt-in to unpickling
 
@@ -141,6 +141,6 @@ class SB3Policy:
             if mask is None and self._env is not None and hasattr(self._env.unwrapped, "action_masks"):
                 mask = self._env.unwrapped.action_masks()
             if mask is not None:
-                kwargs["action_masks"] = np.asarray(mask, dtype=bool)
+                kwargs["action_masks"] = flat_mask(mask)
         action, _ = self.model.predict(obs, **kwargs)
         return action

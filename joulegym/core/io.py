@@ -260,7 +260,7 @@ class ResultDir:
 
 
 # --- train.py run directories ----------------------------------------------------------------------------------
-RUN_ENTRIES = ("config.json", "checkpoints", "model.zip", ".model.tmp.zip", "agent", "monitor", "tb",
+RUN_ENTRIES = ("config.json", "checkpoints", "model.zip", ".model.tmp.zip", "agent", "best", "monitor", "tb",
                "learning_curve.png")
 
 

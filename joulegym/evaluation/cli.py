@@ -4,6 +4,7 @@
 
     python evaluate.py                                   # ETF reference policies on tx2-fig5
     python evaluate.py --env joulegym/ETF-v0 --policies etf,tf,ef,random,ppo:runs/x --seeds 10
+    python evaluate.py --env joulegym/DREAM-tiny-v0 --policies dream-full,random --record   # + an animation each
     python evaluate.py --reproduce etf --out results/etf-paper
     python evaluate.py --suite                           # the leaderboard page (joulegym.evaluation.suite)
     python evaluate.py --suite etf --quick --out results/lb
@@ -16,7 +17,9 @@ are written beside it and swapped into place together, replacing the previous ru
 (:class:`joulegym.core.io.ResultDir`, docs/robustness.md): ``episodes.csv`` (one row per episode: return, length and the
 scalar paper metrics), ``summary.csv``, ``leaderboard.md`` (mean ± std, IQM, bootstrap CI and the
 normalised score: random = 0, best reference policy = 1), ``episode.png`` (one episode per policy)
-and the family's summary figures. ``random`` is added when it is missing, since the score needs it.
+and the family's summary figures; with ``--record``, ``episode-<policy>.gif`` (or ``.mp4``): each policy's first
+episode as an animation of the env's frames (:mod:`joulegym.evaluation.record`). ``random`` is added when it is
+missing, since the score needs it.
 
 Agents: ``ALGO:PATH`` with ``PATH`` a weights-only agent directory (``agent.json`` + ``weights.pt``, or a
 ``train.py`` run directory holding ``agent/``), which is safe to load. A ``model.zip`` is unpickled when loaded and
@@ -58,6 +61,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--env-kwargs", default=None, help="JSON dict of gym.make kwargs (default: those the agents "
                                                            "were trained with, from their config.json, else {})")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    parser.add_argument("--record", nargs="?", const="gif", default=None, metavar="FORMAT",
+                        help="also write each policy's first episode as an animation, episode-<policy>.gif (FORMAT "
+                             "gif, the default, or mp4, which needs ffmpeg)")
+    parser.add_argument("--record-frames", type=int, default=None, metavar="N",
+                        help="with --record: at most N frames per animation (default 120)")
     parser.add_argument("--reproduce", metavar="FAMILY", help="recompute the paper's figures of FAMILY instead")
     parser.add_argument("--quick", action="store_true", help="with --reproduce or --suite: a reduced, faster version")
     parser.add_argument("--suite", nargs="*", metavar="FAMILY",
@@ -101,8 +109,29 @@ def _check_modes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if args.quick and args.reproduce is None and args.suite is None:
         parser.error("--quick applies only with --reproduce FAMILY or --suite [FAMILY ...]")
+    _check_record(parser, args)
     if args.ray is not None and args.suite is None:
         parser.error("--ray applies only with --suite [FAMILY ...]")
+
+
+def _check_record(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--record`` and ``--record-frames``: only when evaluating policies on one env, with a writable format."""
+    from joulegym.evaluation.record import RECORD_FRAMES, check_format
+
+    if args.record_frames is not None and args.record is None:
+        parser.error("--record-frames applies only with --record")
+    if args.record is None:
+        return
+    if args.suite is not None or args.reproduce is not None or args.ship is not None:
+        parser.error("--record applies only when evaluating policies on one env (not with --suite, --reproduce or "
+                     "--ship)")
+    try:
+        check_format(args.record)
+    except ValueError as err:
+        parser.error(str(err))
+    args.record_frames = RECORD_FRAMES if args.record_frames is None else args.record_frames
+    if args.record_frames < 1:
+        parser.error(f"--record-frames must be >= 1, got {args.record_frames}")
 
 
 def _agent_tokens(text: str) -> str:
@@ -221,6 +250,11 @@ def run(args: argparse.Namespace) -> list[Path]:
                    write_atomic(out / "leaderboard.md", header + table + "\n")]
         if not args.no_plots:
             written += _plots(args.env, family, traces, episodes, out, hooks)
+        if args.record:  # each policy's first evaluation episode (seed and env settings as evaluated)
+            from joulegym.evaluation.record import record_policies
+
+            written += record_policies(args.env, env_kwargs, entries, eval_seeds(1)[0], out, args.record,
+                                       args.record_frames, skip=skipped)
     written = [result.final(p) for p in written]
     print(header + table)
     print("\nwrote " + ", ".join(str(p) for p in written))

@@ -13,8 +13,8 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym.baselines.powerflow import paper_env_config
-from joulegym.core.actions import NO_DECISION
-from joulegym.core.policy import make
+from joulegym.core.actions import NO_DECISION, flat_mask
+from joulegym.core.policy import env_config_for, make
 from joulegym.core.rollout import ActionSequencePolicy, rollout
 from joulegym.envs.powerflow import SimConfig, simulate
 from joulegym.envs.powerflow.env import SIM_SETTINGS
@@ -117,8 +117,8 @@ def test_masked_out_micro_action_is_a_flagged_no_op():
     env = gym.make(TINY, action_mode="micro")
     _, info = env.reset(seed=0)
     base = env.unwrapped
-    mask = info["action_mask"]
-    bad = int(np.flatnonzero(~mask)[0])
+    mask = info["action_mask"]  # micro mode: Discrete, an int8 0/1 mask
+    bad = int(np.flatnonzero(mask == 0)[0])
     now = base.sim.now
     assert base.action_type.decode(bad) is NO_DECISION and base.action_type.repaired
     _, reward, _, _, info = env.step(bad)
@@ -241,9 +241,9 @@ def test_masked_action_is_repaired_and_flagged():
     env2.step(bad)
     np.testing.assert_array_equal(env2.unwrapped.sim.n, base.sim.n)  # deterministic repair
     mask = base.action_masks()
-    assert mask.shape == (int(np.sum(env.action_space.nvec)),) and mask.dtype == bool
-    np.testing.assert_array_equal(mask, info1["action_mask"])
-    mask[:] = False  # a fresh array every call
+    assert mask.shape == (int(np.sum(env.action_space.nvec)),) and mask.dtype == np.int8
+    np.testing.assert_array_equal(mask, np.concatenate(info1["action_mask"]))  # the info: one array per sub-space
+    mask[:] = 0  # a fresh array every call
     assert base.action_masks().any()
 
 
@@ -256,7 +256,8 @@ def test_reference_actions_are_valid():
         assert flagged == episode.metrics["placement_shrinks"], policy
         assert flagged == (1 if policy == "powerflow" else 0), policy  # one job halved around a profiling one
         for info, action in zip(episode.infos[:-1], episode.infos[1:]):
-            assert info["action_mask"].dtype == bool and action["action_mask"].shape == info["action_mask"].shape
+            assert all(m.dtype == np.int8 for m in info["action_mask"])  # one int8 array per sub-space
+            assert [m.shape for m in action["action_mask"]] == [m.shape for m in info["action_mask"]]
 
 
 def test_request_mode_runs_requests_that_are_not_powers_of_two():
@@ -451,7 +452,8 @@ def test_copies_finish_the_episode_like_the_original(mode):
             other_obs, other_reward, other_term, other_trunc, other_info = other.step(action)
             np.testing.assert_array_equal(other_obs, obs)
             assert (other_reward, other_term, other_trunc) == (reward, terminated, truncated)
-            np.testing.assert_array_equal(other_info.get("action_mask", []), info.get("action_mask", []))
+            np.testing.assert_array_equal(flat_mask(other_info.get("action_mask", [])),
+                                          flat_mask(info.get("action_mask", [])))
     assert terminated and all(other.metrics() == env.metrics() for other in copies)
 
 

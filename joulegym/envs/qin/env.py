@@ -103,14 +103,18 @@ from joulegym.core.config import (
     check_number,
     check_positive,
 )
-from joulegym.core.env import JoulegymEnv
+from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart
 
 NUM_SOI = 15  # sources of interference (docs §1.6)
-SERVER_FEATURES = 14
+SERVER_NAMES = ("cores", "f_max", "memory", "runnable_threads", "load", "drain_time", "caused", "tolerated", "power",
+                "utilisation", "job_interference", "job_h_at_f_max", "job_eligible_energy", "job_t_at_f_max",
+                "present")  # the module docstring's 14 features + the server mask
+JOB_NAMES = ("threads", "size", "tolerated", "caused", "latency_critical", "waited")
+SERVER_FEATURES = len(SERVER_NAMES) - 1
 SERVER_ROW = SERVER_FEATURES + 1  # + the server mask
-JOB_FEATURES = 6
+JOB_FEATURES = len(JOB_NAMES)
 OBJECTIVES = ("makespan", "flowtime", "energy", "edp")
 GLOBAL_FEATURES = 3 + len(OBJECTIVES)
 OBS_HIGH = 10.0  # every feature is clipped to [0, OBS_HIGH]
@@ -234,6 +238,8 @@ class QinClusterEnv(JoulegymEnv):
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {name: {name: 1.0} for name in OBJECTIVES}
     option_keys = ("jobs",)
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("job", "queue")
+    full_info_keys: ClassVar[tuple[str, ...]] = ("server_load", "server_util")
     default_node_policy = "linux"
     kind_name = "QinCluster"
 
@@ -575,6 +581,17 @@ class QinClusterEnv(JoulegymEnv):
         np.clip(obs, 0.0, OBS_HIGH, out=obs)
         return obs.astype(np.float32)
 
+    def _max_episode_steps(self) -> int | None:
+        """``max_steps`` when set; otherwise one placement per job, and ``reset(options={"jobs": ...})`` may
+        bring another number of jobs (None)."""
+        limit = self.config["max_steps"]
+        return None if limit is None else int(limit)
+
+    def _observation_names(self) -> list[str]:
+        """The module docstring's observation: per server (14 + the mask), the pending job, globals."""
+        return (row_names("server", self.n_max, SERVER_NAMES) + [f"job.{name}" for name in JOB_NAMES]
+                + ["time", "jobs_left", "queue"] + [f"objective_{name}" for name in OBJECTIVES])
+
     def _job_server_features(self, job: int, p: Any) -> np.ndarray:
         """The pending job's per-server features (cached per decision): predicted interference (eq. 16) / 3000,
         H at f_max / max, the least PL-eligible E / max, T at f_max / max."""
@@ -666,8 +683,10 @@ class QinHierarchicalEnv(QinClusterEnv):
 
 
 # --- QinNode-v0 ----------------------------------------------------------------------------------------------------
-CORE_FEATURES = 8
-THREAD_FEATURES = 6
+CORE_NAMES = ("level", "frequency", "cpi", "instructions", "queued", "power", "busy", "pl")
+THREAD_NAMES = ("alive", "remaining", "cpi", "core", "phase_change", "app_pl")
+CORE_FEATURES = len(CORE_NAMES)
+THREAD_FEATURES = len(THREAD_NAMES)
 NODE_OBJECTIVES = ("energy", "perf", "edp")
 NODE_GLOBAL = 2 + len(NODE_OBJECTIVES)
 NODE_PL = {"energy": 0.5, "perf": 0.0, "edp": 0.1}  # paper §7.2.1 (A15: perf = 0, i.e. f_H)
@@ -689,6 +708,8 @@ class QinNodeEnv(JoulegymEnv):
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {name: {name: 1.0} for name in NODE_OBJECTIVES}
     option_keys = ()
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("alive_threads", "pl")
+    full_info_keys: ClassVar[tuple[str, ...]] = ("core_level", "core_pl")
 
     @classmethod
     def _kind_of(cls, action_mode: str) -> str:
@@ -932,6 +953,11 @@ class QinNodeEnv(JoulegymEnv):
         obs[g + 1] = sim.now / (TRUNCATE_FACTOR * self.T0)
         obs[g + 2 + NODE_OBJECTIVES.index(self.objective)] = 1.0
         return _clip(obs)
+
+    def _observation_names(self) -> list[str]:
+        """The module docstring's observation: per core (C_max x 8), per thread slot (K_max x 6), globals."""
+        return (row_names("core", self.C, CORE_NAMES) + row_names("thread", self.K, THREAD_NAMES)
+                + ["pl_bound", "time"] + [f"objective_{name}" for name in NODE_OBJECTIVES])
 
     def _extra_info(self) -> dict[str, Any]:
         sim = self.sim
