@@ -14,7 +14,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym.baselines.powerflow import paper_env_config
 from joulegym.core.actions import NO_DECISION, flat_mask
-from joulegym.core.policy import env_config_for, make
+from joulegym.core.policy import make
 from joulegym.core.rollout import ActionSequencePolicy, rollout
 from joulegym.envs.powerflow import SimConfig, simulate
 from joulegym.envs.powerflow.env import SIM_SETTINGS
