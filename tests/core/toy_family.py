@@ -9,6 +9,8 @@ the ``balanced`` preset weighs them 1 : 1. A real family splits this file into `
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -19,37 +21,41 @@ from joulegym.core.config import Scenario, check_int, check_positive
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.family import EnvKind, FamilyDescriptor
 from joulegym.core.plotting import new_figure
-from joulegym.core.policy import PolicyNotApplicable, register_policy
+from joulegym.core.policy import register_policy
 from joulegym.core.rewards import RewardPart
+from joulegym.core.simulator import Simulator
 
 LEVELS = (0.25, 0.5, 0.75, 1.0)  # f / f_max
 
 
 # --- the simulator (envs/toy/simulator.py): no Gymnasium ---------------------------------------------------
-class ToySimulator:
-    """Work arrives at reset; ``apply(level)`` picks the frequency, ``advance()`` runs one step."""
+class ToySimulator(Simulator):
+    """The episode's work is the instance; ``apply(level)`` runs one step at that frequency level; ``advance()``
+    has nothing left to run (every step is one decision) and says whether the episode goes on."""
 
     def __init__(self, p_static: float, p_dyn: float, horizon: int) -> None:
         self.p_static, self.p_dyn, self.horizon = p_static, p_dyn, horizon
 
-    def reset(self, work: float) -> None:
+    def reset(self, rng: np.random.Generator | None, instance: float | None = None) -> None:
+        """``instance``: the work (``None``: 4 units plus up to 0.5 drawn from ``rng``, the env's defaults)."""
+        work = 4.0 + 0.5 * float(rng.random()) if instance is None else instance
         self.work_left, self.steps, self.energy_j, self.level = float(work), 0, 0.0, 0
         self.last_progress = self.last_energy = 0.0
 
-    def apply(self, level: int) -> None:
+    def _apply(self, level: int) -> None:
         self.level = int(level)
-
-    def advance(self) -> bool:
         f = LEVELS[self.level]
         self.last_progress = min(f, self.work_left)
         self.last_energy = (self.p_static + self.p_dyn * f ** 3) * self.last_progress / f
         self.work_left -= self.last_progress
         self.energy_j += self.last_energy
         self.steps += 1
+
+    def advance(self) -> bool:
         return not (self.done or self.truncated)
 
-    def view(self) -> dict[str, float]:
-        return {"work_left": self.work_left, "p_static": self.p_static, "p_dyn": self.p_dyn}
+    def view(self) -> Mapping[str, float]:
+        return MappingProxyType({"work_left": self.work_left, "p_static": self.p_static, "p_dyn": self.p_dyn})
 
     def metrics(self) -> dict[str, float]:
         return {"energy_j": self.energy_j, "steps": float(self.steps), "work_left": self.work_left}
@@ -109,7 +115,7 @@ class ToyEnv(JoulegymEnv):
 
     def _begin_episode(self, options: dict[str, Any]) -> None:
         cfg = self.config
-        self.sim.reset(cfg["work"] + cfg["work_jitter"] * float(self.np_random.random()))
+        self.sim.reset(self.np_random, cfg["work"] + cfg["work_jitter"] * float(self.np_random.random()))
 
     def _transition(self, decision: int) -> tuple[float, float]:
         self.sim.apply(decision)
@@ -142,27 +148,25 @@ class ToyEnv(JoulegymEnv):
 
 # --- reference policy (baselines/toy.py) --------------------------------------------------------------------
 class BestLevelPolicy:
-    """The level maximising the balanced return, work done minus energy per unit of work (privileged: reads the
-    power model)."""
+    """An inner policy (:mod:`joulegym.core.inner`): the level maximising the balanced return, work done minus
+    energy per unit of work (privileged: reads the power model). ``make("best-level")`` wraps it so it drives the
+    env; :func:`~joulegym.core.inner.run_inner` runs it on the simulator alone."""
 
     name = "best-level"
     privileged = True
 
-    def reset(self, env: gym.Env, seed: int | None = None) -> None:
-        base = env.unwrapped
-        if getattr(base, "family", None) != "toy":
-            raise PolicyNotApplicable(f"{self.name} drives the toy family only")
-        view = base.sim.view()
+    def reset(self, sim: ToySimulator, rng: np.random.Generator) -> None:
+        view = sim.view()
         value = [1.0 - (view["p_static"] + view["p_dyn"] * f ** 3) / f for f in LEVELS]  # per unit of work
         self._level = int(np.argmax(value))
-        self._encode = base.action_type.encode
 
-    def act(self, obs: Any, info: dict[str, Any]) -> int:
-        return self._encode(self._level)
+    def decide(self, view: Mapping[str, float]) -> int:
+        return self._level
 
 
 def register_policies() -> None:
-    register_policy("best-level", BestLevelPolicy, family="toy", description="best fixed level (privileged)")
+    register_policy("best-level", BestLevelPolicy, family="toy", description="best fixed level (privileged)",
+                    inner=True)
 
 
 # --- the descriptor (scenarios/toy.py) ----------------------------------------------------------------------

@@ -715,8 +715,11 @@ def test_simulator_direct_use_and_errors():
         ETFSimulator(device, max_apps=2, T_units=40, unit_s=0.001, epoch_s=0.05, horizon=3)
     sim = ETFSimulator(device, max_apps=2, T_units=40, unit_s=0.001, epoch_s=1.0, horizon=3)
     with pytest.raises(ValueError, match="at least one"):
-        sim.reset([])
-    sim.reset([InferenceApp("resnet50", 1300.5), InferenceApp("resnet18", 726.75, arrival=1)])
+        sim.reset(None, [])
+    with pytest.raises(ValueError, match="instance"):
+        sim.reset(None)
+    sim.reset(None, [InferenceApp("resnet50", 1300.5), InferenceApp("resnet18", 726.75, arrival=1)])
+    assert sim.advance() is True and sim.epoch == 0  # nothing ran yet: still the first decision point
     assert sim.active == [True, False]
     assert sim.view()["active"] == (True, False) and sim.view()["frequency_mhz"][0] == 1300.5
     with pytest.raises(ValueError, match="units must"):
@@ -727,7 +730,7 @@ def test_simulator_direct_use_and_errors():
         sim.apply([40])
     result = sim.apply([40, 0])
     assert result.time_s[0] == pytest.approx(1.0) and result.energy_j[0] == pytest.approx(4.261)
-    assert sim.advance() is True and sim.active == [True, True]
+    assert sim.advance() is True and sim.membership_changed and sim.active == [True, True]
     sim.apply([20, 20])
     sim.advance()
     m = sim.metrics()
@@ -736,4 +739,4 @@ def test_simulator_direct_use_and_errors():
     assert m["time_fairness"] == pytest.approx(0.5 / 0.75)
     crowded = [InferenceApp("resnet50", 1300.5), InferenceApp("resnet50", 1300.5), InferenceApp("resnet50", 1300.5)]
     with pytest.raises(ValueError, match="max_apps"):
-        sim.reset(crowded)
+        sim.reset(None, crowded)

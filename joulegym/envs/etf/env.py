@@ -215,6 +215,7 @@ class ETFEnv(JoulegymEnv):
         self.max_apps, self.T, self.horizon = cfg["max_apps"], cfg["T_units"], cfg["horizon"]
         self.sim = ETFSimulator(self.device, max_apps=self.max_apps, T_units=self.T, unit_s=cfg["unit_s"],
                                 epoch_s=cfg["epoch_s"], horizon=self.horizon)
+        self.sim.check_units = False  # the action types build whole units within T
         self._fixed_apps = self._checked_apps()
         self._cumulative = cfg["reward_window"] == "cumulative" and mode != "dvfs"
         self.uses_guarantee = mode != "split" or cfg["guarantee_mode"] == "project"
@@ -363,7 +364,7 @@ class ETFEnv(JoulegymEnv):
         cfg = self.config
         self.phi = float(self.np_random.choice(cfg["phi_choices"])) if cfg["phi_choices"] else cfg["phi"]
         self.nominal_phi = self.phi
-        self.sim.reset(self._draw_apps())
+        self.sim.reset(self.np_random, self._draw_apps())
         n = self.max_apps
         self.last_units = [0] * n
         self.last_time_fairness = 1.0
@@ -513,7 +514,7 @@ class ETFEnv(JoulegymEnv):
     def _apply_epoch(self, units: list[int]) -> tuple[EpochResult, float, float]:
         """Run the current epoch with ``units``; returns (result, epoch F_T, epoch F_E)."""
         sim = self.sim
-        result = sim.apply(units, check=False)  # built by the env: whole units within T
+        result = sim.apply(units)
         self._last_result = result
         self._epoch_slot_apps = self._slot_apps  # who ran this epoch (membership may change next)
         weight, energy, slot_energy = sim.weight, result.energy_j, self._slot_energy
@@ -539,7 +540,9 @@ class ETFEnv(JoulegymEnv):
 
     def _advance_epoch(self) -> None:
         """Move to the next epoch (arrivals/departures)."""
-        if self.sim.advance():
+        sim = self.sim
+        sim.advance()
+        if sim.membership_changed:
             self._refresh_membership()
 
     def _etf_objective(self, units: list[int], active: list[bool]) -> float:
