@@ -18,7 +18,7 @@ from joulegym import baselines
 from joulegym.core.rollout import ActionSequencePolicy, rollout
 from joulegym.devices import get_device
 from joulegym.envs.etf.allocation import etf_allocate
-from joulegym.envs.etf.env import ETFEnv, slot_legend_labels
+from joulegym.envs.etf.env import ETFDVFSEnv, ETFEnv, ETFPhiEnv, slot_legend_labels
 from joulegym.envs.etf.simulator import ETFSimulator
 from joulegym.scenarios import registered_ids
 from joulegym.workloads import InferenceApp
@@ -41,18 +41,24 @@ def observed(env, name_or_policy="random", seed: int = 0):
 
 
 # --- registration and API conformance --------------------------------------------------------------
-def test_one_class_three_kinds():
+def test_one_class_per_decision_problem():
+    """Each kind is its own env class on the template (docs/architecture.md); its action type only encodes."""
+    classes = {"ETF": ETFEnv, "ETFPhi": ETFPhiEnv, "ETFDVFS": ETFDVFSEnv}
     assert len(ETF_IDS) == len(set(ETF_IDS)) == 39
     for kind, mode in KINDS.items():
         env_id = f"joulegym/{kind}-v0"
-        assert env_id in ETF_IDS and gym.spec(env_id).entry_point == "joulegym.envs.etf.env:ETFEnv"
+        assert env_id in ETF_IDS and gym.spec(env_id).entry_point == f"joulegym.envs.etf.env:{classes[kind].__name__}"
         base = make_env(env_id).unwrapped
-        assert type(base) is ETFEnv and base.kind == kind and base.action_mode == mode
+        assert type(base) is classes[kind] and base.kind == kind and base.action_mode == mode
+        assert list(classes[kind].action_types) == [mode]
     assert "joulegym/ETF-tx2-fig5-v0" in ETF_IDS and "joulegym/ETFDVFS-tx2-fig10-incentive-v0" in ETF_IDS
     assert "joulegym/ETFDVFS-toy-fig3-v0" not in ETF_IDS  # single-frequency device: no DVFS kind
-    assert ETFEnv(action_mode="phi").kind == "ETFPhi"  # the class directly, mode as a kwarg
-    for method in ("step", "reset"):
-        assert method not in vars(ETFEnv)  # the core template owns them
+    assert ETFPhiEnv().kind == "ETFPhi"  # the class directly
+    with pytest.raises(ValueError, match="action_mode"):
+        ETFEnv(action_mode="phi")  # a mode of another decision problem is another class
+    for cls in classes.values():
+        for method in ("step", "reset"):
+            assert method not in vars(cls)  # the core template owns them
 
 
 @pytest.mark.parametrize("env_id", ETF_IDS)

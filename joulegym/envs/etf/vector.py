@@ -34,9 +34,10 @@ from joulegym.core.actions import ACTION_TOLERANCE
 from joulegym.core.cache import BoundedCache
 from joulegym.core.vector import BatchedVectorEnv, check_num_envs
 from joulegym.envs.etf.allocation import largest_remainder_list
-from joulegym.envs.etf.env import SLOT_FEATURES, ETFEnv
+from joulegym.envs.etf.env import SLOT_FEATURES, ETFDVFSEnv, ETFEnv, ETFPhiEnv
 from joulegym.envs.etf.simulator import run_metrics
 
+ENV_CLASSES: dict[str, type[ETFEnv]] = {"split": ETFEnv, "phi": ETFPhiEnv, "dvfs": ETFDVFSEnv}
 STATIC_FEATURES = 6  # slot features 0-5 (from the shadow's content-keyed caches); 6-8 are the epoch's
 
 
@@ -139,10 +140,11 @@ class ETFVectorEnv(BatchedVectorEnv):
     def __init__(self, num_envs: int, **kwargs: Any) -> None:
         num_envs = check_num_envs(num_envs)
         kwargs = self.check_kwargs(kwargs)
-        first = ETFEnv(**kwargs)
+        env_class = ENV_CLASSES.get(kwargs.get("action_mode", "split"), ETFEnv)  # ETFEnv names a bad mode
+        first = env_class(**kwargs)
         super().__init__(num_envs, first)
         mode = self.action_mode
-        self._shadows = [first] + [ETFEnv(**kwargs) for _ in range(num_envs - 1)]
+        self._shadows = [first] + [env_class(**kwargs) for _ in range(num_envs - 1)]
         caches = (BoundedCache(), BoundedCache(), BoundedCache())
         for shadow in self._shadows:  # content-keyed, so one set of caches serves every instance
             shadow._set_cache, shadow._phi_cache, shadow._units_cache = caches
