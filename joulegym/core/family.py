@@ -62,6 +62,8 @@ class FamilyDescriptor:
     :param contract_id: a small env id whose full episodes the contract test runs (reference policy against
         ``random``); ``None``: the first kind's base id.
     :param benchmark: the family's leaderboard benchmark (``evaluate.py --suite``), or ``None``: not on it yet.
+    :param benchmark_script: the family's speed benchmark in a source checkout (``"benchmarks/bench_qin.py"``), or
+        ``None``; ``benchmarks/harness.py`` adds the cost-growth curves its ``harness_growth()`` returns.
     """
 
     name: str
@@ -74,6 +76,7 @@ class FamilyDescriptor:
     docs: str = ""
     contract_id: str | None = None
     benchmark: Benchmark | None = None
+    benchmark_script: str | None = None
 
     def kind(self, name: str) -> EnvKind:
         for kind in self.kinds:

@@ -135,6 +135,7 @@ FAMILY = FamilyDescriptor(
     reference_policy="etf",
     evaluation="joulegym.evaluation.etf",
     docs="docs/families/etf.md",
+    benchmark_script="benchmarks/bench_etf.py",
     # The leaderboard: the paper's Figs. 5, 6, 8 and 9 plus Fig. 6 with A2's frequency drawn per reset,
     # ranked by F_S (§6.1). Fig. 11 (weights 2:1) is left out: a random split scores as well as ETF(0.7) there
     # (F_S 0.42 vs 0.41 on seed 10000), so its normalised score would divide by about zero.

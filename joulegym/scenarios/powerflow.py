@@ -134,6 +134,7 @@ FAMILY = FamilyDescriptor(
     reference_policy="powerflow",
     evaluation="joulegym.evaluation.powerflow",
     docs="docs/families/powerflow.md",
+    benchmark_script="benchmarks/bench_powerflow.py",
     contract_id="joulegym/PowerFlow-tiny-v0",
     # The leaderboard (issue 17): average JCT, every policy under the scenario's power budget eta G P_max (the
     # paper's setting of Figs. 7/10; energy is reported beside it, and the equal-energy curves are

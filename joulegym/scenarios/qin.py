@@ -92,6 +92,7 @@ FAMILY = FamilyDescriptor(
     reference_policy="qin",
     evaluation="joulegym.evaluation.qin",
     docs="docs/families/qin.md",
+    benchmark_script="benchmarks/bench_qin.py",
     contract_id="joulegym/QinCluster-paper-rw-v0",
     # The leaderboard (issue 17): the makespan (the paper's JCT, A17) of Table 4's three 100-job mixes on the five
     # workers; every scenario draws its jobs per reset, paper-rw is the designated generalisation one. The best
