@@ -236,8 +236,9 @@ class RandomPolicy:
         self._space = space = env.action_space
         self._rng = np.random.default_rng(seed)
         if isinstance(space, gym.spaces.Box):  # the bounds once per episode, not per step (an RL inner loop)
-            self._box = (np.where(np.isfinite(space.low), space.low, -1.0),
-                         np.where(np.isfinite(space.high), space.high, 1.0), space.dtype)
+            low = np.where(np.isfinite(space.low), space.low, -1.0).astype(np.float64)
+            high = np.where(np.isfinite(space.high), space.high, 1.0).astype(np.float64)
+            self._box = (low, high - low, space.shape, space.dtype)
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         space = self._space
@@ -251,8 +252,9 @@ class RandomPolicy:
         if isinstance(space, gym.spaces.MultiDiscrete):
             return _sample_multidiscrete(space, mask, self._rng)
         if isinstance(space, gym.spaces.Box):
-            low, high, dtype = self._box
-            return self._rng.uniform(low, high).astype(dtype)
+            # low + (high - low) * U[0, 1): the draws and bits of rng.uniform(low, high), without its argument checks
+            low, span, shape, dtype = self._box
+            return (low + span * self._rng.random(shape)).astype(dtype)
         raise PolicyNotApplicable(f"RandomPolicy cannot sample from {space}")
 
 
