@@ -321,12 +321,14 @@ def _batched_kinds() -> list[str]:
     return ids
 
 
+@pytest.mark.parametrize("n", [3, 20])
 @pytest.mark.parametrize("env_id", _batched_kinds())
-def test_batched_entry_point_matches_single_envs(env_id):
+def test_batched_entry_point_matches_single_envs(env_id, n):
     """A kind's batched ``vector_entry_point`` gives, instance by instance, the observations, rewards, terminations,
     truncations and end-of-episode metrics of single envs in a ``SyncVectorEnv`` under the same seeds and actions
-    (episodes ending and auto-resetting on the next step included)."""
-    n, steps = 3, 70
+    (episodes ending and auto-resetting on the next step included), for a small and a larger batch (a batched env
+    may step a few instances one by one and many as arrays)."""
+    steps = 70
     batched = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
     sync = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(n)])
     obs_b, _ = batched.reset(seed=7)

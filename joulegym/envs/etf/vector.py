@@ -32,6 +32,7 @@ import numpy as np
 
 from joulegym.core.actions import ACTION_TOLERANCE
 from joulegym.core.cache import BoundedCache
+from joulegym.core.rewards import weighted_sum
 from joulegym.core.vector import BatchedVectorEnv, check_num_envs
 from joulegym.envs.etf.allocation import largest_remainder_list
 from joulegym.envs.etf.env import SLOT_FEATURES, ETFDVFSEnv, ETFEnv, ETFPhiEnv
@@ -136,6 +137,9 @@ class ETFVectorEnv(BatchedVectorEnv):
     """
 
     horizon_hint: ClassVar[str] = "horizon (epochs)"
+    #: From this many instances on, one step is array work over all of them; below it each instance runs the single
+    #: env's own transition (numpy's fixed cost per call outweighs a few list-code steps; docs/performance.md).
+    ARRAY_MIN_N: ClassVar[int] = 16
 
     def __init__(self, num_envs: int, **kwargs: Any) -> None:
         num_envs = check_num_envs(num_envs)
@@ -143,6 +147,9 @@ class ETFVectorEnv(BatchedVectorEnv):
         env_class = ENV_CLASSES.get(kwargs.get("action_mode", "split"), ETFEnv)  # ETFEnv names a bad mode
         first = env_class(**kwargs)
         super().__init__(num_envs, first)
+        self._per_instance = num_envs < self.ARRAY_MIN_N
+        self._all_levels: np.ndarray | None = None
+        self._zero_parts = first._zero_parts
         mode = self.action_mode
         self._shadows = [first] + [env_class(**kwargs) for _ in range(num_envs - 1)]
         caches = (BoundedCache(), BoundedCache(), BoundedCache())
@@ -271,6 +278,8 @@ class ETFVectorEnv(BatchedVectorEnv):
     def _reset_one(self, n: int, seed: int | None, options: dict[str, Any] | None) -> None:
         s = self._shadows[n]
         s.reset(seed=seed, options=options)
+        if self._per_instance:
+            return
         sim = s.sim
         apps = len(sim.apps)
         self._alloc_apps(apps)
@@ -302,6 +311,8 @@ class ETFVectorEnv(BatchedVectorEnv):
 
     # --- Gymnasium API (reset: the core shell's) -----------------------------------------------------------
     def step(self, actions: Any):
+        if self._per_instance:
+            return self._step_instances(actions)
         self._check_started()
         N = self.num_envs
         resetting = self._autoreset
@@ -321,14 +332,55 @@ class ETFVectorEnv(BatchedVectorEnv):
         truncated[resetting] = False
         ended = terminated | truncated
         self._autoreset = ended
+        return self._observe(), self._rewards(), terminated, truncated, self._info(np.ones(N, dtype=bool),
+                                                                                   ended & live)
+
+    def _rewards(self) -> np.ndarray:
+        """The step's rewards: the parts (``vector_reward``) or their weighted sum, row by row in part order (the
+        core's :func:`~joulegym.core.rewards.weighted_sum` over columns: the single env's bits)."""
         if self._vector_reward:
-            reward = parts.copy()
-        else:
-            reward = np.zeros(N)
-            for w, column in zip(self.reward_weights, parts.T, strict=True):
-                if w:
-                    reward = reward + (column if w == 1.0 else w * column)
-        return self._observe(), reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
+            return self._parts.copy()
+        return np.broadcast_to(weighted_sum(self.reward_weights, self._parts.T), (self.num_envs,)).astype(np.float64)
+
+    def _step_instances(self, actions: Any):
+        """:meth:`step` below :attr:`ARRAY_MIN_N` instances: each instance runs the single env's own transition
+        (``JoulegymEnv._advance``, which validates its action); the batch stacks the results."""
+        self._check_started()
+        N = self.num_envs
+        array = np.asarray(actions)
+        if array.shape[:1] != (N,):
+            raise ValueError(f"actions must hold one action per instance (shape ({N}, ...)) in {self.action_space}, "
+                             f"got {type(actions).__name__} of shape {np.shape(actions)}")
+        resetting = self._autoreset.tolist()
+        zeros = self._zero_parts
+        weights, vector = self.reward_weights, self._vector_reward
+        ends, rewards, parts, repaired, features = [], [], [], [], []
+        for n, shadow in enumerate(self._shadows):
+            if resetting[n]:
+                shadow.reset()
+                ends.append((False, False))
+                parts.append(zeros)
+                repaired.append(False)
+                rewards.append(0.0)
+            else:
+                try:
+                    step_parts, terminated, truncated = shadow._advance(array[n])
+                except ValueError as error:
+                    raise ValueError(f"actions[{n}]: {error}") from None
+                ends.append((terminated, truncated))
+                parts.append(step_parts)
+                repaired.append(shadow.action_type.repaired)
+                rewards.append(0.0 if vector else weighted_sum(weights, step_parts))
+            features.append(shadow._features())
+        self._parts[:] = parts
+        self._repaired[:] = repaired
+        terminated, truncated = np.array(ends, dtype=bool).T
+        ended = terminated | truncated
+        live = ~self._autoreset
+        self._autoreset = ended
+        reward = self._parts.copy() if vector else np.array(rewards)
+        obs = np.array(features, dtype=np.float32)
+        return obs, reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
 
     def close_extras(self, **kwargs: Any) -> None:
         for shadow in self._shadows:
@@ -506,15 +558,21 @@ class ETFVectorEnv(BatchedVectorEnv):
         return np.concatenate(parts, axis=1).astype(np.float32)
 
     def _batch_obs(self) -> np.ndarray:
+        if self._per_instance:
+            return np.stack([shadow._observe() for shadow in self._shadows])
         return self._observe()
 
     def _mask_info(self, info: dict[str, Any], present: np.ndarray) -> None:
         if self.action_mode != "split":  # every level is always valid
-            info["action_mask"] = np.ones((self.num_envs, int(self.single_action_space.n)), dtype=bool)
-            info["_action_mask"] = present.copy()
+            if self._all_levels is None:
+                self._all_levels = np.ones((self.num_envs, int(self.single_action_space.n)), dtype=bool)
+            info["action_mask"] = self._all_levels.copy()
+            info["_action_mask"] = info["_repaired"]
 
     def metrics(self, n: int) -> dict[str, Any]:
         """The paper's metrics of instance ``n``'s episode so far (the single env's ``metrics()``)."""
+        if self._per_instance:
+            return self._shadows[n].metrics()
         apps = int(self._n_apps[n])
         return run_metrics(self._app_time[n, :apps].tolist(), self._app_energy[n, :apps].tolist(),
                            self._app_inferences[n, :apps].tolist(), self._app_epochs[n, :apps].tolist(),
