@@ -67,7 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="training seed in [0, 10000) (seeds >= 10000 are held out for evaluation)")
     parser.add_argument("--out", default=None, help="output directory (default runs/<env>-<algo>-s<seed>)")
     parser.add_argument("--n-envs", type=int, default=None,
-                        help="parallel envs in a DummyVecEnv (default: n_envs of the hyperparameters, else 1)")
+                        help="parallel envs: one batched env where the id has one, else a DummyVecEnv (default: "
+                             "n_envs of the hyperparameters, else 1)")
     parser.add_argument("--env-kwargs", default="{}", help='JSON dict of gym.make kwargs, e.g. \'{"phi": 0.5}\'')
     parser.add_argument("--hyperparams", default=None, help="YAML file overriding the packaged hyperparameters")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -249,14 +250,15 @@ def train(env_id: str = DEFAULT_ENV, algo: str = "ppo", timesteps: int | None = 
 
 def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: bool, verbose: int, threads: int):
     import torch
-    from stable_baselines3.common.env_util import make_vec_env
 
     from joulegym.agents import make_model
     from joulegym.agents.algos import algo_spec
+    from joulegym.agents.batched_vec_env import make_training_vec_env
 
     torch.set_num_threads(max(1, threads))
-    vec_env = make_vec_env(config["env_id"], n_envs=config["n_envs"], seed=config["seed"],
-                           env_kwargs=config["env_kwargs"], monitor_dir=str(out_dir / "monitor"))
+    # an id with a batched entry point steps all n_envs instances in one call (docs/performance.md, "Training")
+    vec_env = make_training_vec_env(config["env_id"], config["n_envs"], config["seed"], config["env_kwargs"],
+                                    str(out_dir / "monitor"))
     tb = str(out_dir / "tb") if tensorboard else None
     zip_path, buffer_path, _ = _checkpoint_paths(out_dir)
     if resume and zip_path.is_file():
