@@ -28,9 +28,7 @@ Tables:
    Philly 24 h trace), given the data: *one* episode as :func:`joulegym.envs.powerflow.simulate` runs it (action
    mode ``request``, a slot per job, the policy's ``env_config``, eta 0.6, until every job is done), timed per
    episode, median over the repeats; beside it, once, ``simulate()`` as a whole, which also pays for the
-   episodes it abandons with too few slots (it starts at 128 slots and re-runs x4 when a job finds none). The
-   former row timed the scenario id's own episode instead (64 slots, ``alloc`` mode: jobs beyond the slots wait
-   unseen, 10,352 decisions instead of 4,826): a different schedule, 42-45 s.
+   episodes it abandons with too few slots (it starts at 128 slots and re-runs x4 when a job finds none).
 3. ``vector``: ``SyncVectorEnv`` of 4 ``ETF-v0`` envs against 4 single-env steps (a fixed action: the env's cost
    alone), and every kind with a batched ``vector_entry_point`` at ``N`` = 256: aggregate steps/s with random
    actions, beside the no-op's steps/s.
@@ -283,7 +281,6 @@ class Settings:
     vector_steps: int = 300
     repeat_budget_s: float = 10.0  # a slow kind measures fewer steps per repeat (the row says how many)
     batched_n: int = BATCHED_N
-    growth_scale: float = 1.0
     quick: bool = False
     notes: list[str] = field(default_factory=list)  # ids skipped (their data is absent): the README says so too
     growth_notes: list[str] = field(default_factory=list)

@@ -11,7 +11,7 @@ Writes into ``--out`` (which must be empty, unless ``--resume`` or ``--overwrite
 - ``agent/`` — the same policy weights-only (``agent.json`` + ``weights.pt``), the safe format for sharing and
   for leaderboards (:mod:`joulegym.agents.weights`);
 - ``monitor/`` — per-episode returns and lengths (SB3 ``Monitor`` CSVs); ``tb/`` — TensorBoard logs.
-- ``learning_curve.png`` — episode return against timesteps, from ``monitor/`` (issue 18 item 5).
+- ``learning_curve.png`` — episode return against timesteps, from ``monitor/``.
 
 Every file is written to a temporary name and renamed; ``config.json`` with ``"complete": true`` is written
 last, so a run without it is unfinished and its ``model.zip`` (if any) is not the final one.

@@ -1,4 +1,5 @@
-"""A family's leaderboard benchmark, as data on its :class:`~joulegym.core.family.FamilyDescriptor` (issue 17).
+"""A family's leaderboard benchmark, as data on its :class:`~joulegym.core.family.FamilyDescriptor`
+(docs/architecture.md, "Policies and families").
 
 A :class:`Benchmark` names what ``evaluate.py --suite`` runs and how it ranks: the headline scenarios (the paper's
 main experiments plus one generalisation scenario whose instances are drawn at every reset), the env kind they run
@@ -23,9 +24,9 @@ if TYPE_CHECKING:
     from joulegym.core.config import Scenario
 
 TRAINING_SEED_LIMIT = 10_000  # train.py seeds are < this; held-out evaluation seeds are >= this
-MIN_EVAL_SEEDS = 10  # issue 17: ">= 10" held-out seeds per scenario
+MIN_EVAL_SEEDS = 10  # held-out seeds per scenario: at least 10 (the leaderboard's rule)
 DEFAULT_EVAL_SEEDS = tuple(range(TRAINING_SEED_LIMIT, TRAINING_SEED_LIMIT + MIN_EVAL_SEEDS))
-DEFAULT_TRAINING_BUDGET_S = 3600.0  # issue 17: 1 CPU-hour per agent on the project's 2-core machine
+DEFAULT_TRAINING_BUDGET_S = 3600.0  # one CPU-hour per agent (the leaderboard's rule)
 DEFAULT_QUICK_SEEDS = 2  # --quick: the first two held-out seeds
 
 
@@ -44,7 +45,7 @@ class Benchmark:
     :param heuristics: the family's published policies (the paper's algorithm and its baselines), checked
         against ``best_heuristic``; oracles and ``random`` are not published heuristics.
     :param eval_seeds: held-out evaluation seeds (>= 10, all >= :data:`TRAINING_SEED_LIMIT`).
-    :param training_budget_s: CPU seconds an agent may train for (issue 17: one CPU-hour).
+    :param training_budget_s: CPU seconds an agent may train for (one CPU-hour by default).
     :param quick_scenarios: the subset ``--quick`` runs (default: the first scenario).
     :param quick_seeds: how many of ``eval_seeds`` ``--quick`` uses.
     :param note: one or two sentences: why these scenarios and this metric (shown on the page).

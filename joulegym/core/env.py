@@ -36,7 +36,7 @@ the action mode's default), ``reward_weights`` (``{part: weight}`` overrides), `
 on the last step only, the default; ``"every_step"``) and ``info_level`` (``"lean"``: the core keys and the
 family's lean keys, the default; ``"full"``: plus the family's diagnostics). A lean info matters in the RL
 inner loop: Gymnasium's ``SyncVectorEnv`` merges every info key of every sub-env into arrays, and that merge
-cost grows with the number of keys (issue 14). Whatever the level, the info of every step of an episode
+cost grows with the number of keys. Whatever the level, the info of every step of an episode
 has the same keys (``metrics`` aside, on the last step).
 
 Stepping after the episode ended raises :class:`gymnasium.error.ResetNeeded`; so does stepping before

@@ -1,4 +1,4 @@
-"""Progress of long work (issue 18 item 4): a ``tqdm`` bar on a terminal, plain log lines otherwise.
+"""Progress of long work : a ``tqdm`` bar on a terminal, plain log lines otherwise.
 
 The reproductions, suite evaluation, benchmarks and training call :func:`track` (an iterable) or
 :class:`ProgressLog` (manual ``update``). On an interactive stream a ``tqdm`` bar is drawn; when the stream is

@@ -1,4 +1,4 @@
-"""The shell of a family's batched vector env (Gymnasium 1.x ``vector_entry_point``, issue 14).
+"""The shell of a family's batched vector env (Gymnasium 1.x ``vector_entry_point``).
 
 A family that registers ``EnvKind(vector_entry_point=...)`` subclasses :class:`BatchedVectorEnv`: the shell
 builds the N single envs' shared spaces and reward spec, checks the arguments Gymnasium passes, parses

@@ -834,7 +834,7 @@ def _load_gavel(path: Path, text: str, report: TraceLoadReport, *, drop_zero_gpu
     }
     extra = _extras(df, {"arrival_time", "scale_factor", "total_steps"})
     table = find_gavel_throughputs(path)
-    if table is not None:  # isolated run times from Gavel's own measured throughputs (issue 12 #4)
+    if table is not None:  # isolated run times from Gavel's measured throughput table (docs/families/powerflow.md)
         core["duration_s"], used = gavel_durations(_strings(df["job_type"]), core["num_gpus"], core["iterations"],
                                                    table)
         extra["throughput_scale_factor"] = used

@@ -196,7 +196,7 @@ def test_episode_end_has_metrics_and_stepping_on_raises(family):
 @pytest.mark.parametrize("family", _families())
 def test_info_level_full_adds_diagnostics_only(family):
     """``info_level="full"`` adds the family's diagnostics to the lean keys and changes nothing else: same
-    observations, rewards and metrics (issue 14: a lean info by default, heavy diagnostics behind a flag)."""
+    observations, rewards and metrics (a lean info by default, heavy diagnostics behind a flag)."""
     env_id = _contract_id(family)
     lean = rollout(gym.make(env_id), baselines.make("random"), seed=4, record=True)
     full = rollout(gym.make(env_id, info_level="full"), baselines.make("random"), seed=4, record=True)

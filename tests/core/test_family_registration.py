@@ -1,4 +1,4 @@
-"""Family registration passes a kind's optional ``vector_entry_point`` to Gymnasium (issue 14)."""
+"""Family registration passes a kind's optional ``vector_entry_point`` to Gymnasium."""
 
 from __future__ import annotations
 

@@ -28,7 +28,6 @@ sb3_env_checker = pytest.importorskip("stable_baselines3.common.env_checker")
 
 ETF_IDS = registered_ids("etf")
 KINDS = {"ETF": "split", "ETFPhi": "phi", "ETFDVFS": "dvfs"}
-BASE_IDS = [f"joulegym/{k}-v0" for k in KINDS]
 
 
 def observed(env, name_or_policy="random", seed: int = 0):

@@ -2,9 +2,9 @@
 
 ``gym.make_vec("joulegym/ETF-v0", num_envs=N, vectorization_mode="vector_entry_point", **kwargs)`` builds an
 :class:`ETFVectorEnv` (the ids register it as their Gymnasium ``vector_entry_point``). One ``step()`` runs one
-decision epoch of every instance with array operations over all N (issue 14: an RL inner loop at hundreds of
-thousands of env steps per second), and gives, instance by instance, the same observations, rewards,
-terminations, truncations and ``info["metrics"]`` bits as N single envs (``gym.make``) in a
+decision epoch of every instance with array operations over all N (below :attr:`ETFVectorEnv.ARRAY_MIN_N`
+instances, with each instance's own single-env transition), and gives, instance by instance, the same
+observations, rewards, terminations, truncations and ``info["metrics"]`` bits as N single envs (``gym.make``) in a
 ``SyncVectorEnv`` under the same seeds: ``reset(seed=s)`` seeds instance ``i`` with ``s + i``, and an ended
 instance is reset on the next ``step()`` (Gymnasium's ``AutoresetMode.NEXT_STEP``, its default), its action
 ignored, reward 0, from its own random stream.
@@ -199,7 +199,6 @@ class ETFVectorEnv(BatchedVectorEnv):
         self._last_fe = np.ones(N)
         self._tenant_slot = np.zeros(N, dtype=np.int64)
         self._last_throughput = np.zeros(N)
-        self._apps = 1
         self._alloc_apps(1)
         self._rows = np.arange(N)
 
