@@ -491,13 +491,7 @@ class ETFVectorEnv(BatchedVectorEnv):
             parts[rows, 1] = -(energy[np.arange(rows.size), tenant] / self._epoch_s)
             self._last_throughput[rows] = throughput
         else:
-            demand = self._current(rows, self._t_demand)
-            eligible = active & (units < np.minimum(demand, T))
-            weighted = np.where(eligible, units * power / weight, np.inf).min(axis=1)
-            ef_level = self._current(rows, self._t_ef_level)
-            ok = eligible.any(axis=1) & (ef_level > 0)
-            objective = np.ones(rows.size)
-            objective[ok] = np.minimum(weighted[ok] / ef_level[ok], 1.0)
+            objective = self._etf_objective(rows, units, active, power, weight)
         # --- advance (arrivals and departures through the shadows) ---
         self._epoch[rows] += 1
         epoch = self._epoch[rows]
@@ -511,6 +505,18 @@ class ETFVectorEnv(BatchedVectorEnv):
             parts[rows, 1] = f_e
             parts[rows, 2] = np.minimum(f_t, f_e)
             parts[rows, 3] = objective
+
+    def _etf_objective(self, rows: np.ndarray, units: np.ndarray, active: np.ndarray, power: np.ndarray,
+                       weight: np.ndarray) -> np.ndarray:
+        """:meth:`ETFEnv._etf_objective <joulegym.envs.etf.env.ETFEnv._etf_objective>` over rows."""
+        demand = self._current(rows, self._t_demand)
+        eligible = active & (units < np.minimum(demand, self._T))
+        weighted = np.where(eligible, units * power / weight, np.inf).min(axis=1)
+        ef_level = self._current(rows, self._t_ef_level)
+        ok = eligible.any(axis=1) & (ef_level > 0)
+        objective = np.ones(rows.size)
+        objective[ok] = np.minimum(weighted[ok] / ef_level[ok], 1.0)
+        return objective
 
     def _membership_event(self, n: int) -> None:
         s = self._shadows[n]
