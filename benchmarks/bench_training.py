@@ -1,11 +1,12 @@
 """Samples per CPU second of training, per family, next to a do-nothing env (docs/performance.md, "Training").
 
-For each ``(env id, algorithm, n_envs)`` this builds the VecEnv ``train.py`` builds
-(:func:`joulegym.agents.batched_vec_env.make_training_vec_env`: the batched env where the id has one, else
-``DummyVecEnv``), the model with the algorithm's default hyperparameters (SB3's, the only ``n_steps`` change: none)
-and measures the CPU seconds of ``model.learn(timesteps)`` after a warm-up ``learn``; beside it the same for a
-do-nothing env with the same spaces (:class:`SpacesOnlyEnv`: returns zeros), so the table shows whether the
-learner or the env bounds training. With ``--compare-dummy`` a batched id is also measured through ``DummyVecEnv``.
+For each ``(env id, algorithm, n_envs)`` this builds what ``train.py`` builds (the VecEnv of
+:func:`joulegym.agents.batched_vec_env.make_training_vec_env`: the batched env where the id has one, else
+``DummyVecEnv``; the model with the project's hyperparameters, ``joulegym/agents/hyperparams``) and measures the CPU
+seconds of ``model.learn(timesteps)`` after a warm-up ``learn``: samples per CPU second of the whole run and of the
+collection alone (less the gradient updates); beside it the same for a do-nothing env with the same spaces
+(:class:`SpacesOnlyEnv`: returns zeros), so the table shows whether the learner or the env bounds training.
+With ``--compare-dummy`` a batched id is also measured through ``DummyVecEnv``.
 
 Usage::
 
@@ -57,27 +58,44 @@ class SpacesOnlyEnv(gym.Env):
         return self._obs.copy(), 0.0, False, self.t >= self.horizon, {}
 
 
-def _model(algo: str, venv, seed: int = 0):
-    from joulegym.agents import algo_spec
+def _model(algo: str, env_id: str, venv, seed: int = 0):
+    """The model train.py builds: the algorithm with the project's hyperparameters for ``env_id``."""
+    from joulegym.agents import load_hyperparams, make_model
 
-    return algo_spec(algo).load_class()("MlpPolicy", venv, seed=seed, device="cpu", verbose=0)
+    return make_model(algo, venv, seed=seed, hyperparams=load_hyperparams(algo, env_id))
 
 
-def samples_per_cpu_s(make_venv, algo: str, timesteps: int, repeats: int) -> float:
-    """Median over ``repeats`` of timesteps / CPU seconds of ``model.learn(timesteps)`` (after a warm-up learn)."""
+def samples_per_cpu_s(make_venv, algo: str, env_id: str, timesteps: int, repeats: int) -> tuple[float, float]:
+    """Medians over ``repeats`` of samples per CPU second of ``model.learn(timesteps)`` after a warm-up learn: of the
+    whole run, and of the collection alone (the run less the CPU time of ``model.train``, the gradient updates)."""
     import torch
 
     torch.set_num_threads(1)
-    rates = []
+    whole, collect = [], []
     for repeat in range(repeats):
         venv = make_venv()
-        model = _model(algo, venv, seed=repeat)
-        model.learn(min(timesteps // 4, 2048))
+        model = _model(algo, env_id, venv, seed=repeat)
+        model.learn(min(timesteps // 4, 1024))
+        spent = [0.0]
+        train = model.train
+
+        def timed_train(*args, train=train, spent=spent, **kwargs):
+            begin = time.process_time()
+            try:
+                return train(*args, **kwargs)
+            finally:
+                spent[0] += time.process_time() - begin
+
+        model.train = timed_train
         start = time.process_time()
+        before = model.num_timesteps
         model.learn(timesteps, reset_num_timesteps=False)
-        rates.append(timesteps / max(time.process_time() - start, 1e-9))
+        cpu = max(time.process_time() - start, 1e-9)
+        samples = model.num_timesteps - before
+        whole.append(samples / cpu)
+        collect.append(samples / max(cpu - spent[0], 1e-9))
         venv.close()
-    return statistics.median(rates)
+    return statistics.median(whole), statistics.median(collect)
 
 
 def default_ids() -> list[str]:
@@ -101,8 +119,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if DO_NOTHING_ID not in gym.registry:
         gym.register(DO_NOTHING_ID, entry_point=SpacesOnlyEnv)
     rows = []
-    print("| id | algo | n_envs | VecEnv | samples per CPU s | do-nothing env | env share of the CPU |")
-    print("|---|---|---:|---|---:|---:|---:|")
+    print("| id | algo | n_envs | VecEnv | samples per CPU s (collection only) | do-nothing env (collection only) |")
+    print("|---|---|---:|---|---:|---:|")
     for env_id in args.ids or default_ids():
         space = gym.make(env_id).action_space
         for algo in args.algos:
@@ -117,13 +135,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
                     ways.append(("dummy", lambda n=n, i=env_id: make_vec_env(i, n_envs=n, seed=0)))
                 nothing = samples_per_cpu_s(lambda n=n, i=env_id: make_vec_env(DO_NOTHING_ID, n_envs=n, seed=0,
                                                                                env_kwargs={"like": i}),
-                                            algo, args.timesteps, args.repeats)
+                                            algo, env_id, args.timesteps, args.repeats)
                 for way, make in ways:
-                    rate = samples_per_cpu_s(make, algo, args.timesteps, args.repeats)
+                    rate, collect = samples_per_cpu_s(make, algo, env_id, args.timesteps, args.repeats)
                     rows.append({"id": env_id, "algo": algo, "n_envs": n, "vec_env": way, "samples_per_cpu_s": rate,
-                                 "do_nothing": nothing})
-                    print(f"| `{env_id}` | {algo} | {n} | {way} | {rate:,.0f} | {nothing:,.0f} | "
-                          f"{max(0.0, 1 - rate / nothing):.0%} |", flush=True)
+                                 "collect_per_cpu_s": collect, "do_nothing": nothing[0],
+                                 "do_nothing_collect": nothing[1]})
+                    print(f"| `{env_id}` | {algo} | {n} | {way} | {rate:,.0f} ({collect:,.0f}) | "
+                          f"{nothing[0]:,.0f} ({nothing[1]:,.0f}) |", flush=True)
     return rows
 
 

@@ -385,3 +385,26 @@ def test_toy_simulator_path_gives_the_env_path_metrics():
         sim = toy_family.ToySimulator(config["p_static"], config["p_dyn"], config["horizon"])
         metrics = run_inner(sim, make_inner("best-level", family="toy"), seed, work, rng=rng)
         assert metrics == episode.metrics and metrics["steps"] == episode.length
+
+
+def test_toy_family_uses_every_hook():
+    """The toy family (tests/core/toy_family.py) exercises what a new family can plug in: its device preset is
+    registered and read, its benchmark registers and names its scenarios, and its benchmark script gives the
+    harness a growth curve."""
+    from joulegym.core.family import get_family
+    from joulegym.devices import get_device
+    from tests import scripts
+
+    assert get_device("toy-dvfs").frequencies.levels_mhz[-1] == 1000.0 and toy_family.LEVELS[0] == 0.25
+    descriptor = get_family("toy")
+    assert descriptor.benchmark.kind == "ToyDVFS" and "joulegym/ToyDVFS-steady-v0" in gym.registry
+    harness = scripts.load("harness")
+    notes: list[str] = []
+    saved = dict(harness.GROWTH)
+    try:
+        assert harness.load_growth_modules(notes, harness.benchmark_scripts("toy")) == ["toy-work"], notes
+        rows = harness.growth_rows(["toy-work"], harness.Settings(quick=True))
+    finally:
+        harness.GROWTH.clear()
+        harness.GROWTH.update(saved)
+    assert [r["x"] for r in rows] == [4.0, 16.0] and all(r["cost"] >= 0 for r in rows)

@@ -1,10 +1,12 @@
 """A complete toy family on the core, as ``docs/adding-a-family.md`` walks through it.
 
-One DVFS device runs a queue of work; each step the agent picks a frequency level; the step's
-progress is ``f / f_max`` units of work and its energy ``P(f) = p_static + p_dyn (f / f_max)^3`` (a
-cubic CMOS power curve). Reward parts: ``progress`` (work done) and ``energy`` (minus the energy);
-the ``balanced`` preset weighs them 1 : 1. A real family splits this file into ``envs/toy/``,
-``baselines/toy.py`` and ``scenarios/toy.py``.
+One DVFS device (the ``toy-dvfs`` preset: levels 250-1000 MHz) runs a queue of work; each step the agent picks
+a frequency level; the step's progress is ``f / f_max`` units of work and its energy
+``P(f) = p_static + p_dyn (f / f_max)^3`` (a cubic CMOS power curve). Reward parts: ``progress`` (work done) and
+``energy`` (minus the energy); the ``balanced`` preset weighs them 1 : 1. It uses every hook a family has: a
+device preset, a simulator on the core's base, an env kind, an inner reference policy, scenarios, a leaderboard
+benchmark and a benchmark script's growth curve (:func:`harness_growth`). A real family splits this file into
+``devices/presets/``, ``envs/toy/``, ``baselines/toy.py``, ``scenarios/toy.py`` and ``benchmarks/bench_toy.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from joulegym.core.actions import ActionType, validated_discrete_action
+from joulegym.core.benchmark import Benchmark
 from joulegym.core.config import Scenario, check_int, check_positive
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.family import EnvKind, FamilyDescriptor
@@ -24,8 +27,19 @@ from joulegym.core.plotting import new_figure
 from joulegym.core.policy import register_policy
 from joulegym.core.rewards import RewardPart
 from joulegym.core.simulator import Simulator
+from joulegym.devices import Device, FrequencyGrid, available_devices, get_device, register_device
 
-LEVELS = (0.25, 0.5, 0.75, 1.0)  # f / f_max
+
+# --- the device preset (devices/presets/toy_dvfs.py, registered in joulegym/devices/__init__.py) -------------------
+def build_device() -> Device:
+    return Device(name="toy-dvfs", kind="toy", description="toy DVFS device: four levels, 250-1000 MHz",
+                  frequencies=FrequencyGrid((250.0, 500.0, 750.0, 1000.0)), source="docs/adding-a-family.md")
+
+
+if "toy-dvfs" not in available_devices():  # this module may be imported twice (the harness loads it by path)
+    register_device("toy-dvfs", build_device)
+_GRID = get_device("toy-dvfs").frequencies.levels_mhz
+LEVELS = tuple(f / _GRID[-1] for f in _GRID)  # f / f_max: 0.25, 0.5, 0.75, 1.0
 
 
 # --- the simulator (envs/toy/simulator.py): no Gymnasium ---------------------------------------------------
@@ -170,7 +184,8 @@ def register_policies() -> None:
 
 
 # --- the descriptor (scenarios/toy.py) ----------------------------------------------------------------------
-SCENARIOS = {"long": Scenario("long", "twice the work", {"work": 8.0, "horizon": 60})}
+SCENARIOS = {"long": Scenario("long", "twice the work", {"work": 8.0, "horizon": 60}),
+             "steady": Scenario("steady", "the same work every episode", {"work_jitter": 0.0})}
 
 FAMILY = FamilyDescriptor(
     name="toy",
@@ -180,4 +195,28 @@ FAMILY = FamilyDescriptor(
     policies=__name__ + "_policies",
     reference_policy="best-level",
     docs="docs/adding-a-family.md",
+    benchmark=Benchmark(kind="ToyDVFS", scenarios=("steady", "long"), generalisation="long", metric="energy",
+                        metric_terms={"energy_j": 1.0}, higher_is_better=False, heuristics=("best-level",),
+                        best_heuristic={"steady": "best-level", "long": "best-level"}),
+    benchmark_script="tests/core/toy_family.py",
 )
+
+
+# --- the benchmark script's growth curve (benchmarks/bench_toy.py) -------------------------------------------------
+def harness_growth():
+    """``benchmarks/harness.py`` adds this curve: CPU s per episode of the reference policy against the work."""
+
+    def cpu_s_per_episode(settings) -> list[tuple[float, float]]:
+        import time
+
+        from joulegym.core.inner import run_inner
+
+        points = []
+        for work in (4.0, 16.0) if settings.quick else (4.0, 16.0, 64.0, 256.0):
+            sim = ToySimulator(0.3, 1.0, horizon=10**6)
+            start = time.process_time()
+            run_inner(sim, BestLevelPolicy(), 0, work)
+            points.append((work, time.process_time() - start))
+        return points
+
+    return [("toy-work", "toy", "units of work", "CPU s per episode", cpu_s_per_episode)]
