@@ -64,6 +64,9 @@ class FamilyDescriptor:
     :param benchmark: the family's leaderboard benchmark (``evaluate.py --suite``), or ``None``: not on it yet.
     :param benchmark_script: the family's speed benchmark in a source checkout (``"benchmarks/bench_qin.py"``), or
         ``None``; ``benchmarks/harness.py`` adds the cost-growth curves its ``harness_growth()`` returns.
+    :param trajectory_pins: env ids of the family (or ``(id, gym.make kwargs)`` pairs) whose short reference
+        episodes ``benchmarks/trajectory_pins.py`` records and the test suite compares at a stated precision
+        (small, fast ids: a few seconds in all).
     """
 
     name: str
@@ -77,6 +80,7 @@ class FamilyDescriptor:
     contract_id: str | None = None
     benchmark: Benchmark | None = None
     benchmark_script: str | None = None
+    trajectory_pins: tuple[str | tuple[str, Mapping[str, Any]], ...] = ()
 
     def kind(self, name: str) -> EnvKind:
         for kind in self.kinds:
@@ -112,6 +116,7 @@ def register_family(descriptor: FamilyDescriptor) -> list[str]:
     if descriptor.benchmark is not None:
         descriptor.benchmark.check_family(descriptor.name, tuple(k.name for k in descriptor.kinds),
                                           descriptor.scenarios)
+    _check_trajectory_pins(descriptor)
     _FAMILIES[descriptor.name] = descriptor
     ids = []
     for kind in descriptor.kinds:
@@ -128,6 +133,16 @@ def register_family(descriptor: FamilyDescriptor) -> list[str]:
             CATALOG[id_] = (descriptor.name, description)
             ids.append(id_)
     return ids
+
+
+def _check_trajectory_pins(descriptor: FamilyDescriptor) -> None:
+    """``ValueError`` naming the pinned ids that are not among the ids ``descriptor`` registers."""
+    ids = {env_id(kind.name, version=kind.version) for kind in descriptor.kinds}
+    ids |= {env_id(kind.name, scenario.name, kind.version) for kind in descriptor.kinds
+            for scenario in descriptor.scenarios.values() if scenario.applies_to(kind.name)}
+    pinned = [pin if isinstance(pin, str) else pin[0] for pin in descriptor.trajectory_pins]
+    if unknown := [id_ for id_ in pinned if id_ not in ids]:
+        raise ValueError(f"family {descriptor.name!r}: trajectory_pins {unknown} are not among its ids")
 
 
 def families() -> list[FamilyDescriptor]:

@@ -199,6 +199,7 @@ FAMILY = FamilyDescriptor(
                         metric_terms={"energy_j": 1.0}, higher_is_better=False, heuristics=("best-level",),
                         best_heuristic={"steady": "best-level", "long": "best-level"}),
     benchmark_script="tests/core/toy_family.py",
+    trajectory_pins=("joulegym/ToyDVFS-v0",),
 )
 
 
