@@ -179,7 +179,7 @@ def registered_ids(family: str | None = None) -> list[str]:
 def set_policy_loader(loader: Callable[[str], Any] | None) -> None:
     """Install what imports a descriptor's ``policies`` module (by its name).
 
-    The package root (``joulegym/__init__.py``) installs :func:`importlib.import_module`-by-name on import: the
+    The package root (``joulegym/__init__.py``) installs ``importlib.import_module``-by-name on import: the
     layer above wires its modules into the core, the core imports none of them (docs/architecture.md, "Layers").
     """
     global _policy_loader
