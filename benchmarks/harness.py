@@ -577,10 +577,14 @@ def benchmark_scripts(family: str | None = None) -> list[Path]:
             if f.benchmark_script and (family is None or f.name == family)]
 
 
-def load_growth_modules(notes: list[str], paths: Sequence[Path] | None = None) -> list[str]:
-    """Register the curves of the family benchmark scripts (named by the descriptors) that define
-    ``harness_growth()``: each returns ``[(name, family, x_label, y_label, fn), ...]``. A script that is absent is
-    skipped; one that fails to import or to answer gives a note, not a crash. Returns the curves added."""
+def load_growth_modules(notes: list[str], paths: Sequence[Path] | None = None,
+                        names: Sequence[str] | None = None) -> list[str]:
+    """Register the curves of the family benchmark scripts (named by the descriptors; or ``paths``; or ``names`` of
+    scripts in ``benchmarks/``) that define ``harness_growth()``: each returns ``[(name, family, x_label, y_label,
+    fn), ...]``. A script that is absent is skipped; one that fails to import or to answer gives a note, not a
+    crash. Returns the curves added."""
+    if names is not None:
+        paths = [ROOT / "benchmarks" / f"{name}.py" for name in names]
     added = []
     for path in benchmark_scripts() if paths is None else paths:
         if not path.is_file():
