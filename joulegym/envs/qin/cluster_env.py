@@ -89,15 +89,19 @@ from joulegym.core.config import (
     check_number,
     check_positive,
 )
-from joulegym.core.env import JoulegymEnv
+from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart
 from joulegym.devices.cpu import SMT_YIELD
 
 NUM_SOI = 15  # sources of interference (docs §1.6)
-SERVER_FEATURES = 14
+SERVER_NAMES = ("cores", "f_max", "memory", "runnable_threads", "load", "drain_time", "caused", "tolerated", "power",
+                "utilisation", "job_interference", "job_h_at_f_max", "job_eligible_energy", "job_t_at_f_max",
+                "present")  # the module docstring's 14 features + the server mask
+JOB_NAMES = ("threads", "size", "tolerated", "caused", "latency_critical", "waited")
+SERVER_FEATURES = len(SERVER_NAMES) - 1
 SERVER_ROW = SERVER_FEATURES + 1  # + the server mask
-JOB_FEATURES = 6
+JOB_FEATURES = len(JOB_NAMES)
 OBJECTIVES = ("makespan", "flowtime", "energy", "edp")
 GLOBAL_FEATURES = 3 + len(OBJECTIVES)
 OBS_HIGH = 10.0  # every feature is clipped to [0, OBS_HIGH]
@@ -116,7 +120,8 @@ POWER_MODELS = ("full", "paper_dynamic_only")
 INTERFERENCE_MODES = ("literal_abs", "hinge")
 DCHOICE_RULES = ("random-of-top-d", "least-loaded-of-d")
 MAX_SERVERS = 10_000  # far above the large-N scenario (1,000); bounds the observation size
-MAX_JOBS = 1_000_000
+MAX_JOBS = 100_000  # keeps make + reset within a few seconds (docs/robustness.md)
+ARRIVAL_SPAN_S = 1e6  # Poisson arrivals must fit well inside the simulator's 1e7 s horizon (num_jobs / rate_per_s)
 PER_JOB_TABLE_LIMIT = 2**20  # (job, server, level) entries up to which the job features are tabulated per episode
 I_NORM = 3000.0  # docs §7.1: eq. 16 over 15 SoIs in [0, 100] scores is at most 2 * 15 * 100 = 3000
 KUBERNETES_LATENCY_S = 0.005  # A27 (docs §8): Kubernetes responds in milliseconds
@@ -196,6 +201,8 @@ class QinClusterEnv(JoulegymEnv):
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {name: {name: 1.0} for name in OBJECTIVES}
     option_keys = ("jobs",)
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("job", "queue")
+    full_info_keys: ClassVar[tuple[str, ...]] = ("server_load", "server_util")
     default_node_policy = "linux"
 
     @classmethod
@@ -345,10 +352,15 @@ class QinClusterEnv(JoulegymEnv):
             self._file_jobs = load_jobs(path)
         elif w.get("path") is not None:
             raise ValueError(f"workload.path is read only with workload.kind 'file', got kind {kind!r}")
-        check_int("workload.num_jobs", w.get("num_jobs", 100), 1, MAX_JOBS)
-        check_choice("workload.arrival", w.get("arrival", "batch"), ARRIVALS)
-        check_number("workload.rate_per_s", check_positive("workload.rate_per_s", w.get("rate_per_s", 0.1)), 0, 1e6)
-        check_number("workload.size_scale", check_positive("workload.size_scale", w.get("size_scale", 1.0)), 0, 1e6)
+        num_jobs = check_int("workload.num_jobs", w.get("num_jobs", 100), 1, MAX_JOBS)
+        arrival = check_choice("workload.arrival", w.get("arrival", "batch"), ARRIVALS)
+        rate = check_number("workload.rate_per_s", check_positive("workload.rate_per_s", w.get("rate_per_s", 0.1)),
+                            0, 1e6)
+        if arrival == "poisson" and num_jobs / rate > ARRIVAL_SPAN_S:
+            raise ValueError(f"workload.rate_per_s must be >= num_jobs / {ARRIVAL_SPAN_S:g} s = "
+                             f"{num_jobs / ARRIVAL_SPAN_S:g} jobs/s (every job arrives within the horizon), got {rate}")
+        check_number("workload.size_scale", check_positive("workload.size_scale", w.get("size_scale", 1.0)), 1e-3,
+                     1e6)
         check_choice("workload.dist", w.get("dist", "uniform"), LC_DISTS)
 
     def _default_reward(self) -> str:
@@ -388,6 +400,9 @@ class QinClusterEnv(JoulegymEnv):
         elif not isinstance(jobs, QinJobs):
             raise ValueError(f"reset options jobs must be a QinJobs table "
                              f"(joulegym.workloads.qin_jobs.generate_jobs / load_jobs), got {type(jobs).__name__}")
+        if jobs.n_jobs and float(jobs.arrival_s.max()) >= self.sim_config.horizon_s:
+            raise ValueError(f"reset options jobs: arrival_s must be < the simulator's horizon "
+                             f"({self.sim_config.horizon_s:g} s), got {float(jobs.arrival_s.max()):g}")
         predictor = self._predictor_for_episode()
         predictions = predictor.predict(jobs, np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
         return np.random.default_rng(int(rng.integers(0, 2**31 - 1))), QinInstance(jobs, predictions)
@@ -543,6 +558,17 @@ class QinClusterEnv(JoulegymEnv):
         np.clip(obs, 0.0, OBS_HIGH, out=obs)
         return obs.astype(np.float32)
 
+    def _max_episode_steps(self) -> int | None:
+        """``max_steps`` when set; otherwise one placement per job, and ``reset(options={"jobs": ...})`` may
+        bring another number of jobs (None)."""
+        limit = self.config["max_steps"]
+        return None if limit is None else int(limit)
+
+    def _observation_names(self) -> list[str]:
+        """The module docstring's observation: per server (14 + the mask), the pending job, globals."""
+        return (row_names("server", self.n_max, SERVER_NAMES) + [f"job.{name}" for name in JOB_NAMES]
+                + ["time", "jobs_left", "queue"] + [f"objective_{name}" for name in OBJECTIVES])
+
     def _pressure_features(self) -> np.ndarray:
         """Per server: mean caused and mean tolerated predicted scores / 100; they change only at a placement or a
         completion, so they are kept between."""
@@ -654,5 +680,3 @@ class QinHierarchicalEnv(QinClusterEnv):
     §7.3, Table 5). Metrics follow §7.3: makespan over the servers, energy summed."""
 
     default_node_policy = "qin-node"
-
-

@@ -39,14 +39,16 @@ import numpy as np
 
 from joulegym.core.actions import ActionType, validated_multidiscrete_action
 from joulegym.core.config import check_choice, check_int, check_number, check_positive
-from joulegym.core.env import JoulegymEnv
+from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart
 from joulegym.envs.qin.cluster_env import CORE_TYPES, OBS_HIGH, POWER_MODELS
 from joulegym.envs.qin.dynamics import NodeDecision
 
-CORE_FEATURES = 8
-THREAD_FEATURES = 6
+CORE_NAMES = ("level", "frequency", "cpi", "instructions", "queued", "power", "busy", "pl")
+THREAD_NAMES = ("alive", "remaining", "cpi", "core", "phase_change", "app_pl")
+CORE_FEATURES = len(CORE_NAMES)
+THREAD_FEATURES = len(THREAD_NAMES)
 NODE_OBJECTIVES = ("energy", "perf", "edp")
 NODE_GLOBAL = 2 + len(NODE_OBJECTIVES)
 NODE_PL = {"energy": 0.5, "perf": 0.0, "edp": 0.1}  # paper §7.2.1 (A15: perf = 0, i.e. f_H)
@@ -126,6 +128,8 @@ class QinNodeEnv(JoulegymEnv):
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {name: {name: 1.0} for name in NODE_OBJECTIVES}
     option_keys = ()
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("alive_threads", "pl")
+    full_info_keys: ClassVar[tuple[str, ...]] = ("core_level", "core_pl")
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:
@@ -333,6 +337,11 @@ class QinNodeEnv(JoulegymEnv):
         obs[g + 1] = sim.now / (TRUNCATE_FACTOR * self.T0)
         obs[g + 2 + NODE_OBJECTIVES.index(self.objective)] = 1.0
         return np.clip(obs, 0.0, OBS_HIGH, out=obs)
+
+    def _observation_names(self) -> list[str]:
+        """The module docstring's observation: per core (C_max x 8), per thread slot (K_max x 6), globals."""
+        return (row_names("core", self.C, CORE_NAMES) + row_names("thread", self.K, THREAD_NAMES)
+                + ["pl_bound", "time"] + [f"objective_{name}" for name in NODE_OBJECTIVES])
 
     def _extra_info(self) -> dict[str, Any]:
         sim = self.sim
