@@ -21,11 +21,13 @@ nothing else.
 ========================  ====================================================================================
 
 Arrays are read-only numpy views (``writeable=False``) of the simulator's own arrays, so a scheduler cannot change
-the state it reads; they reflect the state at the time of reading.
+the state it reads; they reflect the state at the time of reading. The view itself is a frozen dataclass (no
+attribute can be set on it).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,13 +39,12 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return view
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class QinView:
-    """What a cluster scheduler reads (module docstring). Built once per simulator."""
+    """What a cluster scheduler reads (module docstring). Built once per simulator; frozen, so a policy cannot
+    point it at another state either."""
 
-    __slots__ = ("_sim",)
-
-    def __init__(self, sim: Any) -> None:
-        self._sim = sim
+    _sim: Any
 
     # --- the decision point ------------------------------------------------------------------------------------
     @property
