@@ -76,7 +76,7 @@ def floor_step_s(env: gym.Env, steps: int = FLOOR_STEPS) -> float:
 
 def cluster_step_s(env: gym.Env, steps: int, rng: np.random.Generator, state: dict) -> float:
     """CPU seconds per ``QinCluster-v0`` step with random masked actions (episodes continue across calls). The
-    uniforms are drawn before the clock starts: ``rng.choice`` alone costs ~25 floor steps, the harness's cost."""
+    uniforms are drawn before the clock starts (the draw is the harness's cost, not the env's)."""
     info = state.get("info")
     if info is None:
         _, info = env.reset(seed=state.setdefault("episode", 0))

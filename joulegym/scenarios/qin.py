@@ -110,7 +110,7 @@ FAMILY = FamilyDescriptor(
                  "simple deployable rule a practitioner tries first.",
         best_heuristic={"paper-rw": "qin", "paper-lc": "qin", "paper-tb": "paragon"},
         one_why="the published scheduler with the lowest mean makespan on the held-out seeds (measured above).",
-        policy_settings=("action_mode", "admission", "scheduler_latency_s"),
+        policy_settings=("action_mode", "admission", "profile_latency_s", "decision_latency_s"),
         zoo_algo="maskable_ppo",
         quick_scenarios=("paper-rw",),
         note="Ranked by makespan (the paper's JCT) with the Linux-like node policy; energy and EDP are reported "
