@@ -115,6 +115,9 @@ def test_optuna_study_on_a_tiny_budget(tmp_path, hyperparams):
     assert tuning.main(args) == 0  # resumed: the study already holds its 2 trials
     assert json.loads((out / "best.json").read_text())["trials"] == 2
     assert tuning.main([*args[:2], "--algo", "maskable_ppo", *args[4:]]) == 2  # ETF-v0's Box: no masks
+    assert tuning.main([*args[:2], "--algo", "a2c", *args[4:]]) == 2  # another study's directory
+    (out / "notes.txt").write_text("mine")
+    assert tuning.main(args) == 2 and (out / "notes.txt").read_text() == "mine"  # a user's file: refused, kept
 
 
 def test_train_help_names_the_zoo_algorithm_per_family(capsys):
