@@ -239,8 +239,8 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
     ``callbacks``: further SB3 callbacks (the training protocol's CPU budget and validation, :mod:`joulegym.protocol`);
     one that stops training ends the run normally (complete, with the timesteps done). A callback with
     ``checkpoint_key``, ``checkpoint_state()`` (plain JSON data) and ``restore_checkpoint_state(state)`` has its state
-    saved with every checkpoint and given back when the run resumes, so a resumed run goes on where it stopped. ``config.json`` records the
-    run's CPU seconds (:func:`cpu_seconds`) beside its wall time.
+    saved with every checkpoint and given back when the run resumes, so a resumed run goes on where it stopped.
+    ``config.json`` records the run's CPU seconds (:func:`cpu_seconds`) beside its wall time.
 
     With ``resume=True`` the run in ``out`` continues from its latest checkpoint with the settings of its
     ``config.json`` (the other arguments must be None or agree with them) until its total timesteps; its checkpoint is
