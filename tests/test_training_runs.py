@@ -67,6 +67,52 @@ def test_a_killed_run_resumes_to_its_total_timesteps(tmp_path, sig):
     assert again.wait(timeout=120) == 2 and "complete" in again.stderr.read()
 
 
+def _step_counter(stop_at: int | None = None):
+    """A stateful SB3 callback: counts the steps it saw, stops the run with SIGTERM at ``stop_at``."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StepCounter(BaseCallback):
+        checkpoint_key = "step-counter"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.steps, self.restored = 0, "never"
+
+        def checkpoint_state(self) -> dict:
+            return {"steps": self.steps}
+
+        def restore_checkpoint_state(self, state) -> None:
+            self.restored = state
+            self.steps = state["steps"] if state else 0
+
+        def _on_step(self) -> bool:
+            self.steps += self.training_env.num_envs
+            if stop_at is not None and self.steps == stop_at:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return True
+
+    return StepCounter()
+
+
+def test_a_callbacks_state_is_kept_with_the_checkpoint(tmp_path):
+    """A callback that keeps state (the protocol's CPU budget and validation curve) gets it back on --resume: the
+    state saved with the checkpoint, so the resumed count goes on from the checkpoint's timesteps."""
+    from joulegym.training import TrainingInterrupted, train
+
+    out = tmp_path / "run"
+    first = _step_counter(stop_at=300)
+    with pytest.raises(TrainingInterrupted):
+        train("joulegym/ETFPhi-tx2-fig5-v0", "ppo", 1024, 0, out, 1, progress_bar=False, tensorboard=False,
+              checkpoint_every=128, callbacks=(first,))
+    meta = json.loads((out / "checkpoints" / "latest.json").read_text())
+    assert meta["callback_state"] == {"step-counter": {"steps": meta["num_timesteps"]}}
+    assert meta["num_timesteps"] == first.steps  # the stop saved a fresh checkpoint with the callback's state
+    resumed = _step_counter()
+    train(out=out, resume=True, progress_bar=False, tensorboard=False, callbacks=(resumed,))
+    assert resumed.restored == {"steps": first.steps}
+    assert resumed.steps == json.loads((out / "config.json").read_text())["num_timesteps"] >= 1024
+
+
 def test_a_used_out_is_refused_unless_resume_or_overwrite(tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()
