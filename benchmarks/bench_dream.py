@@ -1,7 +1,7 @@
-"""DREAM benchmarks (issue 15 speed targets), on one core, as ratios to the no-op env measured in the same run.
+"""DREAM benchmarks (docs/families/dream.md §7 "Speed"), on one core, as ratios to the no-op env measured in the same run.
 
 1. A 2 s VR_Gaming episode (4K 1WS+2OS, ~1.8 x 10^4 layer dispatches) with DREAM-Full: CPU seconds on the
-   simulator (:func:`joulegym.envs.dream.scheduling.run_episode`, the evaluation path) and through ``DREAM-v0``
+   simulator (:func:`joulegym.core.inner.run_inner`, the evaluation path) and through ``DREAM-v0``
    (:func:`joulegym.core.rollout.rollout`: observation, mask and encode/decode of every decision), each without
    the one-off offline (alpha, beta) search (timed on its own: it is cached per configuration). Target: < 2 s.
 2. ``joulegym/DREAM-v0`` (VR_Gaming) with random masked actions (the generic ``random`` policy): steps per CPU
@@ -37,8 +37,9 @@ from harness import NOOP_ID, FixedActionPolicy, Stepper, ensure_noop, interleave
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
+from joulegym.core.inner import run_inner
+from joulegym.core.policy import make_inner
 from joulegym.core.rollout import rollout
-from joulegym.envs.dream.scheduling import make_scheduler, run_episode
 from joulegym.envs.dream.simulator import DreamSim
 
 EPISODE_TARGET_S = 2.0
@@ -56,13 +57,12 @@ def noop_rate(steps: int = 30_000) -> float:
 def full_episode(seed: int = 0) -> dict[str, float]:
     """CPU seconds of DREAM-Full's 2 s VR_Gaming episode on the simulator and through the env."""
     sim = DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=2.0)
-    scheduler = make_scheduler("dream-full")
+    scheduler = make_inner("dream-full", family="dream")
     start = time.process_time()
-    sim.reset(seed)
-    scheduler.reset(sim, seed)  # the offline search: on the first repeat only (cached per configuration)
+    scheduler.offline_params(sim)  # the offline search: on the first repeat only (cached per configuration)
     tuning_s = time.process_time() - start
     start = time.process_time()
-    metrics = run_episode(sim, scheduler, seed)
+    metrics = run_inner(sim, scheduler, seed)
     sim_s = time.process_time() - start
     env = gym.make(ENV_ID)
     policy = baselines.make("dream-full", family="dream")
@@ -93,9 +93,9 @@ def episode_growth(horizons_s: tuple[float, ...] = GROWTH_HORIZONS_S, seed: int 
     rows = []
     for horizon_s in horizons_s:
         sim = DreamSim.from_catalog(workload, hw, horizon_s=horizon_s)
-        scheduler = make_scheduler("dream-full", tuning="fixed")
+        scheduler = make_inner("dream-full", family="dream", tuning="fixed")
         start = time.process_time()
-        metrics = run_episode(sim, scheduler, seed)
+        metrics = run_inner(sim, scheduler, seed)
         rows.append({"horizon_s": horizon_s, "cpu_s": time.process_time() - start,
                      "dispatches": metrics["dispatches"]})
     return rows

@@ -70,7 +70,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 KINDS = (
     EnvKind("DREAM", "joulegym.envs.dream.env:DreamEnv", "dispatch",
             "DREAM: dispatch a layer / drop a frame / wait on a multi-accelerator SoC, min UXCost"),
-    EnvKind("DREAMParams", "joulegym.envs.dream.env:DreamEnv", "params",
+    EnvKind("DREAMParams", "joulegym.envs.dream.params_env:DreamParamsEnv", "params",
             "DREAMParams: DREAM's MapScore (alpha, beta) per window, min UXCost"),
 )
 
