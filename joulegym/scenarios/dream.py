@@ -60,7 +60,7 @@ def _build() -> list[Scenario]:
         Scenario("random-mix", "workload and hardware drawn per episode (all 5 x 8): generalisation",
                  {"workload": list(WORKLOADS), "hw": list(HW_PRESETS)}),
         Scenario("tiny", "AR_Call on 4K 1WS+2OS for 0.2 s: CI and quick RL",
-                 {"workload": "ar-call", "hw": DEFAULT_HW, "horizon_s": 0.2, "window_s": 0.05}),
+                 {"workload": "ar-call", "hw": DEFAULT_HW, "horizon_s": 0.2}),
     ]
     return out
 

@@ -115,7 +115,7 @@ class DreamScenario:
     source: str = "Kim et al. ASPLOS'23 §5.1 Table 3"
 
     def __post_init__(self) -> None:
-        names = [m.model for m in self.models]
+        names = [m.name for m in self.models]
         if not names:
             raise ValueError(f"scenario {self.name!r}: models must not be empty")
         if len(set(names)) != len(names):

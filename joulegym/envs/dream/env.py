@@ -96,14 +96,14 @@ def _choices(value: Any, field: str, parse: Any) -> tuple[Any, ...]:
     return tuple(parse(item) for item in items)
 
 
-def _workload(item: Any) -> Any:
+def _workload(item: Any, field: str = "workload") -> Any:
     from joulegym.workloads.dream_scenarios import get_scenario, scenario_from_config
 
     if isinstance(item, dict):
         return scenario_from_config(item)
     name = item.strip().lower().replace("_", "-") if isinstance(item, str) else item
     if name not in WORKLOADS:
-        raise ValueError(f"workload={item!r} is not one of {list(WORKLOADS)} (or a custom dict, or a list)")
+        raise ValueError(f"{field}={item!r} is not one of {list(WORKLOADS)} (or a custom dict, or a list)")
     return get_scenario(name)
 
 
@@ -145,7 +145,7 @@ class DreamEnvBase(JoulegymEnv):
         warmup = check_number("warmup_s", c["warmup_s"], 0.0, MAX_HORIZON_S)
         if warmup >= self.horizon_s:
             raise ValueError(f"warmup_s must be below horizon_s={self.horizon_s!r}, got {c['warmup_s']!r}")
-        self.switch_to = None if c["switch_to"] is None else _workload(c["switch_to"])
+        self.switch_to = None if c["switch_to"] is None else _workload(c["switch_to"], "switch_to")
         switch_at = check_number("switch_at_s", c["switch_at_s"], 0.0, MAX_HORIZON_S)
         if self.switch_to is not None and not 0.0 < switch_at < self.horizon_s:
             raise ValueError(f"switch_at_s must lie in (0, horizon_s={self.horizon_s!r}) when switch_to is set, got "
@@ -216,6 +216,11 @@ class DreamEnvBase(JoulegymEnv):
         self.cascade_p = float(self.config["p"]) if self.config["p"] is not None else \
             max([m.p for m in scenario.models if m.parent is not None], default=0.0)
         self.total_pes = float(sum(view.acc_pes))
+
+    def active_models(self) -> tuple[str, ...]:
+        """The models of the workload running now (after a task-level change: the new one's), §4.4."""
+        names = self.sim.model_names
+        return tuple(names[m] for m in self.sim.active_models())
 
     def _terminated(self) -> bool:
         return False

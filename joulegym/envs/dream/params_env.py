@@ -167,11 +167,6 @@ class DreamParamsEnv(DreamEnvBase):
         return (float(self.last_window["uxcost"]), sum(stats["violated"]) / frames, sum(stats["drops"]) / frames,
                 int(frames))
 
-    def active_models(self) -> tuple[str, ...]:
-        """The models of the workload running now (after a task-level change: the new one's), §4.4."""
-        names = self.sim.model_names
-        return tuple(names[m] for m in self.sim.active_models())
-
     def _truncated(self) -> bool:
         return self.window_index >= self.n_windows
 
