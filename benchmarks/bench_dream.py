@@ -1,4 +1,5 @@
-"""DREAM benchmarks (docs/families/dream.md §7 "Speed"), on one core, as ratios to the no-op env measured in the same run.
+"""DREAM benchmarks (docs/families/dream.md §7 "Speed"), on one core, as ratios to a no-op env measured in the same
+run.
 
 1. A 2 s VR_Gaming episode (4K 1WS+2OS, ~1.8 x 10^4 layer dispatches) with DREAM-Full: CPU seconds on the
    simulator (:func:`joulegym.core.inner.run_inner`, the evaluation path) and through ``DREAM-v0``

@@ -73,6 +73,7 @@ PAPER = {
     # Fig. 12 (R11): AR_Social at p = 0.99, DREAM-Full's reduction vs Veltair / Planaria per 4K heterogeneous SoC
     "fig12_p99_4k-1os2ws_vs_veltair": 0.771, "fig12_p99_4k-1os2ws_vs_planaria": 0.766,
     "fig12_p99_4k-1ws2os_vs_veltair": 0.898, "fig12_p99_4k-1ws2os_vs_planaria": 0.905,
+    "r5_energy_vs_planaria": 0.629,  # §5.2, AR_Call on 4K 1OS+2WS
 }
 
 
@@ -185,6 +186,29 @@ def e2_e3(budget: Budget, hws: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFram
     summary = pd.concat([reductions(table, "dream-full", b) for b in ("planaria", "veltair", "fcfs")],
                         ignore_index=True)
     return table, summary
+
+
+R5_CELL = ("ar-call", "4k-1os2ws")  # §5.2: "62.9 % ... for AR_Call on 4K 1OS+2WS"
+R5_DLV_RATIO = 1.88  # §5.2: DREAM's DLV rate there, 1.88x Planaria's
+
+
+def energy_bound(budget: Budget, workload: str = R5_CELL[0], hw: str = R5_CELL[1]) -> pd.DataFrame:
+    """R5's energy cut against Planaria, bounded: per seed, Planaria's episode, the energy floor of its counted frames
+    (:meth:`DreamSim.energy_floor`: every layer of the sampled path on its least-energy accelerator, no context
+    switch, the cheapest open sub-net) without the ``k`` most expensive frames, k = 1.88 x Planaria's violated frames
+    (the frames a scheduler with the paper's DLV ratio need not run at all). ``bound = 1 - that / Planaria's
+    energy``: no scheduler with 1.88x Planaria's DLV can cut more (docs/families/dream-cost-model.md "Energy")."""
+    rows = []
+    sim = simulator(workload, hw, horizon_s=budget.horizon_s)
+    for seed in budget.seeds:
+        m = run_inner(sim, make_inner("planaria", family="dream"), seed)
+        floors = sorted((sim.energy_floor(i) for i in range(len(sim.f_state)) if sim.f_counted[i]), reverse=True)
+        k = round(R5_DLV_RATIO * m["violated"])
+        spent = float(sum(sim.acc_energy))
+        rows.append({"workload": workload, "hw": hw, "seed": seed, "planaria_energy": spent,
+                     "planaria_violated": m["violated"], "floor": float(sum(floors)), "frames_not_run": k,
+                     "floor_without_them": float(sum(floors[k:])), "bound": 1.0 - float(sum(floors[k:])) / spent})
+    return pd.DataFrame(rows)
 
 
 def headline(summary: pd.DataFrame, prefix: str = "") -> dict[str, float]:
@@ -499,6 +523,106 @@ def summary_plot(results: pd.DataFrame, out_dir) -> list[Path]:
     return written
 
 
+@dataclass
+class _Run:
+    """What one reproduction writes into: its directory, budget, files, report and the tables stages share."""
+
+    out: Path
+    budget: Budget
+    written: list[Path] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=lambda: {"fig7": None, "fig12": None, "hetero": None})
+
+
+def _save(run: _Run, **tables: Any) -> None:
+    """Write each ``name=table`` as ``name.csv`` (a DataFrame), or a figure as ``name.png`` (its keyword ends in
+    ``_png``), into the run's directory."""
+    for name, item in tables.items():
+        if isinstance(item, pd.DataFrame):
+            run.written.append(write_csv(item, run.out / f"{name}.csv"))
+        else:
+            run.written.append(save_figure(item, run.out / f"{name.removesuffix('_png')}.png"))
+
+
+def _stage_e1(run: _Run) -> None:
+    table, summary = e1_fig2(run.budget)
+    _save(run, e1_fig2_episodes=table, e1_fig2=summary)
+    run.report["fig2_dlv_reduction"] = float(summary["reduction"].mean())
+
+
+def _stage_e2(run: _Run) -> None:
+    fig7, summary = e2_e3(run.budget, run.budget.hetero)
+    run.state["fig7"], run.state["hetero"] = fig7, summary
+    _save(run, e2_fig7_episodes=fig7, e2_fig7=summary,
+          e2_fig7_png=fig_panels(fig7, FIG7_POLICIES, "uxcost", "Fig. 7: UXCost, heterogeneous"))
+    run.report.update(headline(summary))  # R1 over the Fig. 7 cells until E3 adds Fig. 8's
+    run.report.update(headline(summary, "hetero_"))
+    cell = fig7[(fig7.workload == R5_CELL[0]) & (fig7.hw == R5_CELL[1])]
+    if len(cell):  # R5: the energy cut of DREAM-Full against Planaria there, and the bound on it
+        means = cell.groupby("policy")["energy_rate"].mean()
+        run.report["r5_energy_vs_planaria"] = 1.0 - means["dream-full"] / means["planaria"]
+        bound = energy_bound(run.budget)
+        _save(run, e2_r5_energy_bound=bound)
+        run.report["r5_energy_bound_vs_planaria"] = float(bound["bound"].mean())
+
+
+def _stage_e3(run: _Run) -> None:
+    fig8, summary = e2_e3(run.budget, run.budget.homo)
+    _save(run, e3_fig8_episodes=fig8, e3_fig8=summary,
+          e3_fig8_png=fig_panels(fig8, FIG7_POLICIES, "uxcost", "Fig. 8: UXCost, homogeneous"))
+    report = run.report
+    report.update(headline(summary, "homo_"))
+    if run.state["hetero"] is not None:  # R1: "across all workload scenarios and hardware settings" (§5.2)
+        report.update(headline(pd.concat([run.state["hetero"], summary], ignore_index=True)))
+        for b in ("veltair", "planaria"):
+            report[f"gap_ratio_{b}"] = report[f"hetero_vs_{b}_geomean"] / report[f"homo_vs_{b}_geomean"]
+    spread = fig8[fig8.hw == "8k-2ws"].groupby(["workload", "policy"])["uxcost"].mean().unstack("policy")
+    if not spread.empty:
+        dream = spread[list(DREAM)]
+        report["8k2ws_dream_spread"] = float(((dream.max(axis=1) - dream.min(axis=1)) / dream.min(axis=1)).max())
+
+
+def _stage_e4(run: _Run) -> None:
+    _, summary = e4_fig9(run.budget, run.state["fig7"])
+    _save(run, e4_fig9=summary, e4_fig9_png=fig_ablation(summary))
+    steps = {"mapscore-fixed -> dream-mapscore": "param_opt", "dream-mapscore -> dream-smartdrop": "smartdrop",
+             "dream-smartdrop -> dream-full": "supernet"}
+    for _, row in summary.iterrows():
+        run.report[f"fig9_{steps[row['step']]}_{row['size']}"] = float(row["reduction"])
+
+
+def _stage_e5(run: _Run) -> None:
+    trajectory, summary = e5_fig10_11(run.budget)
+    _save(run, e5_fig10_11_trajectory=trajectory, e5_fig10_11=summary, e5_fig10_11_png=fig_search(trajectory))
+    run.report["fig11_two_steps"] = float(summary["improvement_2_steps"].mean())
+    run.report["fig11_gap_5_steps"] = float(summary["gap_after_search"].mean())
+
+
+def _stage_e6(run: _Run) -> None:
+    fig12, summary = e6_fig12(run.budget)
+    run.state["fig12"] = fig12
+    for row in summary[(summary.workload == "ar-social") & (np.isclose(summary.p, 0.99))].itertuples():
+        run.report[f"fig12_p99_{row.hw}_vs_veltair"] = float(row.full_vs_veltair)
+        run.report[f"fig12_p99_{row.hw}_vs_planaria"] = float(row.full_vs_planaria)
+    _save(run, e6_fig12_episodes=fig12, e6_fig12=summary, e6_fig12_png=fig_sweep(fig12))
+
+
+def _stage_e7(run: _Run) -> None:
+    table, summary = e7_fig13(run.budget)
+    _save(run, e7_fig13_episodes=table, e7_fig13=summary, e7_fig13_png=fig_objectives(summary))
+
+
+def _stage_e8(run: _Run) -> None:
+    if run.state["fig12"] is None:  # Fig. 14 reads the Fig. 12 episodes
+        _stage_e6(run)
+    mix = e8_fig14(run.state["fig12"])
+    _save(run, e8_fig14=mix, e8_fig14_png=fig_subnets(mix))
+
+
+STAGES = {"E1": _stage_e1, "E2": _stage_e2, "E3": _stage_e3, "E4": _stage_e4, "E5": _stage_e5, "E6": _stage_e6,
+          "E7": _stage_e7, "E8": _stage_e8}
+
+
 def reproduce(out_dir, quick: bool = True, *, budget: Budget | None = None) -> list[Path]:
     """E1-E8 (module docstring) into ``out_dir``; ``budget`` overrides the quick / full budget (tests).
 
@@ -506,84 +630,11 @@ def reproduce(out_dir, quick: bool = True, *, budget: Budget | None = None) -> l
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    budget = budget or (QUICK if quick else FULL)
-    written: list[Path] = []
-    report: dict[str, Any] = {}
-    state: dict[str, Any] = {"fig7": None, "fig12": None, "hetero": None}
-
-    def e1() -> None:
-        table, summary = e1_fig2(budget)
-        written.extend([write_csv(table, out / "e1_fig2_episodes.csv"), write_csv(summary, out / "e1_fig2.csv")])
-        report["fig2_dlv_reduction"] = float(summary["reduction"].mean())
-
-    def e2() -> None:
-        fig7, summary = e2_e3(budget, budget.hetero)
-        state["fig7"] = fig7
-        written.extend([write_csv(fig7, out / "e2_fig7_episodes.csv"), write_csv(summary, out / "e2_fig7.csv"),
-                        save_figure(fig_panels(fig7, FIG7_POLICIES, "uxcost", "Fig. 7: UXCost, heterogeneous"),
-                                    out / "e2_fig7.png")])
-        report.update(headline(summary))  # R1 over the Fig. 7 cells until E3 adds Fig. 8's
-        report.update(headline(summary, "hetero_"))
-        state["hetero"] = summary
-
-    def e3() -> None:
-        fig8, summary = e2_e3(budget, budget.homo)
-        written.extend([write_csv(fig8, out / "e3_fig8_episodes.csv"), write_csv(summary, out / "e3_fig8.csv"),
-                        save_figure(fig_panels(fig8, FIG7_POLICIES, "uxcost", "Fig. 8: UXCost, homogeneous"),
-                                    out / "e3_fig8.png")])
-        report.update(headline(summary, "homo_"))
-        if state.get("hetero") is not None:  # R1: "across all workload scenarios and hardware settings" (§5.2)
-            report.update(headline(pd.concat([state["hetero"], summary], ignore_index=True)))
-            for b in ("veltair", "planaria"):
-                report[f"gap_ratio_{b}"] = report[f"hetero_vs_{b}_geomean"] / report[f"homo_vs_{b}_geomean"]
-        spread = fig8[fig8.hw == "8k-2ws"].groupby(["workload", "policy"])["uxcost"].mean().unstack("policy")
-        if not spread.empty:
-            report["8k2ws_dream_spread"] = float(((spread[list(DREAM)].max(axis=1) - spread[list(DREAM)].min(axis=1))
-                                                  / spread[list(DREAM)].min(axis=1)).max())
-
-    def e4() -> None:
-        _, summary = e4_fig9(budget, state["fig7"])
-        written.extend([write_csv(summary, out / "e4_fig9.csv"), save_figure(fig_ablation(summary),
-                                                                             out / "e4_fig9.png")])
-        for _, row in summary.iterrows():
-            key = {"mapscore-fixed -> dream-mapscore": "param_opt", "dream-mapscore -> dream-smartdrop": "smartdrop",
-                   "dream-smartdrop -> dream-full": "supernet"}[row["step"]]
-            report[f"fig9_{key}_{row['size']}"] = float(row["reduction"])
-
-    def e5() -> None:
-        trajectory, summary = e5_fig10_11(budget)
-        written.extend([write_csv(trajectory, out / "e5_fig10_11_trajectory.csv"),
-                        write_csv(summary, out / "e5_fig10_11.csv"),
-                        save_figure(fig_search(trajectory), out / "e5_fig10_11.png")])
-        report["fig11_two_steps"] = float(summary["improvement_2_steps"].mean())
-        report["fig11_gap_5_steps"] = float(summary["gap_after_search"].mean())
-
-    def e6() -> None:
-        fig12, summary = e6_fig12(budget)
-        state["fig12"] = fig12
-        for row in summary[(summary.workload == "ar-social") & (np.isclose(summary.p, 0.99))].itertuples():
-            report[f"fig12_p99_{row.hw}_vs_veltair"] = float(row.full_vs_veltair)
-            report[f"fig12_p99_{row.hw}_vs_planaria"] = float(row.full_vs_planaria)
-        written.extend([write_csv(fig12, out / "e6_fig12_episodes.csv"), write_csv(summary, out / "e6_fig12.csv"),
-                        save_figure(fig_sweep(fig12), out / "e6_fig12.png")])
-
-    def e7() -> None:
-        table, summary = e7_fig13(budget)
-        written.extend([write_csv(table, out / "e7_fig13_episodes.csv"), write_csv(summary, out / "e7_fig13.csv"),
-                        save_figure(fig_objectives(summary), out / "e7_fig13.png")])
-
-    def e8() -> None:
-        if state["fig12"] is None:  # Fig. 14 reads the Fig. 12 episodes
-            e6()
-        mix = e8_fig14(state["fig12"])
-        written.extend([write_csv(mix, out / "e8_fig14.csv"), save_figure(fig_subnets(mix), out / "e8_fig14.png")])
-
-    stages = {"E1": e1, "E2": e2, "E3": e3, "E4": e4, "E5": e5, "E6": e6, "E7": e7, "E8": e8}
-    run = [name for name in stages if name in set(budget.experiments)]
-    for name in track(run, "reproduce dream", label=str):
-        stages[name]()
-    written.append(write_report(report, budget, out / "dream_reproduction.md"))
-    return written
+    run = _Run(out, budget or (QUICK if quick else FULL))
+    for name in track([n for n in STAGES if n in set(run.budget.experiments)], "reproduce dream", label=str):
+        STAGES[name](run)
+    run.written.append(write_report(run.report, run.budget, out / "dream_reproduction.md"))
+    return run.written
 
 
 # Tolerances of the "Paper vs joulegym" table [A]: ours, not the paper's. A reduction (a fraction) is "within
@@ -595,6 +646,8 @@ WHY_LOAD = "absolute load of our analytic cost model (no MAESTRO tables; docs §
 # (the sizes deviate both ways: larger gains in some cells, losses in others, e.g. Drone_Outdoor on 4K-1WS2OS)
 WHY_BASELINES = ("Veltair / Planaria are our readings (§3 #22, #23) on our cost model's load; per-cell gains "
                  "differ from the paper's both ways (docs §7)")
+WHY_ENERGY = ("the cost model's energy spread: no scheduler can cut more than the bound of docs/families/"
+              "dream-cost-model.md \"Energy\" (the report's r5_energy_bound_vs_planaria)")
 WHY_SEARCH = "rugged UXCost surface over (alpha, beta) on one seed; search constants are ours (§3 #11, docs §7)"
 # report key -> (what the paper says, why it may deviate, ratio rather than reduction)
 CLAIMS = {
@@ -612,6 +665,8 @@ CLAIMS = {
     "4k1ws2os_vs_veltair": ("Fig. 7(a): 4K-1WS2OS reduction vs Veltair (geomean)", WHY_BASELINES, False),
     "4k1ws2os_vs_veltair_arith": ("Fig. 7(a): 4K-1WS2OS reduction vs Veltair (arithmetic mean)", WHY_BASELINES,
                                   False),
+    "r5_energy_vs_planaria": ("§5.2 (R5): energy cut of DREAM-Full vs Planaria, AR_Call on 4K-1OS2WS", WHY_ENERGY,
+                              False),
     "gap_ratio_veltair": ("Fig. 8: hetero / homo gain ratio vs Veltair", WHY_LOAD, True),
     "gap_ratio_planaria": ("Fig. 8: hetero / homo gain ratio vs Planaria", WHY_LOAD, True),
     "fig9_param_opt_4k": ("Fig. 9 (4K): +parameter optimisation", WHY_SEARCH, False),
@@ -649,6 +704,11 @@ def paper_claims(report: dict[str, Any]) -> list[Claim]:
         claims.append(qualitative("Fig. 7: DREAM-Full has lower geomean UXCost than Planaria and Veltair on the "
                                   "heterogeneous cells", "both reductions > 0", f"{p:.3f}, {v:.3f}", p > 0 and v > 0,
                                   WHY_BASELINES))
+    if "r5_energy_vs_planaria" in report and "r5_energy_bound_vs_planaria" in report:
+        cut, bound = report["r5_energy_vs_planaria"], report["r5_energy_bound_vs_planaria"]
+        claims.append(qualitative("§5.2 (R5): the paper's 62.9 % energy cut is within what the cost model allows",
+                                  "62.9 % <= the bound", f"bound {bound:.3f}, DREAM-Full {cut:.3f}",
+                                  PAPER["r5_energy_vs_planaria"] <= bound, WHY_ENERGY))
     steps = {k: v for k, v in report.items() if k.startswith("fig9_")}
     if steps:
         claims.append(qualitative("Fig. 9: every ablation step lowers the geomean UXCost", "every reduction > 0",

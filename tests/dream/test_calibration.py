@@ -82,8 +82,8 @@ def test_the_infeasible_alone_report_is_what_the_simulator_sees(scenario):
         if s != scenario:
             continue
         for hw in SOC_PRESETS:
-            metrics = run_inner(_alone(scenario, path, hw), make_inner("fcfs", family="dream", acc_choice="fastest_idle"),
-                                0)
+            fastest = make_inner("fcfs", family="dream", acc_choice="fastest_idle")
+            metrics = run_inner(_alone(scenario, path, hw), fastest, 0)
             leaf = path[-1]
             assert metrics[f"frames/{leaf}"] > 0
             expected = 1.0 if (leaf, hw) in reported else 0.0

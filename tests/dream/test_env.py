@@ -9,9 +9,9 @@ import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
-from joulegym.core.rollout import ActionSequencePolicy, rollout
 from joulegym.core.inner import run_inner
 from joulegym.core.policy import make_inner
+from joulegym.core.rollout import ActionSequencePolicy, rollout
 from joulegym.envs.dream.env import DreamEnv
 from joulegym.envs.dream.observation import slot_features
 from joulegym.envs.dream.params_env import DreamParamsEnv

@@ -1,9 +1,9 @@
-"""The paper's ordering targets (issue 15 "Done when"; spec §6), over 5 seeds per cell (common random numbers).
+"""The paper's ordering targets (spec §6; docs/families/dream.md §7), over 5 seeds per cell (common random numbers).
 
 Quick (default run): Fig. 2, dynamic FCFS has a lower deadline-violation rate than static FCFS on AR_Call.
 Long (``--reproduce``): DREAM-Full vs Planaria/Veltair on heterogeneous and homogeneous hardware (Figs. 7/8),
 the Fig. 9 ablation order and the Fig. 11 search targets. DREAM variants lock alpha/beta with the offline search
-on a tuning seed that no evaluation uses (``TUNE_SEED``). A cell is the mean over seeds 0-4 of one 2 s episode;
+on a tuning episode that no evaluation uses (``TUNE_KEY``). A cell is the mean over seeds 0-4 of one 2 s episode;
 "geomean" is over configurations of the cell ratio UX_DREAM / UX_baseline (spec §2.2's reading).
 """
 
@@ -14,7 +14,10 @@ import functools
 import numpy as np
 import pytest
 
-from joulegym.envs.dream.scheduling import ParamSearch, episode_evaluator, grid_optimum, make_scheduler, run_episode
+from joulegym.core.inner import run_inner
+from joulegym.core.policy import make_inner
+from joulegym.envs.dream.mapscore import episode_evaluator
+from joulegym.envs.dream.search import ParamSearch, grid_optimum
 from joulegym.envs.dream.simulator import DreamSim
 
 SEEDS = tuple(range(5))
@@ -26,7 +29,7 @@ HW_4K = ("4k-2ws", "4k-2os", "4k-1ws2os", "4k-1os2ws")
 def cell(scenario: str, hw: str, scheduler: str) -> dict[str, float]:
     """Mean metrics over SEEDS of one 2 s episode of ``scheduler`` on (scenario, hw)."""
     sim = DreamSim.from_catalog(scenario, hw)
-    runs = [run_episode(sim, make_scheduler(scheduler), seed) for seed in SEEDS]
+    runs = [run_inner(sim, make_inner(scheduler, family="dream"), seed) for seed in SEEDS]
     return {key: float(np.mean([r[key] for r in runs])) for key in ("uxcost", "dlv_rate", "energy_rate", "drops")}
 
 
@@ -138,7 +141,7 @@ def fig11_runs(n_seeds: int = 1):
     """The search of §3.6 from 5 random starts vs the 441-point grid, IDLE -> VR_Gaming on 4K 1OS+2WS (Fig. 10(a),
     Fig. 11): per start, UXCost of the centre after 0..5 steps, and the grid minimum."""
     sim = DreamSim.from_catalog("vr-gaming", "4k-1os2ws")
-    evaluate = episode_evaluator(sim, "mapscore", seed=tuple(range(n_seeds)))
+    evaluate = episode_evaluator(sim, "mapscore", key=tuple(range(n_seeds)))
     _best, grid_min, _values = grid_optimum(evaluate, 0.1)
     rng = np.random.default_rng(0)
     runs = []

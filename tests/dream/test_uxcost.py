@@ -7,8 +7,8 @@ import pytest
 
 from joulegym.core.inner import run_inner
 from joulegym.core.policy import make_inner
-from joulegym.envs.dream.tables import uxcost
 from joulegym.envs.dream.simulator import CANCELLED, DreamSim
+from joulegym.envs.dream.tables import uxcost
 
 
 def test_hand_made_counts():

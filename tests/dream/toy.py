@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from typing import Any
+
+import numpy as np
 
 from joulegym.envs.dream.simulator import App, DreamSim, LayerTable, ModelTable, Workload
 

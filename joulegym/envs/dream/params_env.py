@@ -179,5 +179,6 @@ class DreamParamsEnv(DreamEnvBase):
         return {**self.sim.metrics(), "windows": int(self.window_index)}
 
     def _render_ansi(self) -> str:
-        return render_text(self, extra=f"window {self.window_index}/{self.n_windows}  alpha={self.params[0]:.3f} "
-                                       f"beta={self.params[1]:.3f}  last window UXCost {self.last_window['uxcost']:.4g}")
+        alpha, beta = self.params
+        window = f"window {self.window_index}/{self.n_windows}  alpha={alpha:.3f} beta={beta:.3f}"
+        return render_text(self, extra=f"{window}  last window UXCost {self.last_window['uxcost']:.4g}")

@@ -624,6 +624,9 @@ class DreamSim(Simulator):
 
     # ------------------------------------------------------------------------------------ dispatch
     def _check_dispatch(self, i: Any, a: Any, n_layers: Any) -> None:
+        if type(i) is int and type(a) is int and type(n_layers) is int and i in self.ready and n_layers >= 1 \
+                and 0 <= a < self.n_acc and self.acc_running[a] < 0:
+            return  # the common case, checked cheaply
         self._check_task(i, "Dispatch.task")
         if isinstance(a, bool) or not isinstance(a, int | np.integer) or not 0 <= a < self.n_acc:
             raise ValueError(f"Dispatch.acc={a!r} is not an accelerator id (0..{self.n_acc - 1})")
@@ -733,6 +736,27 @@ class DreamSim(Simulator):
         return last, p, count, dur, en
 
     # ------------------------------------------------------------------------------------ metrics
+    def energy_floor(self, i: int) -> float:
+        """The least energy frame ``i`` can cost: its sampled path (its skips and exit) with every layer on the
+        accelerator that spends the least on it and no context switch; a Supernet frame whose sub-net is open, the
+        cheapest sub-net (the bound of the energy analysis, docs/families/dream-cost-model.md "Energy")."""
+        variants = self._f_vars[i] if not self.f_locked[i] else (self._f_vars[i][self.f_variant[i]],)
+        skip, exits = self._f_skip[i], self._f_exit[i]
+        best = math.inf
+        for V in variants:
+            total, p = 0.0, 0
+            while p < V.n:
+                while skip is not None and p in skip:
+                    p = skip[p]
+                if p >= V.n:
+                    break
+                total += min(V.en_l[p])
+                if exits is not None and p in exits:
+                    break
+                p += 1
+            best = min(best, total)
+        return best
+
     def window_stats(self, t0: float, t1: float) -> dict[str, list[float]]:
         """Per-model sums over frames with deadline in ``[t0, t1)`` (not cancelled): ``frames``,
         ``violated``, ``energy``, ``worst``, ``drops`` (what is known now)."""

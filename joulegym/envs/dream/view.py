@@ -123,15 +123,19 @@ class DreamView:
     def min_to_go(self, i: int) -> float:
         """minimum_to_go (§4.2.1 Cond 1): best-latency accelerator per layer, no context switch, best case of
         the unresolved dynamics (gated blocks skipped, earliest exit, lightest open variant)."""
-        variants = self._f_vars[i]
-        open_variants = variants if not self.f_locked[i] else (variants[self.f_variant[i]],)
         a = self.f_running[i]
+        if self.f_locked[i]:  # one sub-net left (every model but a Supernet before its switch point)
+            V = self._f_vars[i][self.f_variant[i]]
+            if a >= 0:
+                rest = self.acc_busy_until[a] - self._sim.now
+                return (rest if rest > 0.0 else 0.0) + V.best_after[self.f_last[i]]
+            return V.best_from[self.f_pos[i]]
+        variants = self._f_vars[i]
         if a >= 0:
             last = self.f_last[i]
-            rest = min(V.best_after[last] for V in open_variants)
-            return max(0.0, self.acc_busy_until[a] - self._sim.now) + rest
+            return max(0.0, self.acc_busy_until[a] - self._sim.now) + min(V.best_after[last] for V in variants)
         p = self.f_pos[i]
-        return min(V.best_from[p] for V in open_variants)
+        return min(V.best_from[p] for V in variants)
 
     def switch_bytes(self, i: int, a: int) -> int:
         """Bytes a context switch moves if ready task ``i``'s next unit runs on ``a`` (Alg 1 line 10, docs §3 #7)."""
