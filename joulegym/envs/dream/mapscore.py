@@ -28,6 +28,7 @@ from joulegym.envs.dream.view import DreamView
 
 MAX_DROPS, DROP_WINDOW = 2, 10  # at most 2 drops per 10 frames [P §4.2.1, §5.1]
 TUNE_KEY = 1_000_003  # the offline tuning episode's key [A]: evaluation episodes draw theirs from their seed
+TUNE_HORIZON_S = 1.0  # the offline tuning episode's length [A] (docs §3 #11; the episode's own if shorter)
 SUPERNET_RULES = ("slack", "load-aware")
 
 
@@ -185,7 +186,8 @@ class DreamPolicy:
         ``"online"`` (the :class:`AdaptivityEngine` inside the episode) or ``"fixed"``.
     :param alpha, beta: the fixed pair (``tuning="fixed"``) and the offline search's start.
     :param supernet_rule: ``"slack"`` (Fig. 6) or ``"load-aware"`` (:func:`supernet_variant`).
-    :param tune_horizon_s: length of the offline tuning episode (``None``: the simulator's horizon).
+    :param tune_horizon_s: length of the offline tuning episode (1 s; ``None`` or longer than the episode: the
+        simulator's horizon).
     :param active_def: which frames count as "active" for smart-drop Cond 2 (docs §3 #9).
     Ties (docs §2): the earlier release, then the lower accelerator id.
     """
@@ -195,7 +197,7 @@ class DreamPolicy:
     privileged = False
 
     def __init__(self, variant: str = "full", tuning: str = "offline", alpha: float = 1.0, beta: float = 1.0, *,
-                 window_s: float = 0.2, tune_key: int = TUNE_KEY, tune_horizon_s: float | None = None,
+                 window_s: float = 0.2, tune_key: int = TUNE_KEY, tune_horizon_s: float | None = TUNE_HORIZON_S,
                  supernet_rule: str = "slack", max_drops: int = MAX_DROPS, drop_window: int = DROP_WINDOW,
                  active_def: str = "outstanding", name: str | None = None) -> None:
         for key, value, allowed in (("variant", variant, self.VARIANTS), ("tuning", tuning, self.TUNINGS),
@@ -249,7 +251,9 @@ class DreamPolicy:
         hit = _TUNED.get(key)
         if hit is not None:
             return hit
-        evaluate = episode_evaluator(sim, self.variant, self.tune_key, horizon_s=self.tune_horizon_s, **settings)
+        horizon = self.tune_horizon_s if self.tune_horizon_s is not None and self.tune_horizon_s < sim.horizon_s \
+            else None
+        evaluate = episode_evaluator(sim, self.variant, self.tune_key, horizon_s=horizon, **settings)
         search = optimize((self.alpha0, self.beta0), evaluate)
         self.tuning_record = TuningRecord(search.center, search.trajectory)
         return _TUNED.put(key, search.center)
@@ -271,17 +275,7 @@ class DreamPolicy:
 
     def _drop_candidate(self, view: DreamView) -> int:
         """Smart frame drop (§4.2.1) over the outstanding frames (:func:`smart_drop_select`, inlined)."""
-        now = view.now
-        dl, running, prev = view.f_deadline, view.f_running, view.f_prev_acc
-        started = self.active_def == "started"
-        likely: list[tuple[int, float, float]] = []
-        for i in view.outstanding:
-            if started and running[i] < 0 and prev[i] < 0:
-                continue
-            slack = dl[i] - now
-            mtg = view.min_to_go(i)
-            if mtg > slack:
-                likely.append((i, mtg, slack))
+        likely = view.likely_late(self.active_def == "started")  # Cond 1
         if len(likely) < 2:  # Cond 2
             return -1
         best, best_ratio = -1, -math.inf
@@ -313,8 +307,8 @@ class DreamPolicy:
         n_acc = view.n_acc
         alpha, beta = self.alpha, self.beta
         e_byte = view.switch_energy_per_byte
-        switch = view.switch_bytes_fn()
-        dl, rel, tc, pos = view.f_deadline, view.f_release, view.f_tcmpl, view.f_pos
+        flush = view.flush_bytes()
+        dl, rel, tc, pos, prev_acc = view.f_deadline, view.f_release, view.f_tcmpl, view.f_pos, view.f_prev_acc
         best_score, best_i, best_a, best_v = -math.inf, -1, -1, -1
         for i in view.ready:
             V = view.tables_of(i)
@@ -330,11 +324,13 @@ class DreamPolicy:
             lat, en = V.lat[p], V.en[p]
             sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
             base = alpha * (now - tc[i]) / (sum_lat / n_acc)
+            prev, fetch = prev_acc[i], V.in_b[p]
             for a in idle:
                 e_a = en[a] if en[a] > 0 else 1e-30
-                _, flush, fetch = switch(i, a, V, p)
+                resident, moved = flush[a]
+                moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
                 # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
-                score = urgency * sum_lat / lat[a] + base + beta * (sum_en - (flush + fetch) * e_byte) / e_a
+                score = urgency * sum_lat / lat[a] + base + beta * (sum_en - moved * e_byte) / e_a
                 if score > best_score or (score == best_score and (rel[i], a) < (rel[best_i], best_a)):
                     best_score, best_i, best_a, best_v = score, i, a, v
         return Dispatch(best_i, best_a, 1, best_v)

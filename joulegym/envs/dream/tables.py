@@ -56,8 +56,8 @@ def crn_uniform(seed_key: int, model_key: int, frame: int, draw: int) -> float:
 
 
 # ----------------------------------------------------------------------------------------------- decisions
-@dataclass(frozen=True, slots=True)
-class Dispatch:
+@dataclass(slots=True)  # not frozen: one is built per decision, and a frozen dataclass is several times slower to
+class Dispatch:          # build; nothing mutates a decision once made
     """Run ``task``'s next ``n_layers`` nominal layer positions on idle accelerator ``acc``.
 
     Skipped SkipNet layers inside the span are not run; an early exit ends the span and the frame. At

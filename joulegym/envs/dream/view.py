@@ -107,6 +107,32 @@ class DreamView:
             return max(0.0, self.acc_busy_until[a] - self._sim.now) + V.togo_after[self.f_last[i]]
         return V.togo_from[self.f_pos[i]]
 
+    def likely_late(self, started_only: bool = False) -> list[tuple[int, float, float]]:
+        """``(task, minimum_to_go, slack)`` of every outstanding frame with minimum_to_go > slack (§4.2.1 condition 1;
+        ``started_only``: frames that ran a layer or run one, docs §3 #9), in release order."""
+        now = self._sim.now
+        out = []
+        f_vars, f_variant, f_locked, f_running = self._f_vars, self.f_variant, self.f_locked, self.f_running
+        f_pos, f_last, deadline, busy, prev = self.f_pos, self.f_last, self.f_deadline, self.acc_busy_until, \
+            self.f_prev_acc
+        for i in self.outstanding:
+            a = f_running[i]
+            if started_only and a < 0 and prev[i] < 0:
+                continue
+            if f_locked[i]:
+                V = f_vars[i][f_variant[i]]
+                if a >= 0:
+                    rest = busy[a] - now
+                    mtg = (rest if rest > 0.0 else 0.0) + V.best_after[f_last[i]]
+                else:
+                    mtg = V.best_from[f_pos[i]]
+            else:
+                mtg = self.min_to_go(i)
+            slack = deadline[i] - now
+            if mtg > slack:
+                out.append((i, mtg, slack))
+        return out
+
     def remaining_after_span(self, i: int) -> tuple[float, float]:
         """``(ToGo, minimum_to_go)`` of task ``i`` without what is left of its running span (all of it if waiting)."""
         variants = self._f_vars[i]
@@ -146,9 +172,16 @@ class DreamView:
         """CswitchEnergy(tsk, acc.prevTask, acc) of Algorithm 1 line 10 (docs §3 #7)."""
         return self.switch_bytes(i, a) * self.switch_energy_per_byte
 
-    def switch_bytes_fn(self) -> Any:
-        """``f(i, a, variant, pos) -> (resident, flush, fetch)`` for hot loops (MapScore over every pair)."""
-        return self._sim._switch
+    def flush_bytes(self) -> list[tuple[int, int]]:
+        """Per accelerator ``(resident frame, bytes a dispatch of another frame there flushes)`` (Alg 1 line 10,
+        docs §3 #7): the resident frame's last output if it is still outstanding, else nothing."""
+        out = []
+        for r in self.acc_resident:
+            if r >= 0 and self.f_state[r] == OUTSTANDING and self.f_last[r] >= 0:
+                out.append((r, self._f_vars[r][self.f_variant[r]].out_b[self.f_last[r]]))
+            else:
+                out.append((r, 0))
+        return out
 
     # ------------------------------------------------------------------------------------ workload
     def is_leaf(self, m: int) -> bool:
