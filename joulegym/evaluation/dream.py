@@ -268,6 +268,11 @@ def grid(workload: str, hw: str, budget: Budget, variant: str = "dream-mapscore"
     return pd.DataFrame(rows)
 
 
+def _cut(value: float, reference: float) -> float:
+    """``1 - value / reference`` (0 when both are 0: an episode too short to count a frame)."""
+    return 1.0 - value / reference if reference > 0 else (0.0 if value == 0 else -math.inf)
+
+
 E5_CASES = (("a", None, "vr-gaming"), ("b", None, "ar-social"), ("c", None, "ar-call"), ("d", "a", "ar-social"))
 
 
@@ -291,8 +296,8 @@ def e5_fig10_11(budget: Budget) -> tuple[pd.DataFrame, pd.DataFrame]:
             best = min(best, step["best_uxcost"])
             rows.append({"case": case, "workload": workload, "step": step["step"], "alpha": step["center"][0],
                          "beta": step["center"][1], "radius": step["radius"], "best_uxcost": best,
-                         "start_uxcost": start_ux, "grid_optimum": optimum, "improvement": 1.0 - best / start_ux,
-                         "gap_to_optimum": best / optimum - 1.0})
+                         "start_uxcost": start_ux, "grid_optimum": optimum, "improvement": _cut(best, start_ux),
+                         "gap_to_optimum": -_cut(best, optimum)})
         two = [r for r in rows if r["case"] == case and r["step"] == 2]
         five = [r for r in rows if r["case"] == case and r["step"] == len(search.trajectory)]
         summary.append({"case": case, "workload": workload, "start": c0, "locked": search.center,

@@ -142,8 +142,8 @@ def test_env_with_agent_supernet_equals_the_direct_run(name):
 
 
 def test_dream_full_switch_point_choices_are_plain_actions_with_agent_supernet():
-    env = gym.make("joulegym/DREAM-v0", workload="ar-social", horizon_s=HORIZON, supernet="agent")
-    policy = baselines.make("dream-full", family="dream", supernet_rule="load-aware")  # it switches often
+    env = gym.make("joulegym/DREAM-v0", workload="ar-social", horizon_s=HORIZON, supernet="agent", kappa=4.0)
+    policy = baselines.make("dream-full", family="dream", supernet_rule="load-aware")  # loaded: it switches
     obs, info = env.reset(seed=2)
     policy.reset(env, seed=2)
     base, action_type = env.unwrapped, env.unwrapped.action_type

@@ -385,6 +385,20 @@ class DreamEnv(SlotRows, DreamEnvBase):
         obs.glob[1] = self.cascade_p
         obs.glob[-3:] = (self.n_acc / self.A, self.total_pes / 8192.0, 0.0)
 
+    def rebuild_observation(self) -> None:
+        """Rebuild the observation's per-slot state from the simulator (what the incremental updates maintain;
+        tests compare the two)."""
+        obs, view = self._obs, self.view
+        obs.clear(self.n_acc)
+        self._static_rows()
+        if self.sim.phase:
+            obs.glob[-1] = 1.0
+        for k, task in enumerate(self.slots.items):
+            if task >= 0:
+                obs.seat(k, view, task, self.leaf, self.period, self._allowed)
+        self._resident = list(view.acc_resident)
+        self._mask_at = -1
+
     def dispatch_decision(self, task: int, acc: int, variant: int = 0) -> Any:
         """The simulator decision of an agent's "dispatch the next unit of ``task`` on ``acc``": at a Supernet's
         switch point the sub-net of ``supernet`` (``"dream_rule"``: §4.5.1's rule; ``"agent"``: ``variant``)."""
@@ -404,7 +418,9 @@ class DreamEnv(SlotRows, DreamEnvBase):
         if sim.phase != self._phase:  # a task-level change: the dependency graph is the new workload's
             self._phase = sim.phase
             self.leaf = leaf = [view.is_leaf(m) for m in range(self.n_models)]
-            moved = tuple(t for t in slots.items if t >= 0)
+            for k, task in enumerate(slots.items):
+                if task >= 0:
+                    obs.slots[k, obs.c_leaf] = leaf[view.f_model[task]]
             obs.glob[-1] = 1.0
         now_allowed = [leaf[m] and recent[m] < 2 for m in range(self.n_models)]
         if now_allowed != self._allowed_list:  # smart-drop conditions 3 and 4 per model
@@ -422,7 +438,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
         for task in moved:
             k = slot_of.get(task, -1)
             if k >= 0:
-                obs.seat(k, view, task, leaf, self.period, allowed)
+                obs.move(k, view, task, self.period)
         if view.acc_resident != self._resident:
             obs.resident(view, slot_of, self._resident)
             self._resident = list(view.acc_resident)

@@ -140,6 +140,11 @@ def supernet_variant(view: DreamView, i: int, rule: str = "slack") -> int:
 _TUNED: BoundedCache[tuple[float, float]] = BoundedCache(512)
 
 
+def forget_tuning() -> None:
+    """Empty the cache of tuned (alpha, beta) pairs (benchmarks time the search cold)."""
+    _TUNED.clear()
+
+
 @dataclass
 class TuningRecord:
     """What the offline search did (for Fig. 10/11-style reports)."""

@@ -37,16 +37,12 @@ class DispatchObservation:
     """The observation buffer and mask of one ``DREAM-v0`` env (sizes ``K`` slots, ``M`` models, ``A``
     accelerators, ``V`` sub-net choices per dispatch)."""
 
+    _VIEWS = ("slots", "accs", "models", "glob", "mask_dispatch", "mask_drop", "_dispatch_2d", "base", "slope",
+              "_ready_col")
+
     def __init__(self, K: int, M: int, A: int, V: int) -> None:
         self.K, self.M, self.A, self.V = K, M, A, V
-        F = self.F = slot_features(M, A)
-        self.buf = np.zeros(obs_size(K, M, A), dtype=np.float32)
-        self.slots = self.buf[: K * F].reshape(K, F)
-        off = K * F
-        self.accs = self.buf[off: off + A * ACC_FEATURES].reshape(A, ACC_FEATURES)
-        off += A * ACC_FEATURES
-        self.models = self.buf[off: off + M * MODEL_FEATURES].reshape(M, MODEL_FEATURES)
-        self.glob = self.buf[off + M * MODEL_FEATURES:]
+        self.F = slot_features(M, A)
         tail = SLOT_HEAD + M
         self.c_leaf = tail
         self.c_dyn = slice(tail + 1, tail + 7)  # drop_allowed, slack, to_go, min_to_go, urgency, queued
@@ -56,26 +52,45 @@ class DispatchObservation:
         self.c_res = self.c_en + A
         self.c_started = self.c_res + A
         self.c_running = self.c_started + 1
-        n_dispatch = K * A * V
-        self.mask = np.zeros(n_dispatch + K + 1, dtype=bool)
-        self.mask_dispatch = self.mask[:n_dispatch].reshape(K, A, V)
-        self.mask_drop = self.mask[n_dispatch: n_dispatch + K]
+        self.buf = np.zeros(obs_size(K, M, A), dtype=np.float32)
+        self.mask = np.zeros(K * A * V + K + 1, dtype=bool)
         self.mask[-1] = True
-        self._dispatch_2d = self.mask_dispatch[:, :, 0]
         self._idle = np.zeros(A, dtype=bool)
-        self._zeros = (0.0,)
-        self._pad = ()
+        self._zeros: tuple[float, ...] = (0.0,)
+        self._pad: tuple[float, ...] = ()
         # per-slot state: the time-dependent features are affine in the time, base + slope * now
         self.valid = np.zeros(K, dtype=bool)
         self.ready = np.zeros(K, dtype=bool)
         self.model = np.zeros(K, dtype=np.int64)
         self.affine = np.zeros((K, 12))  # per slot: the 6 features' base, then their slopes
-        self.base, self.slope = self.affine[:, :6], self.affine[:, 6:]
         self._slack_floor = np.zeros(K)
         self.var_ok = np.zeros((K, V), dtype=bool)  # sub-nets a dispatch may pick (V > 1)
-        self._ready_col = self.ready[:, None]
         self._dyn = np.zeros((K, 6))
-        self.key: list[Any] = [None] * K  # the task a slot's row was built for
+        self._bind()
+
+    def _bind(self) -> None:
+        """The views into the buffers (rebuilt after a copy or an unpickle, which would make them arrays of their
+        own)."""
+        K, M, A, F = self.K, self.M, self.A, self.F
+        self.slots = self.buf[: K * F].reshape(K, F)
+        off = K * F
+        self.accs = self.buf[off: off + A * ACC_FEATURES].reshape(A, ACC_FEATURES)
+        off += A * ACC_FEATURES
+        self.models = self.buf[off: off + M * MODEL_FEATURES].reshape(M, MODEL_FEATURES)
+        self.glob = self.buf[off + M * MODEL_FEATURES:]
+        n_dispatch = K * A * self.V
+        self.mask_dispatch = self.mask[:n_dispatch].reshape(K, A, self.V)
+        self.mask_drop = self.mask[n_dispatch: n_dispatch + K]
+        self._dispatch_2d = self.mask_dispatch[:, :, 0]
+        self.base, self.slope = self.affine[:, :6], self.affine[:, 6:]
+        self._ready_col = self.ready[:, None]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._bind()
 
     def clear(self, n_acc: int) -> None:
         """Start an episode on a SoC of ``n_acc`` accelerators."""
@@ -84,39 +99,46 @@ class DispatchObservation:
         self.buf[:] = 0.0
         self.valid[:] = self.ready[:] = self.var_ok[:] = False
         self.affine[:] = 0.0
-        self.key = [None] * self.K
         self._onehot = [tuple(float(j == m) for j in range(self.M)) for m in range(self.M)]
 
     def free(self, k: int) -> None:
         self.slots[k] = 0.0
         self.valid[k] = self.ready[k] = self.var_ok[k] = self.mask_drop[k] = False
         self.affine[k] = 0.0
-        self.key[k] = None
 
     def seat(self, k: int, view: Any, task: int, leaf: list[bool], period: list[float], allowed: np.ndarray) -> None:
-        """Rewrite slot ``k``'s row for ``task`` at its current position (released, dispatched or moved on)."""
+        """Write slot ``k``'s row for a frame just released into it."""
+        m = view.f_model[task]
+        resident = view.acc_resident
+        self.slots[k, : self.c_done] = (1.0, *self._onehot[m], leaf[m], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        self.slots[k, self.c_res: self.c_started] = (*(float(resident[a] == task) for a in range(view.n_acc)),
+                                                      *self._pad)
+        self.valid[k] = True
+        self.model[k] = m
+        self.mask_drop[k] = allowed[m]
+        self.move(k, view, task, period)
+
+    def move(self, k: int, view: Any, task: int, period: list[float]) -> None:
+        """Rewrite what changes when slot ``k``'s frame moves (dispatched, or its span ended): fraction done, next
+        unit's latency and energy, started, running, the time-dependent features and the sub-nets it may pick."""
         m = view.f_model[task]
         pos, running = view.f_pos[task], view.f_running[task]
-        self.key[k] = task
         tables = view.tables_of(task)
-        A = view.n_acc
-        per = period[m]
-        inv = 1.0 / per
+        inv = 1.0 / period[m]
         pad = self._pad
         if running < 0 and pos < tables.n:
-            top = max(tables.en[pos])
+            energy = tables.en[pos]
+            top = max(energy)
             lat = tuple(x * inv for x in tables.lat[pos]) + pad
-            en = (tuple(e / top for e in tables.en[pos]) if top > 0 else self._zeros) + pad
+            en = (tuple(e / top for e in energy) if top > 0 else self._zeros) + pad
         else:
             lat = en = self._zeros + pad
-        resident = view.acc_resident
-        self.slots[k] = (1.0, *self._onehot[m], leaf[m], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, min(pos / tables.n, 1.0), *lat,
-                         *en, *(float(resident[a] == task) for a in range(A)), *pad, pos > 0, running >= 0)
-        self.valid[k] = True
+        slots = self.slots
+        slots[k, self.c_done: self.c_res] = (min(pos / tables.n, 1.0), *lat, *en)
+        slots[k, self.c_started:] = (pos > 0, running >= 0)
         self.ready[k] = running < 0
-        self.model[k] = m
-        self.mask_drop[k] = drop = allowed[m]
         togo, min_togo = view.remaining_after_span(task)
+        drop = self.mask_drop[k]
         deadline, tcmpl = view.f_deadline[task] * inv, -view.f_tcmpl[task] * inv
         if running >= 0:  # a running span ends at run_end: its rest shrinks with time until then
             run_end = view.acc_busy_until[running]
