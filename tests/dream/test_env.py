@@ -337,9 +337,9 @@ def test_a_copied_or_pickled_env_keeps_its_own_observation_buffers():
     import pickle
 
     env = gym.make("joulegym/DREAM-v0", horizon_s=0.1)
-    obs, info = env.reset(seed=2)
+    _, info = env.reset(seed=2)
     for _ in range(30):
-        obs, *_, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+        *_, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
     for twin in (copy.deepcopy(env), pickle.loads(pickle.dumps(env))):
         a = int(np.flatnonzero(info["action_mask"])[-2])
         before = env.unwrapped._obs.buf.copy()
