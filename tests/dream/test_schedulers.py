@@ -212,3 +212,17 @@ def test_schedulers_return_only_protocol_decisions():
             d = sched.decide(v)
             assert type(d) in (Dispatch, Drop, Wait)
             s.apply(d)
+
+
+def test_table_assignment_waits_for_a_busy_preferred_accelerator():
+    """``assignment="table"`` (§4.1's MapScore table over every accelerator): a frame whose best pair is a busy
+    accelerator waits for it instead of taking a slower idle one; ``"idle"`` (the default) dispatches there."""
+    tabs = {"big": model("big", table("big", [[30.0, 1000.0]])), "small": model("small", table("small", [[1.0, 90.0]]))}
+    s = sim(tabs, [App("big", 10), App("small", 10)], n_acc=2, horizon_s=0.1)
+    reset(s, 0)
+    s.advance()
+    s.apply(Dispatch(0, 0))  # "big" takes accelerator 0; "small" is ready, only accelerator 1 is idle
+    assert s.advance()
+    view = s.view()
+    assert DreamPolicy("mapscore", "fixed", 0.0, 0.0).decide(view) == Dispatch(1, 1)
+    assert DreamPolicy("mapscore", "fixed", 0.0, 0.0, assignment="table").decide(view) == Wait()

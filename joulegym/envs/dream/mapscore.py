@@ -29,7 +29,9 @@ from joulegym.envs.dream.view import DreamView
 MAX_DROPS, DROP_WINDOW = 2, 10  # at most 2 drops per 10 frames [P §4.2.1, §5.1]
 TUNE_KEY = 1_000_003  # the offline tuning episode's key [A]: evaluation episodes draw theirs from their seed
 TUNE_HORIZON_S = 1.0  # the offline tuning episode's length [A] (docs §3 #11; the episode's own if shorter)
+TUNE_EPISODES = 1  # tuning episodes per (alpha, beta) candidate, keys TUNE_KEY + k [A] (docs §3 #11)
 SUPERNET_RULES = ("slack", "load-aware")
+ASSIGNMENTS = ("idle", "table")
 
 
 # ================================================================================================ pure
@@ -191,8 +193,11 @@ class DreamPolicy:
         ``"online"`` (the :class:`AdaptivityEngine` inside the episode) or ``"fixed"``.
     :param alpha, beta: the fixed pair (``tuning="fixed"``) and the offline search's start.
     :param supernet_rule: ``"slack"`` (Fig. 6) or ``"load-aware"`` (:func:`supernet_variant`).
-    :param tune_horizon_s: length of the offline tuning episode (1 s; ``None`` or longer than the episode: the
-        simulator's horizon).
+    :param tune_horizon_s: length of the offline tuning episodes (1 s; ``None`` or longer than the episode: the
+        simulator's horizon). :param tune_episodes: tuning episodes per candidate (their mean UXCost; each draws its
+        own release phases, so the tuned pair does not fit one phase alignment).
+    :param assignment: ``"idle"`` (the arg-max over idle accelerators, work-conserving, docs §3 #8) or ``"table"``
+        (the MapScore table over every accelerator, §4.1: a frame whose best pair is a busy accelerator waits).
     :param active_def: which frames count as "active" for smart-drop Cond 2 (docs §3 #9).
     Ties (docs §2): the earlier release, then the lower accelerator id.
     """
@@ -203,10 +208,13 @@ class DreamPolicy:
 
     def __init__(self, variant: str = "full", tuning: str = "offline", alpha: float = 1.0, beta: float = 1.0, *,
                  window_s: float = 0.2, tune_key: int = TUNE_KEY, tune_horizon_s: float | None = TUNE_HORIZON_S,
-                 supernet_rule: str = "slack", max_drops: int = MAX_DROPS, drop_window: int = DROP_WINDOW,
+                 tune_episodes: int = TUNE_EPISODES,
+                 supernet_rule: str = "slack", assignment: str = "idle", max_drops: int = MAX_DROPS,
+                 drop_window: int = DROP_WINDOW,
                  active_def: str = "outstanding", name: str | None = None) -> None:
         for key, value, allowed in (("variant", variant, self.VARIANTS), ("tuning", tuning, self.TUNINGS),
                                     ("supernet_rule", supernet_rule, SUPERNET_RULES),
+                                    ("assignment", assignment, ASSIGNMENTS),
                                     ("active_def", active_def, ("outstanding", "started"))):
             if value not in allowed:
                 raise ValueError(f"{key}={value!r} is not one of {allowed}")
@@ -221,8 +229,10 @@ class DreamPolicy:
         self.alpha0, self.beta0 = float(alpha), float(beta)
         self.alpha, self.beta = float(alpha), float(beta)
         self.window_s = float(window_s)
-        self.tune_key, self.tune_horizon_s = int(tune_key), tune_horizon_s
-        self.supernet_rule = supernet_rule
+        if isinstance(tune_episodes, bool) or not isinstance(tune_episodes, int) or tune_episodes < 1:
+            raise ValueError(f"tune_episodes={tune_episodes!r} must be an int >= 1")
+        self.tune_key, self.tune_horizon_s, self.tune_episodes = int(tune_key), tune_horizon_s, tune_episodes
+        self.supernet_rule, self.assignment = supernet_rule, assignment
         self.max_drops, self.drop_window, self.active_def = int(max_drops), int(drop_window), active_def
         self.name = name or f"dream-{variant}"
         self.engine: AdaptivityEngine | None = None
@@ -245,20 +255,22 @@ class DreamPolicy:
 
     def _tuning_settings(self) -> dict[str, Any]:
         return {"max_drops": self.max_drops, "drop_window": self.drop_window, "active_def": self.active_def,
-                "supernet_rule": self.supernet_rule}
+                "supernet_rule": self.supernet_rule, "assignment": self.assignment}
 
     def offline_params(self, sim: Any) -> tuple[float, float]:
         """Locked (alpha, beta) for ``sim``'s configuration: the §3.6 search from (alpha0, beta0) where each
         evaluation is an episode with key ``tune_key`` of the same variant at fixed parameters (cached)."""
         settings = self._tuning_settings()
-        key = (sim.signature(), self.variant, self.tune_key, self.tune_horizon_s, self.alpha0, self.beta0,
+        key = (sim.signature(), self.variant, self.tune_key, self.tune_horizon_s, self.tune_episodes, self.alpha0,
+               self.beta0,
                tuple(sorted(settings.items())))
         hit = _TUNED.get(key)
         if hit is not None:
             return hit
         horizon = self.tune_horizon_s if self.tune_horizon_s is not None and self.tune_horizon_s < sim.horizon_s \
             else None
-        evaluate = episode_evaluator(sim, self.variant, self.tune_key, horizon_s=horizon, **settings)
+        keys = tuple(self.tune_key + k for k in range(self.tune_episodes))
+        evaluate = episode_evaluator(sim, self.variant, keys, horizon_s=horizon, **settings)
         search = optimize((self.alpha0, self.beta0), evaluate)
         self.tuning_record = TuningRecord(search.center, search.trajectory)
         return _TUNED.put(key, search.center)
@@ -304,7 +316,57 @@ class DreamPolicy:
         idle = view.idle_accs()
         if not idle or not view.ready:
             return WAIT
+        if self.assignment == "table":
+            return self._table_pick(view, idle)
         return self._best_pair(view, idle)
+
+    def _table_pick(self, view: DreamView, idle: list[int]) -> Dispatch | Wait:
+        """The MapScore table over every accelerator (§4.1, §4.5): pairs in decreasing score, each task and each
+        accelerator taken once; the first pair whose accelerator is idle is dispatched, a task whose best free pair
+        is a busy accelerator waits for it."""
+        pairs = self._scores(view, list(range(view.n_acc)))
+        pairs.sort(key=lambda row: (-row[0], view.f_release[row[1]], row[2]))
+        busy_taken, tasks_taken = set(), set()
+        running = view.acc_running
+        for _score, i, a, v in pairs:
+            if i in tasks_taken or a in busy_taken:
+                continue
+            if running[a] < 0:
+                return Dispatch(i, a, 1, v)
+            tasks_taken.add(i)
+            busy_taken.add(a)
+        return WAIT
+
+    def _scores(self, view: DreamView, accs: list[int]) -> list[tuple[float, int, int, int]]:
+        """``(MapScore, task, accelerator, sub-net)`` of every ready task on every accelerator of ``accs``."""
+        now = view.now
+        n_acc = view.n_acc
+        alpha, beta = self.alpha, self.beta
+        e_byte = view.switch_energy_per_byte
+        flush = view.flush_bytes()
+        dl, tc, pos, prev_acc = view.f_deadline, view.f_tcmpl, view.f_pos, view.f_prev_acc
+        out = []
+        for i in view.ready:
+            V = view.tables_of(i)
+            v = -1
+            if self.supernet and view.at_switch_point(i):
+                v = supernet_variant(view, i, self.supernet_rule)
+                V = view.variant_of(i, v)
+            p = pos[i]
+            slack = dl[i] - now
+            if slack <= 0:
+                slack = EPS_SLACK_S
+            urgency = V.togo_from[p] / slack
+            lat, en = V.lat[p], V.en[p]
+            sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
+            base = alpha * (now - tc[i]) / (sum_lat / n_acc)
+            prev, fetch = prev_acc[i], V.in_b[p]
+            for a in accs:
+                e_a = en[a] if en[a] > 0 else 1e-30
+                resident, moved = flush[a]
+                moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
+                out.append((urgency * sum_lat / lat[a] + base + beta * (sum_en - moved * e_byte) / e_a, i, a, v))
+        return out
 
     def _best_pair(self, view: DreamView, idle: list[int]) -> Dispatch:
         """The arg-max of MapScore (Alg. 1 lines 14-15) over (ready task, idle accelerator)."""

@@ -396,9 +396,6 @@ class DreamSim(Simulator):
     def view(self) -> DreamView:
         return self._view
 
-    def idle_accs(self) -> list[int]:
-        return [a for a in range(self.n_acc) if self.acc_running[a] < 0]
-
     def active_models(self) -> tuple[int, ...]:
         """Model slots of the current phase's workload (the adaptivity engine tracks this list, §4.4)."""
         act = self._active[self.phase]

@@ -276,7 +276,7 @@ class Variant:
 
     Per layer (execution): ``lat_l[l][a]``, ``en_l[l][a]``, ``mean_lat_l``, ``in_b``, ``out_b``. Per position
     ``p`` (what a scheduler decides on, the unit a dispatch at ``p`` runs: layer ``p``, or the rest of ``p``'s
-    chunk): ``lat[p][a]``, ``en[p][a]``, ``sum_lat``, ``sum_en``, ``mean_lat``, ``min_lat``, ``unit_end``.
+    chunk): ``lat[p][a]``, ``en[p][a]``, ``sum_lat``, ``sum_en``, ``unit_end``.
     Remaining work (Alg. 1 ToGo, §4.2.1 minimum_to_go) from position ``p`` with its gates resolved
     (``togo_from``, ``best_from``) and after layer ``j`` with the gates after it unresolved (``togo_after``,
     ``best_after``).
@@ -284,8 +284,8 @@ class Variant:
     """
 
     __slots__ = ("best_after", "best_from", "block_idx", "en", "en_l", "exit_idx", "in_b", "lat", "lat_l",
-                 "mean_lat", "mean_lat_l", "min_lat", "n", "n_blocks", "name", "out_b", "skip_end", "sum_en",
-                 "sum_lat", "togo_after", "togo_from", "unit_end", "worst_energy")
+                 "mean_lat_l", "n", "n_blocks", "name", "out_b", "skip_end", "sum_en", "sum_lat", "togo_after",
+                 "togo_from", "unit_end", "worst_energy")
 
     def __init__(self, table: LayerTable, p_dynamic: float, togo_mode: str, *, e_byte: float,
                  chunks: int | None = None, switch_point: int = -1) -> None:
@@ -318,9 +318,7 @@ class Variant:
             self.lat = [tuple(row) for row in rest_lat.tolist()]
             self.en = [tuple(row) for row in rest_en.tolist()]
             unit_lat, unit_en = rest_lat, rest_en
-        self.mean_lat = unit_lat.mean(axis=1).tolist()
         self.sum_lat = unit_lat.sum(axis=1).tolist()
-        self.min_lat = unit_lat.min(axis=1).tolist()
         self.sum_en = unit_en.sum(axis=1).tolist()
         in_block_end = [-1] * n  # end of the skip block containing layer j
         for s, e in self.skip_end.items():

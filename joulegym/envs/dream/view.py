@@ -84,10 +84,6 @@ class DreamView:
         """Task ``i`` is a Supernet frame whose next layer is the switch point (variant still open)."""
         return not self.f_locked[i] and self.f_pos[i] == self._sp[self.f_model[i]]
 
-    def unit_span(self, i: int) -> int:
-        """Layers a one-unit dispatch of ready task ``i`` names: 1, or the rest of its chunk (``chunk:N``)."""
-        return self._f_vars[i][self.f_variant[i]].unit_end[self.f_pos[i]] - self.f_pos[i]
-
     def next_stats(self, i: int) -> tuple[tuple[float, ...], tuple[float, ...], float, float]:
         """``(lat over accs, energy over accs, Σ_a lat, Σ_a energy)`` of ready task ``i``'s next unit."""
         V = self._f_vars[i][self.f_variant[i]]
