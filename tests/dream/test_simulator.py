@@ -382,3 +382,31 @@ def test_dream_full_vr_gaming_episode_under_two_cpu_seconds():
     cpu = time.process_time() - t0
     assert m["dispatches"] > 10_000
     assert cpu < 2.0, f"DREAM-Full VR_Gaming episode took {cpu:.2f} s CPU"
+
+
+def test_chunk_granularity_dispatches_whole_chunks():
+    """``granularity="chunk:N"``: a model's layers cut into at most N chunks of consecutive layers (a Supernet's stem
+    a chunk of its own); any dispatch runs the rest of the chunk it starts in, and the decision costs are the
+    chunk's (docs §4)."""
+    from joulegym.envs.dream.tables import chunk_ends, parse_granularity
+
+    assert chunk_ends(6, None) == [1, 2, 3, 4, 5, 6]
+    assert chunk_ends(6, 2) == [3, 3, 3, 6, 6, 6]
+    assert chunk_ends(5, 9) == [1, 2, 3, 4, 5]  # never more chunks than layers
+    assert chunk_ends(7, 3, switch_point=2) == [2, 2, 4, 4, 7, 7, 7]  # stem [0, 2), then 2 chunks
+    assert parse_granularity("layer") is None and parse_granularity("chunk:4") == 4
+    for bad in ("chunk:0", "chunk:x", "chunks:2", 3):
+        with pytest.raises(ValueError, match="granularity"):
+            parse_granularity(bad)
+    s = sim({"a": model("a", table("a", [[10.0], [20.0], [30.0], [40.0]]))}, [App("a", 5)], horizon_s=0.2,
+            granularity="chunk:2")
+    reset(s, 0)
+    s.advance()
+    v = s.view()
+    assert v.next_lat(0) == pytest.approx((0.03,))  # the chunk [0, 2): 10 + 20 ms
+    s.apply(Dispatch(0, 0))  # one unit: the whole first chunk
+    assert s.acc_busy_until[0] == pytest.approx(0.03) and s.layers == 2
+    s.advance()
+    assert s.f_pos[0] == 2 and v.next_lat(0) == pytest.approx((0.07,))
+    s.apply(Dispatch(0, 0, ALL_LAYERS))  # coarser requests stay coarser
+    assert s.acc_busy_until[0] == pytest.approx(0.1) and s.layers == 4

@@ -249,7 +249,7 @@ def chunk_ends(n_layers: int, chunks: int | None, switch_point: int = -1) -> lis
     """``end[p]``: the exclusive end of the chunk containing layer ``p`` (docs §4 ``granularity``).
 
     ``None``: every layer is its own chunk. ``N``: the layers split into at most ``N`` chunks of consecutive
-    layers with equal counts (the first ones one layer longer) [A]; a Supernet's stem ``[0, switch_point)``
+    layers whose counts differ by at most one [A]; a Supernet's stem ``[0, switch_point)``
     is a chunk of its own (and the rest gets ``N - 1``) so the sub-net can still be chosen at the switch point.
     """
     if chunks is None:
