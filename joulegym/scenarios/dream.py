@@ -84,22 +84,21 @@ FAMILY = FamilyDescriptor(
     evaluation="joulegym.evaluation.dream",
     docs="docs/families/dream.md",
     contract_id="joulegym/DREAM-tiny-v0",
-    # Leaderboard (issue 17): the Table 3 workloads on Fig. 7(a)'s SoC and random-mix, ranked by the episode's
-    # UXCost (final info["metrics"]["uxcost"], eq. 3). The published heuristics are Table 4's schedulers (DREAM's
-    # variants and the baselines). best_heuristic is the one with the lowest mean UXCost over the ten eval seeds
-    # 10000-10009, measured on the simulator (same metrics as the env episode, docs §6) with the per-model
-    # calibration of cost model §4.4 (docs §5): AR_Call Veltair 0.1521 (DREAM-Full 0.1541), Drone_Outdoor Veltair
-    # 0.044 (DREAM-Full 1.15), Drone_Indoor Planaria 1.485 (DREAM-Full 1.584), VR_Gaming DREAM-Full 0.546 (Veltair
-    # 0.904), AR_Social DREAM-Full 0.210 (SmartDrop 0.240); random-mix through DREAM-v0: DREAM-Full 0.2017
-    # (SmartDrop 0.2030, Planaria 0.2437).
+    # Leaderboard (docs/families/dream.md §5): the Table 3 workloads on Fig. 7(a)'s SoC and random-mix, ranked by the
+    # episode's UXCost (final info["metrics"]["uxcost"], Alg. 2). The published heuristics are Table 4's schedulers
+    # (DREAM's variants and the baselines). best_heuristic is the one with the lowest mean UXCost over the ten eval
+    # seeds 10000-10009 (fast path, the same episodes as DREAM-v0's; calibration of cost model §4.4): VR_Gaming
+    # DREAM-Full 0.325 (Planaria 0.372), AR_Call Planaria 0.248 (DREAM-Full 0.526), Drone_Outdoor Planaria 0.0352
+    # (DREAM-Full 0.101), Drone_Indoor Planaria 0.164 (DREAM-Full 0.226), AR_Social DREAM-Full 0.169 (Planaria
+    # 0.187), random-mix DREAM-Full 0.800 (Veltair 0.934).
     benchmark=Benchmark(
         kind="DREAM", scenarios=(*WORKLOADS, "random-mix"), generalisation="random-mix",
         metric="UXCost", metric_terms={"uxcost": 1.0}, higher_is_better=False,
         heuristics=("dream-full", "dream-smartdrop", "dream-mapscore", "planaria", "veltair", "fcfs"),
-        best_heuristic={"vr-gaming": "dream-full", "ar-call": "veltair", "drone-outdoor": "veltair",
+        best_heuristic={"vr-gaming": "dream-full", "ar-call": "planaria", "drone-outdoor": "planaria",
                         "drone-indoor": "planaria", "ar-social": "dream-full", "random-mix": "dream-full"},
         quick_scenarios=("ar-call",),
-        note="UXCost of a 2 s episode (eq. 3, lower is better) on the Table 3 workloads on 4K 1WS+2OS; the best "
-             "published scheduler is DREAM-Full on VR_Gaming, AR_Social and random-mix, Veltair on AR_Call and "
-             "Drone_Outdoor, Planaria on Drone_Indoor (docs/families/dream.md §5)."),
+        note="UXCost of a 2 s episode (Alg. 2, lower is better) on the Table 3 workloads on 4K 1WS+2OS; the best "
+             "published scheduler is DREAM-Full on VR_Gaming, AR_Social and random-mix, Planaria on AR_Call, "
+             "Drone_Outdoor and Drone_Indoor (docs/families/dream.md §5)."),
 )
