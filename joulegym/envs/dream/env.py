@@ -361,6 +361,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self.decision_index = 0
         self._mask_at = -1
         self._membership = (-1, -1)
+        self._models_at: tuple = ()
         self._resident = [-1] * self.n_acc
         self._phase = self.sim.phase
         self._allowed = np.zeros(self.M, dtype=bool)
@@ -398,6 +399,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
                 obs.seat(k, view, task, self.leaf, self.period, self._allowed)
         self._resident = list(view.acc_resident)
         self._mask_at = -1
+        self._models_at = ()
 
     def dispatch_decision(self, task: int, acc: int, variant: int = 0) -> Any:
         """The simulator decision of an agent's "dispatch the next unit of ``task`` on ``acc``": at a Supernet's
@@ -422,13 +424,14 @@ class DreamEnv(SlotRows, DreamEnvBase):
                 if task >= 0:
                     obs.slots[k, obs.c_leaf] = leaf[view.f_model[task]]
             obs.glob[-1] = 1.0
-        now_allowed = [leaf[m] and recent[m] < 2 for m in range(self.n_models)]
-        if now_allowed != self._allowed_list:  # smart-drop conditions 3 and 4 per model
-            self._allowed_list = now_allowed
-            allowed[: self.n_models] = now_allowed
-            obs.drops_allowed(allowed)
-        if membership != self._membership:
+            self._membership = (-1, -1)  # the drop budgets follow the new leaves below
+        if membership != self._membership:  # a release or an end: the frames in the slots and the drop budgets
             self._membership = membership
+            now_allowed = [leaf[m] and recent[m] < 2 for m in range(self.n_models)]
+            if now_allowed != self._allowed_list:  # smart-drop conditions 3 and 4 per model
+                self._allowed_list = now_allowed
+                allowed[: self.n_models] = now_allowed
+                obs.drops_allowed(allowed)
             slots.sync(view.outstanding)
             for k, _ in slots.freed:
                 obs.free(k)
@@ -481,10 +484,14 @@ class DreamEnv(SlotRows, DreamEnvBase):
         now = sim.now
         obs.dynamic(now)
         obs.accelerators(sim.acc_running, sim.acc_busy_until, now)
-        obs.models[: self.n_models, 1:] = [
-            (viol / frames if frames else 0.0, drops / 2.0, out / 4.0, min(spent / worst, OBS_BOUND) if worst else 0.0)
-            for frames, viol, spent, worst, drops, out in zip(sim.acc_frames, sim.acc_violated, sim.acc_energy,
-                                                                sim.acc_worst, sim.recent_drops, sim.out_counts)]
+        version = (sim.dispatches, self._membership, sum(sim.acc_violated))
+        if version != self._models_at:  # the per-model rows change with a dispatch, a release, an end or a miss
+            self._models_at = version
+            obs.models[: self.n_models, 1:] = [
+                (viol / frames if frames else 0.0, drops / 2.0, min(out / 4.0, OBS_BOUND),
+                 spent / worst if worst else 0.0)  # NormEnergy <= 1 (docs §3 #3)
+                for frames, viol, spent, worst, drops, out in zip(sim.acc_frames, sim.acc_violated, sim.acc_energy,
+                                                                    sim.acc_worst, sim.recent_drops, sim.out_counts)]
         glob = obs.glob
         glob[0] = now / self.horizon_s
         glob[2] = math.log1p(self.slots.overflow)
