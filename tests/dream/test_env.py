@@ -348,3 +348,15 @@ def test_a_copied_or_pickled_env_keeps_its_own_observation_buffers():
         assert np.array_equal(out_twin, twin.unwrapped._obs.buf)
         again = copy.deepcopy(env)
         assert np.array_equal(again.step(a)[0], out_twin)
+
+
+def test_observation_stays_in_its_box_without_the_safety_cap():
+    """Without the outstanding-frame cap a waiting agent piles frames up; every feature stays within [-10, 10]."""
+    env = gym.make("joulegym/DREAM-v0", outstanding_cap=None, max_slots=4, horizon_s=0.3)
+    wait = ActionSequencePolicy([env.action_space.n - 1])
+    episode = rollout(env, wait, seed=0, record=False, on_step=lambda obs, r, info: assert_in_box(env, obs))
+    assert episode.metrics["frames"] > 0
+
+
+def assert_in_box(env, obs) -> None:
+    assert env.observation_space.contains(obs)
