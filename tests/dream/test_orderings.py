@@ -166,12 +166,18 @@ def fig11_runs(n_seeds: int = 1):
 
 
 @pytest.mark.reproduce
-@pytest.mark.xfail(strict=True, reason="measured (1 seed per evaluation): from 5 random starts the centre improves "
-                   "by 9.1 % on average after two steps (not > 25 %; it gets worse from 2 of 5 starts) and ends "
-                   "234 % above the 0.1-grid optimum (0.556) after five (not <= 2 %): UXCost over (alpha, beta) is "
-                   "rugged on one seed, unlike the paper's smooth Fig. 3")
-def test_fig11_search_gains_25pct_in_two_steps_and_ends_within_2pct_of_the_grid_optimum():
+def test_fig10_search_ends_within_2pct_of_the_grid_optimum():
+    """Figs. 10/11 (R9): after five steps the search's centre is within 2 % of the 0.1-grid optimum. Measured from 5
+    random starts (VR_Gaming on 4K 1OS+2WS, one tuning episode per evaluation): 0.56 % above it on average."""
     runs, grid_min = fig11_runs(1)
-    improvement_2 = np.mean([1 - u[2] / u[0] for u in runs])
-    gap_5 = np.mean([u[5] / grid_min - 1 for u in runs])
-    assert improvement_2 > 0.25 and gap_5 <= 0.02, (improvement_2, gap_5)
+    assert np.mean([u[5] / grid_min - 1 for u in runs]) <= 0.02
+
+
+@pytest.mark.reproduce
+@pytest.mark.xfail(strict=True, reason="measured 2.6 % on average after two steps (not > 25 %): at the calibrated "
+                   "load UXCost over (alpha, beta) is nearly flat (the five random starts are within 11 % of the "
+                   "0.1-grid optimum 3.642, docs/families/dream.md §7)")
+def test_fig11_search_gains_25pct_in_two_steps():
+    """Fig. 11 (R10): more than 25 % UXCost improvement in two steps."""
+    runs, _grid_min = fig11_runs(1)
+    assert np.mean([1 - u[2] / u[0] for u in runs]) > 0.25
