@@ -362,6 +362,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._mask_at = -1
         self._membership = (-1, -1)
         self._models_at: tuple = ()
+        self._counts_at: tuple = ()
         self._resident = [-1] * self.n_acc
         self._phase = self.sim.phase
         self._allowed = np.zeros(self.M, dtype=bool)
@@ -463,17 +464,21 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._sync(tuple(t for a, t in enumerate(running) if t >= 0 and sim.acc_running[a] != t)
                    + ((decision.task,) if type(decision) is Dispatch else ()))
         x0, y0 = self._ux
-        x = y = violations = energy_proxy = 0.0
-        last_viol, last_energy = self._last_viol, self._last_energy
-        for m, (frames, viol, spent, worst) in enumerate(zip(sim.acc_frames, sim.acc_violated, sim.acc_energy,
-                                                             sim.acc_worst)):
-            if frames > 0:  # Alg. 2 over the frames counted so far (the uxcost() sums, same order)
-                x += viol / frames if viol > 0 else 1.0 / (2.0 * frames)
-                y += spent / worst if worst > 0 else 0.0
-            if viol != last_viol[m] or spent != last_energy[m]:
-                violations -= (viol - last_viol[m]) / self.frames_per_horizon[m]
-                energy_proxy -= (spent - last_energy[m]) / (self.frames_per_horizon[m] * self.worst_per_frame[m])
-                last_viol[m], last_energy[m] = viol, spent
+        x, y, violations, energy_proxy = x0, y0, 0.0, 0.0
+        version = (sim.dispatches, self._membership, sum(sim.acc_violated))
+        if version != self._counts_at:  # the sums change with a dispatch, a release, an end or a miss only
+            self._counts_at = version
+            x = y = 0.0
+            last_viol, last_energy = self._last_viol, self._last_energy
+            for m, (frames, viol, spent, worst) in enumerate(zip(sim.acc_frames, sim.acc_violated, sim.acc_energy,
+                                                                 sim.acc_worst)):
+                if frames > 0:  # Alg. 2 over the frames counted so far (the uxcost() sums, same order)
+                    x += viol / frames if viol > 0 else 1.0 / (2.0 * frames)
+                    y += spent / worst if worst > 0 else 0.0
+                if viol != last_viol[m] or spent != last_energy[m]:
+                    violations -= (viol - last_viol[m]) / self.frames_per_horizon[m]
+                    energy_proxy -= (spent - last_energy[m]) / (self.frames_per_horizon[m] * self.worst_per_frame[m])
+                    last_viol[m], last_energy[m] = viol, spent
         self._ux = (x, y)
         terminal = -x * y if not self._more else 0.0
         invalid = -INVALID_PENALTY if self.action_type.repaired else 0.0

@@ -38,7 +38,7 @@ class DispatchObservation:
     accelerators, ``V`` sub-net choices per dispatch)."""
 
     _VIEWS = ("slots", "accs", "models", "glob", "mask_dispatch", "mask_drop", "_dispatch_2d", "base", "slope",
-              "_ready_col")
+              "_ready_col", "_dyn_view")
 
     def __init__(self, K: int, M: int, A: int, V: int) -> None:
         self.K, self.M, self.A, self.V = K, M, A, V
@@ -66,6 +66,8 @@ class DispatchObservation:
         self._slack_floor = np.zeros(K)
         self.var_ok = np.zeros((K, V), dtype=bool)  # sub-nets a dispatch may pick (V > 1)
         self._dyn = np.zeros((K, 6))
+        self._dyn_now: float | None = None  # the time the time-dependent features were computed at (None: stale)
+        self._accs_at: tuple = ()
         self._bind()
 
     def _bind(self) -> None:
@@ -84,6 +86,7 @@ class DispatchObservation:
         self._dispatch_2d = self.mask_dispatch[:, :, 0]
         self.base, self.slope = self.affine[:, :6], self.affine[:, 6:]
         self._ready_col = self.ready[:, None]
+        self._dyn_view = self.slots[:, self.c_dyn]
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
@@ -96,12 +99,14 @@ class DispatchObservation:
         """Start an episode on a SoC of ``n_acc`` accelerators."""
         self._zeros, self._pad = (0.0,) * n_acc, (0.0,) * (self.A - n_acc)
         self.mask_dispatch[:] = self.mask_drop[:] = False
+        self._dyn_now, self._accs_at = None, ()
         self.buf[:] = 0.0
         self.valid[:] = self.ready[:] = self.var_ok[:] = False
         self.affine[:] = 0.0
         self._onehot = [tuple(float(j == m) for j in range(self.M)) for m in range(self.M)]
 
     def free(self, k: int) -> None:
+        self._dyn_now = None
         self.slots[k] = 0.0
         self.valid[k] = self.ready[k] = self.var_ok[k] = self.mask_drop[k] = False
         self.affine[k] = 0.0
@@ -121,6 +126,7 @@ class DispatchObservation:
     def move(self, k: int, view: Any, task: int, period: list[float]) -> None:
         """Rewrite what changes when slot ``k``'s frame moves (dispatched, or its span ended): fraction done, next
         unit's latency and energy, started, running, the time-dependent features and the sub-nets it may pick."""
+        self._dyn_now = None
         m = view.f_model[task]
         pos, running = view.f_pos[task], view.f_running[task]
         tables = view.tables_of(task)
@@ -169,21 +175,28 @@ class DispatchObservation:
         """Every occupied slot's "drop allowed" after ``allowed[m]`` changed."""
         np.logical_and(allowed[self.model], self.valid, out=self.mask_drop)
         self.base[:, 0] = self.mask_drop
+        self._dyn_now = None
 
     def dynamic(self, now: float) -> None:
         """The time-dependent slot features of every slot at ``now``: slack, ToGo, best-case ToGo (per period),
         urgency ToGo / slack (OBS_BOUND once the deadline passed), time queued (per period), drop allowed."""
+        if now == self._dyn_now:  # no slot changed since the last decision at this very time
+            return
+        self._dyn_now = now
         dyn, floor = self._dyn, self._slack_floor
         np.multiply(self.slope, now, out=dyn)
         np.add(self.base, dyn, out=dyn)
         np.maximum(dyn[:, 1], TINY_SLACK, out=floor)  # a passed deadline gives a huge ratio, clipped below
         np.divide(dyn[:, 2], floor, out=dyn[:, 4])  # the period cancels; an empty slot's is 0 / TINY_SLACK
         np.minimum(dyn, OBS_BOUND, out=dyn)
-        np.maximum(dyn, -OBS_BOUND, out=dyn)
-        self.slots[:, self.c_dyn] = dyn
+        np.maximum(dyn, -OBS_BOUND, out=self._dyn_view)  # clamped into the slot rows of the buffer
 
     def accelerators(self, running: list[int], busy: list[float], now: float) -> None:
-        """Idle flags and busy time left (ms) of the accelerators; the idle flags for the mask."""
+        """Idle flags and busy time left (ms) of the accelerators."""
+        at = (now, *running)
+        if at == self._accs_at:
+            return
+        self._accs_at = at
         self.accs[: len(running), 1:3] = [(1.0, 0.0) if task < 0 else (0.0, min((busy[a] - now) * 1e3, OBS_BOUND))
                                           for a, task in enumerate(running)]
 
