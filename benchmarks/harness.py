@@ -323,10 +323,12 @@ def kinds_table(ids: Sequence[str], cfg: Settings, policies: Sequence[str] | Non
 
 
 def _episode_env(env_id: str, policy: Any, kwargs: dict[str, Any]) -> gym.Env:
-    """``env_id`` set up as :func:`joulegym.envs.powerflow.simulate` runs a trace: the policy's ``env_config``,
+    """``env_id`` set up as :func:`joulegym.envs.powerflow.simulate` runs a trace: the policy's ``paper_config`` and
+    ``env_config``,
     ``request`` actions, no power repair unless the policy says, until every job is done, and a slot per job (so
     the decisions do not depend on the slots), reset once so that loading the trace is not timed."""
-    config = {"power_constraint": "none", "horizon_s": math.inf, **env_config_for(policy, kwargs)}
+    paper = dict(getattr(policy, "paper_config", None) or {})
+    config = {"power_constraint": "none", "horizon_s": math.inf, **paper, **env_config_for(policy, kwargs)}
     config.update(eta=EPISODE_ETA, action_mode="request", max_steps=10_000_000)
     probe = gym.make(env_id, **config)
     probe.reset(seed=0)

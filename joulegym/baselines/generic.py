@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from joulegym.core.actions import flat_mask
 from joulegym.core.policy import GENERIC, PolicyNotApplicable, register_policy
 
 
@@ -38,7 +39,7 @@ class RandomPolicy:
             raise RuntimeError("RandomPolicy.act() called before reset(env)")
         mask = info.get("action_mask")
         if isinstance(space, gym.spaces.Discrete):
-            choices = np.arange(space.n) if mask is None else np.flatnonzero(mask)
+            choices = np.arange(space.n) if mask is None else np.flatnonzero(np.asarray(mask))
             # rng.integers(len) is the draw Generator.choice makes (the same stream), without its overhead
             return int(space.start + choices[self._rng.integers(len(choices))])
         if isinstance(space, gym.spaces.MultiDiscrete):
@@ -55,7 +56,7 @@ def _sample_multidiscrete(space: gym.spaces.MultiDiscrete, mask, rng: np.random.
     x9 faster on PowerFlow-tiny's 32 sub-spaces; same actions and generator state, checked by the trajectory
     hashes)."""
     nvec = np.asarray(space.nvec).ravel()
-    flat = np.ones(int(nvec.sum()), dtype=bool) if mask is None else np.asarray(mask, dtype=bool).ravel()
+    flat = np.ones(int(nvec.sum()), dtype=bool) if mask is None else flat_mask(mask)
     if flat.size != nvec.sum():
         raise ValueError(f"action mask has {flat.size} entries, the MultiDiscrete space {nvec.tolist()} needs "
                          f"{int(nvec.sum())}")

@@ -1,4 +1,4 @@
-"""The shell of a family's batched vector env (Gymnasium 1.x ``vector_entry_point``, issue 14).
+"""The shell of a family's batched vector env (Gymnasium 1.x ``vector_entry_point``, docs/architecture.md).
 
 A family that registers ``EnvKind(vector_entry_point=...)`` subclasses :class:`BatchedVectorEnv`: the shell
 builds the N single envs' shared spaces and reward spec, checks the arguments Gymnasium passes, parses
@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from joulegym.core.config import check_seed
 from joulegym.core.env import JoulegymEnv
 
 
@@ -96,11 +97,13 @@ class BatchedVectorEnv(VectorEnv):
         if seed is None:
             seeds: list[int | None] = [None] * N
         elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(N)]
+            seeds = [check_seed(int(seed) + i if int(seed) >= 0 else seed) for i in range(N)]
+        elif isinstance(seed, list | tuple) and len(seed) == N:
+            seeds = [check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
         else:
-            seeds = list(seed)
-            if len(seeds) != N:
-                raise ValueError(f"seed must be None, an int or a list of num_envs={N} seeds, got {len(seeds)}")
+            raise ValueError(f"seed must be None, a whole number >= 0 or a list of num_envs={N} seeds, got {seed!r}")
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"reset options must be a dict (e.g. {{'reset_mask': ...}}), got {options!r}")
         options = dict(options) if options else None
         mask = np.ones(N, dtype=bool)
         if options is not None and "reset_mask" in options:

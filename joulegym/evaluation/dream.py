@@ -52,7 +52,15 @@ from joulegym.envs.dream.mapscore import TUNE_KEY
 from joulegym.envs.dream.search import optimize
 from joulegym.envs.dream.simulator import DreamSim
 from joulegym.evaluation.verdict import Claim, claim, comparison_markdown, qualitative
-from joulegym.scenarios.dream import HETEROGENEOUS, HOMOGENEOUS, HW_4K, SWITCH_HW, WORKLOADS
+from joulegym.scenarios.dream import (
+    DEFAULT_HW,
+    HETEROGENEOUS,
+    HOMOGENEOUS,
+    HW_4K,
+    HW_PRESETS,
+    SWITCH_HW,
+    WORKLOADS,
+)
 
 HEADLINE = ("uxcost", "dlv_rate", "energy_rate", "drops", "overall_rate_dlv", "overall_norm_energy")
 BASELINES = ("fcfs", "veltair", "planaria")
@@ -103,7 +111,7 @@ _SIMS: dict[tuple, DreamSim] = {}
 
 
 def simulator(workload: str, hw: str, *, p: float | None = None, horizon_s: float = 2.0) -> DreamSim:
-    """A (cached) simulator of one cell; :func:`run_episode` resets it."""
+    """A (cached) simulator of one cell; :func:`joulegym.core.inner.run_inner` resets it."""
     key = (workload, hw, p, horizon_s)
     sim = _SIMS.get(key)
     if sim is None:
@@ -119,6 +127,23 @@ def run_cell(workload: str, hw: str, policy: str, seed: int, *, p: float | None 
     ``seed`` (the episode of ``DREAM-v0``'s ``reset(seed=seed)``; ``instance``: a given episode key instead)."""
     inner = make_inner(policy, family="dream", **policy_kw)
     return run_inner(simulator(workload, hw, p=p, horizon_s=horizon_s), inner, seed, instance)
+
+
+def leaderboard_uxcost(scenario: str, policy: str, seeds: Iterable[int]) -> float:
+    """Mean UXCost of ``policy`` on a leaderboard scenario (a Table 3 workload on Fig. 7(a)'s SoC, or
+    ``random-mix``, whose workload and SoC are drawn from the seed as ``DREAM-v0``'s reset draws them) over
+    ``seeds``: the same episodes as the env's (docs/families/dream.md §5)."""
+    values = []
+    for seed in seeds:
+        if scenario == "random-mix":
+            rng = np.random.default_rng(seed)
+            workload = WORKLOADS[int(rng.integers(len(WORKLOADS)))]
+            hw = HW_PRESETS[int(rng.integers(len(HW_PRESETS)))]
+            sim = simulator(workload, hw)
+            values.append(run_inner(sim, make_inner(policy, family="dream"), seed, rng=rng)["uxcost"])
+        else:
+            values.append(run_cell(scenario, DEFAULT_HW, policy, seed)["uxcost"])
+    return float(np.mean(values))
 
 
 def episodes(cells: Iterable[tuple[str, str]], policies: Sequence[str], budget: Budget, *,

@@ -365,6 +365,11 @@ def _read_table(
         raise ValueError(f"{path.name}: empty file (no header, no rows)")
     header = 0 if names is None else None
     kind = "TSV" if sep == "\t" else "CSV"
+    if names is None:  # pandas would rename a repeated column (or keep the last one after stripping): refuse it
+        columns = [c.strip() for c in next(csv.reader([text.lstrip("\r\n").splitlines()[0]], delimiter=sep))]
+        repeated = sorted({c for c in columns if columns.count(c) > 1})
+        if repeated:
+            raise ValueError(f"{path.name} line 1: column(s) {repeated} appear more than once; give each column once")
     try:
         with warnings.catch_warnings():
             # pandas truncates rows longer than the header with only a ParserWarning (index_col=False): an error here
@@ -834,7 +839,7 @@ def _load_gavel(path: Path, text: str, report: TraceLoadReport, *, drop_zero_gpu
     }
     extra = _extras(df, {"arrival_time", "scale_factor", "total_steps"})
     table = find_gavel_throughputs(path)
-    if table is not None:  # isolated run times from Gavel's own measured throughputs (issue 12 #4)
+    if table is not None:  # isolated run times from Gavel's own measured throughputs (docs/families/powerflow.md)
         core["duration_s"], used = gavel_durations(_strings(df["job_type"]), core["num_gpus"], core["iterations"],
                                                    table)
         extra["throughput_scale_factor"] = used

@@ -90,6 +90,7 @@ class ToyEnv(JoulegymEnv):
 
     family = "toy"
     action_types: ClassVar = {"level": LevelAction}
+    lean_info_keys: ClassVar = ("level",)
     reward_parts = (RewardPart("progress", 0.0, 1.0, "work done this step"),
                     RewardPart("energy", -np.inf, 0.0, "minus the energy of the step (J)"))
     reward_presets: ClassVar = {"balanced": {"progress": 1.0, "energy": 1.0}, "progress": {"progress": 1.0}}
@@ -105,7 +106,8 @@ class ToyEnv(JoulegymEnv):
         check_positive("work_jitter", cfg["work_jitter"], allow_zero=True)
         self.sim = ToySimulator(check_positive("p_static", cfg["p_static"]), check_positive("p_dyn", cfg["p_dyn"]),
                                 check_int("horizon", cfg["horizon"], 1))
-        self.observation_space = gym.spaces.Box(0.0, np.inf, (2,), dtype=np.float32)
+        high = np.array([cfg["work"] + cfg["work_jitter"], 1.0], dtype=np.float32)  # work left, time
+        self.observation_space = gym.spaces.Box(0.0, high, (2,), dtype=np.float32)
 
     def _begin_episode(self, options: dict[str, Any]) -> None:
         cfg = self.config
@@ -118,6 +120,12 @@ class ToyEnv(JoulegymEnv):
 
     def _observe(self) -> np.ndarray:
         return np.array([self.sim.work_left, self.sim.steps / self.sim.horizon], dtype=np.float32)
+
+    def _max_episode_steps(self) -> int:
+        return self.sim.horizon
+
+    def _observation_names(self) -> list[str]:
+        return ["work_left", "time"]
 
     def _terminated(self) -> bool:
         return self.sim.done
@@ -176,4 +184,5 @@ FAMILY = FamilyDescriptor(
     policies=__name__ + "_policies",
     reference_policy="best-level",
     docs="docs/adding-a-family.md",
+    trajectory_pins=("joulegym/ToyDVFS-v0",),
 )

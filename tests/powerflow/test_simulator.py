@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import joulegym.envs.powerflow.env as env_module
-from joulegym.core.policy import env_config_for, make
+from joulegym.baselines.powerflow import paper_env_config
+from joulegym.core.policy import make
 from joulegym.core.rollout import rollout
 from joulegym.envs.powerflow import ClusterSpec, simulate
 from joulegym.workloads import dl_jobs
@@ -62,7 +63,7 @@ def test_conservation_and_capacity(policy):
     pol = make(policy, family="powerflow")
     cluster = ClusterSpec(2, 8)
     env = gym.make("joulegym/PowerFlow-v0", nodes=2, eta=0.7, max_slots=len(jobs), action_mode="request",
-                   **env_config_for(pol))
+                   **paper_env_config(pol))
     checked = checked_apply(pol, cluster)
     episode = rollout(env, checked, 0, options={"trace": jobs})
     sim = checked.sim

@@ -72,7 +72,13 @@ from joulegym.core.env import JoulegymEnv
 from joulegym.core.rewards import RewardPart
 from joulegym.core.slots import SlotRows, SlotTable
 from joulegym.envs.dream.mapscore import SUPERNET_RULES, supernet_variant
-from joulegym.envs.dream.observation import OBS_BOUND, DispatchObservation, obs_size, slot_features
+from joulegym.envs.dream.observation import (
+    OBS_BOUND,
+    DispatchObservation,
+    obs_size,
+    observation_names,
+    slot_features,
+)
 from joulegym.envs.dream.render import gantt_figure, render_text
 from joulegym.envs.dream.simulator import CHILD_DEADLINES, RELEASE_PHASES, DreamSim
 from joulegym.envs.dream.tables import TOGO_MODES, WAIT, Dispatch, Drop, parse_granularity
@@ -122,6 +128,7 @@ class DreamEnvBase(JoulegymEnv):
     """What ``DREAM-v0`` and ``DREAMParams-v0`` share: configuration, workloads, SoCs and the simulator."""
 
     family = "dream"
+    full_info_keys: ClassVar[tuple[str, ...]] = ("uxcost_so_far", "dlv_rate_so_far", "drops", "workload", "hw")
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:
@@ -310,6 +317,8 @@ class DreamEnv(SlotRows, DreamEnvBase):
     """``DREAM-v0``: the dispatch MDP (module docstring)."""
 
     action_types: ClassVar[dict[str, type[ActionType]]] = {"dispatch": DispatchAction}
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("t_s", "overflow")
+    full_info_keys: ClassVar[tuple[str, ...]] = (*DreamEnvBase.full_info_keys, "overflow_steps")
     reward_parts = (
         RewardPart("dlv", -math.inf, math.inf, "-(X_t - X_{t-1}) Y_{t-1}: the DLV share of -dUXCost"),
         RewardPart("energy", -math.inf, math.inf, "-X_t (Y_t - Y_{t-1}): the energy share of -dUXCost"),
@@ -505,8 +514,12 @@ class DreamEnv(SlotRows, DreamEnvBase):
     def _truncated(self) -> bool:
         return not self._more
 
+    def _observation_names(self) -> list[str]:
+        """The module docstring's observation: per slot, accelerator and model position, then global."""
+        return observation_names(self.K, self.M, self.A, WORKLOADS)
+
     def _extra_info(self) -> dict[str, Any]:
-        return {"overflow": self.slots.overflow, "t_s": self.sim.now}
+        return {"overflow": int(self.slots.overflow), "t_s": float(self.sim.now)}
 
     def _diagnostic_info(self) -> dict[str, Any]:
         return {**super()._diagnostic_info(), "overflow_steps": self.slots.overflow_steps}

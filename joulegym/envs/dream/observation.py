@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from joulegym.core.env import row_names
+
 OBS_BOUND = 10.0
 SLOT_HEAD = 1  # valid
 SLOT_TAIL = ("leaf", "drop_allowed", "slack", "to_go", "min_to_go", "urgency", "queued", "done_fraction")
@@ -31,6 +33,22 @@ def slot_features(n_models: int, n_acc: int) -> int:
 
 def obs_size(K: int, n_models: int, n_acc: int) -> int:
     return K * slot_features(n_models, n_acc) + n_acc * ACC_FEATURES + n_models * MODEL_FEATURES + GLOBAL_FEATURES
+
+
+ACC_NAMES = ("present", "idle", "busy_ms", "pes", "ws", "os")
+MODEL_NAMES = ("present", "dlv_rate", "drops", "outstanding", "energy")
+
+
+def observation_names(K: int, n_models: int, n_acc: int, workloads: tuple[str, ...]) -> list[str]:
+    """A name per value of the buffer, in order (the layout of :func:`obs_size`): ``slot{k}.{feature}``,
+    ``acc{a}.{feature}``, ``model{m}.{feature}``, then the global features."""
+    slot = ("valid", *(f"model_{m}" for m in range(n_models)), *SLOT_TAIL,
+            *(f"next_lat_{a}" for a in range(n_acc)), *(f"next_energy_{a}" for a in range(n_acc)),
+            *(f"resident_{a}" for a in range(n_acc)), "started", "running")
+    glob = ("time", "cascade_p", "log1p_overflow", *(f"workload_{w}" for w in workloads), "accelerators",
+            "total_pes", "switched")
+    return (row_names("slot", K, slot) + row_names("acc", n_acc, ACC_NAMES) + row_names("model", n_models, MODEL_NAMES)
+            + list(glob))
 
 
 class DispatchObservation:

@@ -35,6 +35,7 @@ import numpy as np
 
 from joulegym.core.actions import ActionType, validated_box_list
 from joulegym.core.config import check_choice, check_number, check_positive
+from joulegym.core.env import row_names
 from joulegym.core.rewards import RewardPart
 from joulegym.envs.dream.env import MAX_HORIZON_S, WORKLOADS, DreamEnvBase
 from joulegym.envs.dream.mapscore import DreamPolicy
@@ -43,7 +44,8 @@ from joulegym.envs.dream.render import render_text
 
 PARAM_HIGH = 2.0  # alpha, beta in [0, 2] (§5.2)
 WINDOWS_PER_EPISODE = 8  # the default window: horizon / 8 [A] (0.25 s of the paper's 2 s T_exec)
-MODEL_FEATURES = 4
+MODEL_NAMES = ("present", "dlv_rate", "energy", "drop_rate")
+MODEL_FEATURES = len(MODEL_NAMES)
 LOG_UX_FLOOR = 1e-6  # log UXCost of a window without frames or energy (a floor; UXCost is >= 0)
 DREAM_VARIANTS = ("full", "smartdrop", "mapscore")
 
@@ -71,6 +73,7 @@ class DreamParamsEnv(DreamEnvBase):
     """``DREAMParams-v0`` (module docstring)."""
 
     action_types: ClassVar[dict[str, type[ActionType]]] = {"params": ParamsAction}
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("alpha", "beta", "window_uxcost")
     reward_parts = (
         RewardPart("uxcost_window", -math.inf, 0.0, "-UXCost over the frames due in the window (Alg. 2)"),
         RewardPart("log_uxcost_window", -math.inf, math.inf, "-log UXCost of the window (floor 1e-6)"),
@@ -169,6 +172,16 @@ class DreamParamsEnv(DreamEnvBase):
 
     def _truncated(self) -> bool:
         return self.window_index >= self.n_windows
+
+    def _max_episode_steps(self) -> int:
+        """One window per step."""
+        return int(self.n_windows)
+
+    def _observation_names(self) -> list[str]:
+        """Per model position, each accelerator's busy share, then global (module docstring)."""
+        glob = ("alpha", "beta", *(f"workload_{w}" for w in WORKLOADS), "time", "since_change", "outstanding",
+                "dlv_rate", "energy_rate", "log10_uxcost")
+        return row_names("model", self.M, MODEL_NAMES) + [f"acc{a}.busy" for a in range(self.A)] + list(glob)
 
     def _extra_info(self) -> dict[str, Any]:
         return {"alpha": float(self.params[0]), "beta": float(self.params[1]),

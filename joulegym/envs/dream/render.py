@@ -69,9 +69,12 @@ def gantt_figure(sim: Any, title: str = "", t_range: tuple[float, float] | None 
     ax.set_xlim(lo * 1e3, hi * 1e3)
     ax.set_ylim(-0.6, n_acc + 0.6)
     ax.set_xlabel("time (ms)")
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     handles = [Patch(color=colors[m], label=names[m]) for m in range(len(names))]
+    handles += [Line2D([], [], marker="x", ls="", color="black", label="drop (model's colour)"),
+                Line2D([], [], marker="v", ls="", color="white", markeredgecolor="red", label="deadline miss")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     if title:
         ax.set_title(title)

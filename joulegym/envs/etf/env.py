@@ -13,7 +13,8 @@ Action              ``split``: ``Box(0, 1, (max_apps,))`` shares of the interval
                     ``phi``: ``Discrete(phi_levels)``, phi = k / (phi_levels - 1), Algorithm 1 allocates;
                     ``dvfs``: ``Discrete(levels)``, the GPU level of tenant ``tenant_app`` under the fixed
                     ``scheduler`` (``etf`` = Algorithm 1 at phi, ``tf`` = phi 1, ``ef`` = phi 0)
-Observation         ``Box(0, inf, (9*max_apps + 6,), float32)`` (below); ``dvfs`` appends ``max_apps + 2``
+Observation         ``Box(0, high, (9*max_apps + 6,), float32)`` (below; ``high`` 1, and 3 for the log
+                    disparity); ``dvfs`` appends ``max_apps + 2``
                     features: the tenant's slot (one-hot), its level / (levels - 1), its last throughput x its
                     fastest service time
 Reward parts        ``split``/``phi``: ``time_fairness`` F_T, ``energy_fairness`` F_E, ``system_fairness``
@@ -52,7 +53,10 @@ knobs ``beta`` and ``energy_penalty`` gave way to ``reward_weights``; ``info["re
 ``info["action_repaired"]``, the per-step ``info["metrics"]`` and the epoch ``time_fairness`` /
 ``energy_fairness`` / ``system_fairness`` info keys gave way to the core's ``reward_parts``, ``repaired``
 and end-of-episode ``metrics``; the phi and frequency sweeps became the ``phi`` and
-``app_frequencies_mhz`` kwargs. Trajectories and default rewards are unchanged.
+``app_frequencies_mhz`` kwargs. Trajectories and default rewards are unchanged. Later, still ``-v0``: the
+observation space is bounded (``high`` 1 for the shares and fractions, 3 for ``log10(P_max/P_min)``, which is
+clipped there, and the tenant's throughput feature clipped at 1; the values of every scenario are unchanged) and
+``observation_names`` names each value.
 
 The per-epoch path works on plain lists (a handful of slots: list arithmetic beats numpy's per-call
 overhead several times); only membership changes touch numpy, and what depends only on the active set
@@ -78,7 +82,7 @@ from joulegym.core.config import (
     check_unit_interval,
     check_unit_interval_list,
 )
-from joulegym.core.env import JoulegymEnv
+from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.devices import get_device
@@ -86,10 +90,17 @@ from joulegym.envs.etf.actions import DVFSAction, PhiAction, SplitAction
 from joulegym.envs.etf.allocation import _clip_level_solve, etf_allocate, guaranteed_units
 from joulegym.envs.etf.metrics import min_max
 from joulegym.envs.etf.simulator import EpochResult, ETFSimulator
-from joulegym.workloads.inference import FIG5_APPS, InferenceApp, random_mix
+from joulegym.workloads.inference import FIG5_APPS, InferenceApp, check_mix, random_mix
 
-SLOT_FEATURES = 9
-GLOBAL_FEATURES = 6
+SLOT_FEATURE_NAMES = ("active", "weight_share", "power_share", "demand", "guarantee", "ef_share", "time_share",
+                      "energy_share", "cum_energy_share")  # the module docstring's slot features 0-8
+GLOBAL_FEATURE_NAMES = ("phi", "time", "active_fraction", "last_time_fairness", "last_energy_fairness",
+                        "log10_power_disparity")
+SLOT_FEATURES = len(SLOT_FEATURE_NAMES)
+GLOBAL_FEATURES = len(GLOBAL_FEATURE_NAMES)
+# log10(P_max / P_min) is clipped here (a 1000x power ratio; Fig. 6's widest is 7.9x, log10 = 0.9): the one
+# observation value that is not a share or a fraction in [0, 1]. Our bound, not the paper's.
+DISPARITY_HIGH = 3.0
 GUARANTEE_MODES = ("project", "none")
 REWARD_WINDOWS = ("epoch", "cumulative")
 SCHEDULERS = {"etf": None, "tf": 1.0, "ef": 0.0}  # the dvfs mode's fixed scheduler -> its phi (None: the env's)
@@ -131,6 +142,9 @@ class ETFEnv(JoulegymEnv):
     """ETF time-sharing env (kinds ``ETF``, ``ETFPhi``, ``ETFDVFS``); see the module docstring."""
 
     family: ClassVar[str] = "etf"
+    full_info_keys: ClassVar[tuple[str, ...]] = ("phi", "scheduler_inputs", "slot_apps", "allocation_units",
+                                                 "app_time_s", "app_energy_j", "app_inferences",
+                                                 "tenant_frequency_mhz")
     action_types: ClassVar[dict[str, type]] = {"split": SplitAction, "phi": PhiAction, "dvfs": DVFSAction}
     reward_parts = FAIRNESS_PARTS  # split/phi; dvfs builds its own (its bounds depend on the tenant)
     reward_presets = SPLIT_PRESETS
@@ -223,7 +237,9 @@ class ETFEnv(JoulegymEnv):
             self._configure_dvfs()
             extra = self.max_apps + 2
         size = self.max_apps * SLOT_FEATURES + GLOBAL_FEATURES + extra
-        self.observation_space = gym.spaces.Box(0.0, np.inf, (size,), dtype=np.float32)
+        high = np.ones(size, dtype=np.float32)  # shares, fractions and normalised values
+        high[self.max_apps * SLOT_FEATURES + GLOBAL_FEATURES - 1] = DISPARITY_HIGH
+        self.observation_space = gym.spaces.Box(0.0, high, (size,), dtype=np.float32)
         self.phi = self.nominal_phi = cfg["phi"]
         # Caches keyed by content (the active set's weights, powers and demands; phi): the same app set recurs
         # across epochs, phi levels and resets.
@@ -249,16 +265,13 @@ class ETFEnv(JoulegymEnv):
     def _checked_apps(self) -> list[InferenceApp]:
         cfg = self.config
         if cfg["mix"] is not None:
-            cfg["mix"] = check_keys("mix", cfg["mix"], MIX_KEYS)
+            cfg["mix"] = check_mix(check_keys("mix", cfg["mix"], MIX_KEYS))
             models = cfg["mix"].get("models", ())
             for k, model in enumerate(models if isinstance(models, list | tuple) else [models]):
                 try:
                     self.device.profile(model)
                 except ValueError as error:
                     raise ValueError(f"mix.models[{k}]={model!r}: {error}") from None
-            for key in ("arrival_rate", "mean_lifetime"):
-                if key in cfg["mix"]:
-                    cfg["mix"][key] = check_positive(f"mix.{key}", cfg["mix"][key])
             for key in ("random_frequency_apps", "app_frequencies_mhz"):
                 if cfg[key]:
                     raise ValueError(f"{key} refers to apps; it has no effect with a random mix (mix={cfg['mix']})")
@@ -452,7 +465,7 @@ class ETFEnv(JoulegymEnv):
             ef_units = _clip_level_solve(ef, np.zeros_like(w), caps, float(self.T))
             open_ = ef_units < caps - 1e-9
             ef_level = float((ef_units * p / w)[open_].min()) if open_.any() else 0.0
-            disparity = float(np.log10(p.max() / p.min()))
+            disparity = min(float(np.log10(p.max() / p.min())), DISPARITY_HIGH)
         return static.tolist(), ef_level, disparity
 
     def _phi_features(self) -> tuple[list[list[float]], list[int], list[int], list[int]]:
@@ -570,9 +583,19 @@ class ETFEnv(JoulegymEnv):
             tenant = [0.0] * (self.max_apps + 2)
             tenant[self.tenant_slot] = 1.0
             tenant[-2] = self.level / (len(self.levels_mhz) - 1)
-            tenant[-1] = self.last_throughput * self._fastest_s
+            tenant[-1] = min(self.last_throughput * self._fastest_s, 1.0)  # 1: the fastest service time
             flat += tenant
         return np.array(flat, dtype=np.float32)
+
+    def _max_episode_steps(self) -> int:
+        return int(self.horizon)  # one epoch per step in every mode
+
+    def _observation_names(self) -> list[str]:
+        """The module docstring's "Observation": 9 per slot, 6 globals, and the tenant's (``dvfs``)."""
+        names = row_names("slot", self.max_apps, SLOT_FEATURE_NAMES) + list(GLOBAL_FEATURE_NAMES)
+        if self.action_mode == "dvfs":
+            names += [f"tenant_slot{k}" for k in range(self.max_apps)] + ["tenant_level", "tenant_throughput"]
+        return names
 
     def _extra_info(self) -> dict[str, Any]:
         """Lean per-step info: nothing beyond the core's keys. The observation carries every input of Algorithm 1

@@ -499,7 +499,7 @@ class ETFVectorEnv(BatchedVectorEnv):
             tenant = np.zeros((N, M + 2))
             tenant[rows, self._tenant_slot] = 1.0
             tenant[:, -2] = self._variant / (self._levels - 1)
-            tenant[:, -1] = self._last_throughput * self._fastest_s
+            tenant[:, -1] = np.minimum(self._last_throughput * self._fastest_s, 1.0)  # the single env clips it too
             parts.append(tenant)
         return np.concatenate(parts, axis=1).astype(np.float32)
 
@@ -508,7 +508,7 @@ class ETFVectorEnv(BatchedVectorEnv):
 
     def _mask_info(self, info: dict[str, Any], present: np.ndarray) -> None:
         if self.action_mode != "split":  # every level is always valid
-            info["action_mask"] = np.ones((self.num_envs, int(self.single_action_space.n)), dtype=bool)
+            info["action_mask"] = np.ones((self.num_envs, int(self.single_action_space.n)), dtype=np.int8)
             info["_action_mask"] = present.copy()
 
     def metrics(self, n: int) -> dict[str, Any]:

@@ -77,14 +77,15 @@ from joulegym.core.config import (
     check_number,
     check_positive,
 )
-from joulegym.core.env import JoulegymEnv
-from joulegym.core.plotting import new_figure
+from joulegym.core.env import JoulegymEnv, row_names
+from joulegym.core.plotting import legend_outside, new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.core.rollout import rollout
 from joulegym.core.slots import SlotRows, SlotTable
 from joulegym.envs.powerflow.actions import ACTION_TYPES
 from joulegym.envs.powerflow.cluster import ClusterSpec
 from joulegym.envs.powerflow.simulator import (
+    DONE,
     OVERHEAD_MODES,
     PLACEMENTS,
     PREDICTORS,
@@ -95,23 +96,31 @@ from joulegym.envs.powerflow.simulator import (
 from joulegym.workloads import dl_jobs, dl_models
 from joulegym.workloads.traces import FORMATS, JobTrace
 
-SLOT_FEATURES = 26
-GLOBAL_FEATURES = 14
+SCALING_NS = (2, 4, 8, 16, 32, 64)
+EVENTS = ("arrival", "completion", "profiling")
+SLOT_FEATURE_NAMES = (  # docs/families/powerflow.md §10 "Observation", in order
+    "valid", *(f"model_{name}" for name in dl_models.MODEL_NAMES), "log2_batch_size", "log2_requested_gpus",
+    "remaining_fraction", "log1p_remaining_hours", "log1p_age_hours", "in_prerun", "pinned", "running", "gpus",
+    "frequency", "f_ee", *(f"scaling_{n}" for n in SCALING_NS), "power_at_f_ee", "power_at_f_max",
+    "energy_ratio_f_ee")
+GLOBAL_FEATURE_NAMES = ("free_gpus", "allocated_gpus", "cluster_power", "eta", "occupied_slots", "log1p_overflow",
+                        "time", "day_sin", "day_cos", "energy_rate", "powered_nodes",
+                        *(f"last_event_{event}" for event in EVENTS))
+SLOT_FEATURES = len(SLOT_FEATURE_NAMES)
+GLOBAL_FEATURES = len(GLOBAL_FEATURE_NAMES)
 POWER_MODES = ("repair", "penalty", "none")
 TRACE_KINDS = ("gavel", "alibaba", "motivating", "file")
 MAX_JOBS = 200_000  # jobs of a generated trace and slots K (a 10x margin over the largest public traces used here)
 TRACE_KEYS = ("kind", "num_jobs", "duration_scale", "mean_interarrival_s", "size_multiplier", "rho", "span_s", "hint",
               "dataset")
 N_CAP = 64  # largest per-job allocation the alloc action can express (docs §10)
-# Size bounds (issue 13 #11, fuzz findings P2-P5): far above every scenario (the largest is 16 x 8), small enough
+# Size bounds (docs/robustness.md, the fuzz test): far above every scenario (the largest is 16 x 8), small enough
 # that the per-GPU tables and the observation stay in memory. Our choice, not the paper's.
 MAX_GPUS = 65_536  # nodes x gpus_per_node
 MAX_GPUS_PER_NODE = 1024
 MAX_DURATION_SCALE = 1e6  # trace.duration_scale: x1e6 of a 60,000 s Gavel job is already ~1,900 years
 P_MAX_RANGE_W = (1.0, 10_000.0)  # p_max_w: per-GPU training power of any real accelerator lies well inside
-SCALING_NS = (2, 4, 8, 16, 32, 64)
 SIM_SETTINGS = tuple(SimConfig.__dataclass_fields__)  # every simulator setting is a config key (eta included)
-EVENTS = ("arrival", "completion", "profiling")
 _DYNAMIC = slice(8, 16)  # the per-slot features that change while a job sits in its slot
 
 
@@ -119,6 +128,7 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
     """GPUs and frequency per DL training job under a cluster power budget (module docstring)."""
 
     family = "powerflow"
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("event", "overflow", "overflow_steps")
     slot_features = SLOT_FEATURES
     action_types = ACTION_TYPES
     reward_parts = (
@@ -216,7 +226,7 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         if kind == "file":
             path = c["trace_path"]
             hint = trace.get("hint", "a Philly-style CSV")
-            if path is None and trace.get("dataset"):  # issue 18: the fetched public file (never downloads here)
+            if path is None and trace.get("dataset"):  # the fetched public file (never downloads here)
                 from joulegym.workloads.datasets import DataError, resolve
 
                 try:
@@ -420,6 +430,13 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         self._obs = obs.copy() if self.action_mode == "micro" else obs  # kept apart from what the caller gets
         return obs
 
+    def _max_episode_steps(self) -> int:
+        return int(self.config["max_steps"])  # the step guard of _truncated; most episodes end long before it
+
+    def _observation_names(self) -> list[str]:
+        """docs §10 "Observation": 26 per slot, then 14 globals."""
+        return row_names("slot", self.K, SLOT_FEATURE_NAMES) + list(GLOBAL_FEATURE_NAMES)
+
     def _compute_obs(self) -> np.ndarray:
         sim = self.sim
         K = self.K
@@ -481,11 +498,18 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         axes[0, 0].step(t, self.sim._alloc_log, where="post")
         axes[0, 0].set_ylabel("GPUs allocated")
         axes[0, 0].set_ylim(0, self.cluster.num_gpus * 1.05)
-        axes[1, 0].step(t, np.array(self.sim._power_log) / 1000.0, where="post")
-        axes[1, 0].axhline(self.sim.power_limit / 1000.0, color="r", ls="--", label="budget")
+        power_kw = np.array(self.sim._power_log) / 1000.0
+        budget_kw = self.sim.power_limit / 1000.0
+        axes[1, 0].step(t, power_kw, where="post", label="cluster power")
+        axes[1, 0].axhline(budget_kw, color="r", ls="--", label="budget")
+        axes[1, 0].set_ylim(0, 1.1 * max(budget_kw, float(power_kw.max()) if power_kw.size else 0.0, 1e-9))
         axes[1, 0].set_ylabel("cluster power (kW)")
         axes[1, 0].set_xlabel("time (h)")
-        axes[1, 0].legend(loc="upper right")
+        legend_outside(axes[1, 0])  # the budget line and the steps stay visible
+        sim = self.sim
+        done = int(np.count_nonzero(sim.status == DONE))
+        fig.suptitle(f"PowerFlow ({self.action_mode}): t = {sim.now / 3600.0:.2f} h, {done} of {len(sim.jobs)} jobs "
+                     f"done, eta = {self.config['eta']:g}", fontsize=9)
         fig.tight_layout()
         return fig
 
@@ -519,8 +543,9 @@ def simulate(trace: Any, policy: Any = "powerflow", *, cluster: ClusterSpec | tu
     with ``policy`` through :class:`PowerFlowEnv` and :func:`joulegym.core.rollout.rollout` (docs §12).
 
     The env gets ``action_mode="request"`` (every reference policy's decision encodes exactly, requested GPU
-    counts that are not powers of two included), the policy's own ``env_config`` (its life-cycle, predictor,
-    placement, power constraint) under ``settings``, and enough slots that no schedulable job is ever left out:
+    counts that are not powers of two included), the paper's evaluation conditions for the policy (its
+    ``paper_config``: life-cycle, predictor, power constraint, §6.1) and its own ``env_config`` (placement) under
+    ``settings``, and enough slots that no schedulable job is ever left out:
     :data:`SIMULATE_SLOTS` first; an episode in which a job would find no slot is abandoned at that step and run
     again with four times as many (at most one per job). With every job in a slot the decisions do not depend
     on the number of slots. The policy object is the one that acts, exactly as in any env episode.
@@ -543,14 +568,21 @@ def simulate(trace: Any, policy: Any = "powerflow", *, cluster: ClusterSpec | tu
         raise ValueError(f"unknown simulate() options {unknown}; allowed: {allowed}")
     if isinstance(policy, str):
         policy = make(policy, family="powerflow")
+    elif not (callable(getattr(policy, "reset", None)) and callable(getattr(policy, "act", None))):
+        raise ValueError(f"policy must be a PowerFlow policy name (e.g. 'powerflow') or an object with reset(env, "
+                         f"seed) and act(obs, info), got {type(policy).__name__} {policy!r}")
     if cluster is None:
         cluster = ClusterSpec()
-    elif isinstance(cluster, tuple):
+    elif isinstance(cluster, tuple | list) and len(cluster) == 2:
         cluster = ClusterSpec(*cluster)
+    elif not isinstance(cluster, ClusterSpec):
+        raise ValueError(f"cluster must be a ClusterSpec or (nodes, gpus_per_node), got {cluster!r}")
     jobs = _as_jobs(trace, cluster.device, seed, cluster.gpus_per_node)
-    # a standalone run is unconstrained and runs until every job is done (issue 12 #5); horizon_s= truncates, loudly
+    # a standalone run is unconstrained and runs until every job is done (docs §12); horizon_s= truncates, loudly
     config = {"power_constraint": "none", "horizon_s": math.inf}
-    config.update({k: v for k, v in env_config_for(policy, settings).items() if k in SIM_SETTINGS})
+    # the paper's evaluation conditions for this policy (its paper_config: §6.1), then its system (env_config)
+    paper = dict(getattr(policy, "paper_config", None) or {})
+    config.update({k: v for k, v in {**paper, **env_config_for(policy, settings)}.items() if k in SIM_SETTINGS})
     config.update(nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node, device=cluster.device, eta=eta,
                   action_mode="request", max_steps=SIMULATE_MAX_STEPS)
     slots = min(len(jobs), SIMULATE_SLOTS)
