@@ -66,7 +66,7 @@ nitpick_ignore_regex = [
     ("py:class", r"(np|numpy)\..*"),  # numpy arrays, dtypes, Generator
     ("py:class", r"(gym|gymnasium)\..*"),  # gymnasium Env, Space, Wrapper
     ("py:class", r"(pd|pandas)\..*"),  # pandas DataFrame
-    ("py:class", r"(collections\.abc|typing)\..*"),  # Sequence, Mapping, Callable
+    ("py:class", r"(collections\.abc|typing|abc)\..*"),  # Sequence, Mapping, Callable; ABC (core.simulator)
     ("py:class", r"(os|pathlib)\..*"),  # os.PathLike, pathlib.Path
     ("py:class", r"abc\..*"),  # abc.ABC, the base of core.simulator.Simulator
     ("py:class", r"(NDArray|ArrayLike|Path|Any|Sequence|Mapping|Callable|Iterable|Iterator)"),

@@ -93,7 +93,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="training seed in [0, 10000) (seeds >= 10000 are held out for evaluation)")
     parser.add_argument("--out", default=None, help="output directory (default runs/<env>-<algo>-s<seed>)")
     parser.add_argument("--n-envs", type=int, default=None,
-                        help="parallel envs in a DummyVecEnv (default: n_envs of the hyperparameters, else 1)")
+                        help="parallel envs: one batched env where the id has one, else a DummyVecEnv (default: "
+                             "n_envs of the hyperparameters, else 1)")
     parser.add_argument("--env-kwargs", default=None, help='JSON dict of gym.make kwargs, e.g. \'{"phi": 0.5}\'')
     parser.add_argument("--hyperparams", default=None, help="YAML file overriding the packaged hyperparameters")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -369,18 +370,18 @@ def _validation_settings(eval_freq: int | None, eval_episodes: int | None, seed:
 
 def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: bool, verbose: int, threads: int):
     import torch
-    from stable_baselines3.common.env_util import make_vec_env
 
     from joulegym.agents import make_model
     from joulegym.agents.algos import algo_spec
+    from joulegym.agents.batched_vec_env import make_training_vec_env, set_monitor_clock
 
     torch.set_num_threads(max(1, threads))
     monitor_clock_s = restore_monitor(out_dir, config["n_envs"], config["env_id"]) if resume else None
-    vec_env = make_vec_env(config["env_id"], n_envs=config["n_envs"], seed=config["seed"],
-                           env_kwargs=config["env_kwargs"], monitor_dir=str(out_dir / "monitor"),
-                           monitor_kwargs={"override_existing": not resume})
+    # an id with a batched entry point steps all n_envs instances in one call (docs/performance.md, "Training")
+    vec_env = make_training_vec_env(config["env_id"], config["n_envs"], config["seed"], config["env_kwargs"],
+                                    str(out_dir / "monitor"), resume=resume)
     if monitor_clock_s is not None:  # the resumed Monitors' "t" goes on from the kept rows' clock
-        vec_env.set_attr("t_start", time.time() - monitor_clock_s)
+        set_monitor_clock(vec_env, monitor_clock_s)
     tb = str(out_dir / "tb") if tensorboard else None
     zip_path, buffer_path, _ = _checkpoint_paths(out_dir)
     if resume and zip_path.is_file():
@@ -445,6 +446,7 @@ def restore_monitor(out_dir: Path, n_envs: int, env_id: str) -> float:
     A checkpoint whose row counts are unknown (written before they were recorded) keeps every row; a missing CSV
     gets Monitor's header (the resumed Monitor appends to it).
     """
+    from joulegym.agents.batched_vec_env import monitor_files
     from joulegym.core.io import write_atomic
 
     zip_path, _, _ = _checkpoint_paths(out_dir)
@@ -454,8 +456,8 @@ def restore_monitor(out_dir: Path, n_envs: int, env_id: str) -> float:
     else:
         counts = {}  # training starts again from step 0
     clock_s = 0.0
-    for rank in range(n_envs):
-        path = out_dir / "monitor" / f"{rank}.monitor.csv"
+    for name in monitor_files(env_id, n_envs):
+        path = out_dir / "monitor" / name
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, "#" + json.dumps({"t_start": time.time(), "env_id": env_id}) + "\nr,l,t\n")

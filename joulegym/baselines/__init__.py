@@ -11,11 +11,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from joulegym.baselines.generic import RandomPolicy
 from joulegym.core import policy as _policy
 from joulegym.core.policy import (
     Policy,
     PolicyNotApplicable,
+    RandomPolicy,
     applicable,
     env_config_for,
     register_policy,
@@ -46,14 +46,12 @@ def make(name: str, family: str | None = None, **kwargs: Any) -> Any:
     policy does not take raises ``ValueError`` naming the ones it does (``etf-fixed-phi:ph=0.5``)."""
     found = spec(name, _family(family) if family is not None and "/" not in name else family)
     try:
-        built = found.factory(**kwargs)
+        return _policy.build(found, **kwargs)
     except TypeError as err:
         if "keyword argument" not in str(err):
             raise
         raise ValueError(f"policy {found.qualified_name!r} takes no keyword {sorted(kwargs)}; it takes: "
                          f"{_keywords(found.factory)}") from None
-    # an inner policy drives an env through the core's adapter (joulegym.core.policy.make does the same)
-    return _policy.InnerPolicyAdapter(built, family=found.family, kinds=found.kinds) if found.inner else built
 
 
 def _keywords(factory: Any) -> list[str]:
