@@ -8,6 +8,9 @@ the same name through the core's ``InnerPolicyAdapter`` on ``DREAM-v0`` (or the 
 
 from __future__ import annotations
 
+import dataclasses
+from types import MappingProxyType
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -15,11 +18,12 @@ import pytest
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
 from joulegym.baselines.dream import INNER, grid_search
-from joulegym.core.inner import run_inner
+from joulegym.core.inner import policy_rng, run_inner
 from joulegym.core.policy import InnerPolicyAdapter, PolicyNotApplicable, available, make_inner
 from joulegym.core.rollout import rollout
 from joulegym.envs.dream.mapscore import DreamPolicy
 from joulegym.envs.dream.simulator import DreamSim
+from joulegym.envs.dream.view import _SHARED, DreamView
 from tests.dream.toy import run_until
 
 HORIZON = 0.3
@@ -52,6 +56,44 @@ def test_fast_path_metrics_equal_the_env_episode(name, workload):
     assert episode.metrics == direct
     assert base.slots.overflow_steps == 0
     assert episode.total_return == pytest.approx(-direct["uxcost"], rel=1e-9)
+
+
+class _SnapshotView(DreamView):
+    """The view with the simulator's lists copied to tuples and its dicts to read-only mappings: a scheduler that
+    writes into the state through the view raises."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for key in _SHARED:
+            value = getattr(self, key)
+            if isinstance(value, list):
+                object.__setattr__(self, key, tuple(value))
+            elif isinstance(value, dict):
+                object.__setattr__(self, key, MappingProxyType(dict(value)))
+
+
+def test_the_view_cannot_be_rebound():
+    sim = DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.05)
+    sim.reset(np.random.default_rng(0))
+    view = sim.view()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.f_pos = []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del view.ready
+
+
+@pytest.mark.parametrize("name", sorted(INNER))
+def test_no_inner_policy_writes_through_the_view(name):
+    """Every inner policy decides on a fresh snapshot view per decision (tuples, read-only mappings) without
+    raising, and with the metrics of :func:`run_inner`'s live view: none writes into the simulator's lists."""
+    expected = run_inner(DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=0.1),
+                         make_inner(name, family="dream"), 3)
+    sim, policy = DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=0.1), make_inner(name, family="dream")
+    sim.reset(np.random.default_rng(3))
+    policy.reset(sim, policy_rng(3, policy.name))
+    while sim.advance():
+        sim.apply(policy.decide(_SnapshotView(sim)))
+    assert sim.metrics() == expected
 
 
 @pytest.mark.parametrize("name", ["dream-full", "fcfs", "mapscore-fixed"])

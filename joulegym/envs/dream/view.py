@@ -1,8 +1,10 @@
 """What a DREAM scheduler decides on: the read-only view of :class:`~joulegym.envs.dream.simulator.DreamSim`
 and the estimates of Algorithm 1 (Kim et al., ASPLOS'23 §3-§4; ``docs/families/dream.md`` §2).
 
-The view holds live references to the simulator's per-frame and per-accelerator lists (read-only by
-convention: a scheduler changes the state only through the decisions it returns) and computes what the
+The view is a frozen dataclass (no attribute can be rebound or deleted) holding live references to the
+simulator's per-frame and per-accelerator lists: copying them at every decision would cost more than the decision.
+A scheduler changes the state only through the decisions it returns; the DREAM tests run every inner policy on
+tuple snapshots of these lists to prove none writes into them. The view computes what the
 paper's engines read: ToGo (Alg. 1 line 2), the best-case remaining time of smart frame drop (§4.2.1
 condition 1), the next unit's latency and energy per accelerator (lines 8, 11) and the context-switch bytes
 (line 10). It is not the simulator: it cannot apply, advance or reset.
@@ -10,6 +12,7 @@ condition 1), the next unit's latency and energy per accelerator (lines 8, 11) a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,6 +28,7 @@ _SHARED = ("n_acc", "acc_pes", "acc_running", "acc_busy_until", "acc_resident", 
            "acc_violated", "acc_energy", "acc_worst", "acc_drops", "granularity", "recent_drops", "out_counts")
 
 
+@dataclass(frozen=True, eq=False, repr=False)
 class DreamView:
     """Per task id: ``f_model`` (model slot), ``f_frame`` (frame index k), ``f_release``, ``f_deadline``,
     ``f_pos`` (next nominal layer), ``f_tcmpl`` (last span's completion; the release before the first),
@@ -34,12 +38,14 @@ class DreamView:
     (release order). Per model: the running UXCost sums ``acc_frames``, ``acc_violated``, ``acc_energy``,
     ``acc_worst``, ``acc_drops``."""
 
-    def __init__(self, sim: DreamSim) -> None:
-        self._sim = sim
+    _sim: DreamSim
+
+    def __post_init__(self) -> None:
+        sim, bind = self._sim, object.__setattr__  # frozen: the one place the references are bound
         for key in _SHARED:
-            setattr(self, key, getattr(sim, key))
-        self._f_vars, self._released, self._children = sim._f_vars, sim._released, sim._children
-        self._lat_per_byte, self._sp = sim._lat_per_byte, sim._sp
+            bind(self, key, getattr(sim, key))
+        for key in ("_f_vars", "_released", "_children", "_lat_per_byte", "_sp"):
+            bind(self, key, getattr(sim, key))
 
     @property
     def now(self) -> float:
