@@ -410,3 +410,16 @@ def test_chunk_granularity_dispatches_whole_chunks():
     assert s.f_pos[0] == 2 and v.next_lat(0) == pytest.approx((0.07,))
     s.apply(Dispatch(0, 0, ALL_LAYERS))  # coarser requests stay coarser
     assert s.acc_busy_until[0] == pytest.approx(0.1) and s.layers == 4
+
+
+@pytest.mark.parametrize("name", ["planaria", "veltair", "dream-full", "random-dispatch"])
+def test_energy_floor_bounds_every_completed_frame(name):
+    """:meth:`DreamSim.energy_floor` (the R5 bound, docs/families/dream-cost-model.md "Energy"): no completed frame
+    of any scheduler spent less than its floor, and the floor is not simply the spend (some frames spent more)."""
+    s = DreamSim.from_catalog("ar-call", "4k-1os2ws", horizon_s=0.3)
+    run_inner(s, make_inner(name, family="dream"), 2)
+    done = [i for i, state in enumerate(s.f_state) if state == COMPLETED]
+    assert done
+    floors = {i: s.energy_floor(i) for i in done}
+    assert all(0.0 < floors[i] <= s.f_energy[i] * (1 + 1e-12) for i in done)
+    assert any(s.f_energy[i] > floors[i] * (1 + 1e-6) for i in done)
