@@ -255,7 +255,6 @@ def test_copies_continue_like_the_original(family):
 SIMULATOR_PENDING = {
     "emrf": "EMRFSimulator is not yet a core Simulator (reset(users, rng), apply(rule))",
     "powerflow": "PowerFlowSim is not yet a core Simulator (reset(), apply(alloc, wakeup_s))",
-    "dream": "DreamSim is not yet a core Simulator (reset(seed))",
 }
 
 
