@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from joulegym.core.actions import ACTION_TOLERANCE
 from joulegym.core.env import JoulegymEnv
 
 
@@ -25,6 +26,50 @@ def check_num_envs(num_envs: Any) -> int:
     if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
         raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
     return int(num_envs)
+
+
+def validated_batch(actions: Any, single: gym.Space, num_envs: int, ignore: np.ndarray | None = None) -> np.ndarray:
+    """``actions`` as one array with a row per instance, every row checked against the single action space
+    ``single`` before any instance steps, so that a rejected batch steps none: ``Box`` rows finite and inside the
+    bounds up to :data:`~joulegym.core.actions.ACTION_TOLERANCE` (returned as float64, clipped), ``Discrete`` rows
+    whole numbers in range (returned as int64). Rows where ``ignore`` is set (instances being reset, whose action
+    is ignored) are not checked. A ``ValueError`` names the space and the first bad row."""
+    array = np.asarray(actions) if not isinstance(actions, np.ndarray) else actions
+    skip = np.zeros(num_envs, dtype=bool) if ignore is None else ignore
+    if isinstance(single, gym.spaces.Box):
+        shape = (num_envs, *single.shape)
+        if array.dtype.kind not in "biuf" or array.size != int(np.prod(shape)) or array.ndim < 1 \
+                or array.shape[0] != num_envs:
+            raise ValueError(f"actions must be a float array of shape {shape} (one row per instance in {single}), "
+                             f"got {type(actions).__name__} of shape {np.shape(actions)}")
+        rows = array.reshape(shape).astype(np.float64, copy=False)
+        low, high = single.low, single.high
+        bad = ~np.isfinite(rows) | (rows < low - ACTION_TOLERANCE) | (rows > high + ACTION_TOLERANCE)
+        bad = bad.reshape(num_envs, -1).any(axis=1) & ~skip
+        if bad.any():
+            n = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"actions[{n}] must be an element of {single} (finite, inside the bounds), "
+                             f"got {rows[n].tolist()}")
+        return np.where(rows < low, low, np.where(rows > high, high, rows))
+    if isinstance(single, gym.spaces.Discrete):
+        n_levels, start = int(single.n), int(single.start)
+        if array.shape != (num_envs,) or array.dtype.kind not in "iuf":
+            raise ValueError(f"actions must be an integer array of shape ({num_envs},) with values in "
+                             f"[{start}, {start + n_levels}), got {type(actions).__name__} of shape "
+                             f"{np.shape(actions)}")
+        if array.dtype.kind == "f":
+            whole = np.isfinite(array) & (array == np.round(np.nan_to_num(array)))
+            if not (whole | skip).all():
+                n = int(np.flatnonzero(~whole & ~skip)[0])
+                raise ValueError(f"actions[{n}] must be an integer in [{start}, {start + n_levels}), got {array[n]}")
+            array = np.where(whole, array, start)
+        levels = array.astype(np.int64)
+        bad = ((levels < start) | (levels >= start + n_levels)) & ~skip
+        if bad.any():
+            n = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"actions[{n}] must be in [{start}, {start + n_levels}), got {levels[n]}")
+        return levels
+    raise ValueError(f"validated_batch checks Box and Discrete action spaces, not {single}")
 
 
 class BatchedVectorEnv(VectorEnv):

@@ -92,7 +92,7 @@ def test_bad_actions_raise_naming_the_space():
     batched.reset(seed=0)
     with pytest.raises(ValueError, match="action"):
         batched.step(np.full((2, 1), np.nan, dtype=np.float32))
-    with pytest.raises(ValueError, match="batched action space"):
+    with pytest.raises(ValueError, match="one row per instance"):
         batched.step(np.zeros((3, 1), dtype=np.float32))
     with pytest.raises(ValueError, match="num_envs"):
         EMRFVectorEnv(0)
@@ -248,3 +248,39 @@ def test_resident_array_state_writes_back_the_single_envs_state(env_id, kwargs, 
     for i, env in enumerate(singles):
         assert _carried_state(batched.envs[i]) == _carried_state(env.unwrapped), i
     assert batched.batched_steps > 0 and all(batched.batched_paths[path] > 0 for path in paths_taken)
+
+
+def _bad_last_row(batched, kind: str) -> np.ndarray:
+    """A valid batch except its last row: NaN (Box kinds) or an out-of-range level (``knob_discrete``)."""
+    actions = batched.action_space.sample()
+    if actions.dtype.kind == "f":
+        actions[-1] = np.nan
+    else:
+        actions[-1] = batched.single_action_space.n
+    return actions
+
+
+@pytest.mark.parametrize("env_id", ["joulegym/EMRF-v0", "joulegym/EMRFResidual-v0", "joulegym/EMRFKnob-v0",
+                                    "joulegym/EMRFKnobDiscrete-v0"])
+@pytest.mark.parametrize("batch_from", [1, 10**9])  # the batched quiet windows, and the per-instance path
+def test_a_rejected_batch_steps_no_instance(env_id, batch_from):
+    """A batch rejected for one bad row (its last) raises and changes no instance: the next step gives what a twin
+    that never saw the bad batch gives, for every instance (observations, rewards, flags, metrics at the end)."""
+    n, seed = 4, 3
+    envs = [gym.make_vec(env_id, num_envs=n, vectorization_mode=BATCHED, horizon=8) for _ in range(2)]
+    for env in envs:
+        env.batch_from = batch_from
+        env.reset(seed=seed)
+    tested, twin = envs
+    tested.action_space.seed(seed)
+    for step in range(12):
+        actions = tested.action_space.sample()
+        if step in (2, 7):  # early, and before the episode's last window (horizon 8)
+            with pytest.raises(ValueError, match="action"):
+                tested.step(_bad_last_row(tested, env_id))
+        got, want = tested.step(actions), twin.step(actions)
+        for a, b in zip(got[:4], want[:4]):
+            assert np.asarray(a).tobytes() == np.asarray(b).tobytes(), step
+        if "_metrics" in want[4]:
+            for i in np.flatnonzero(want[4]["_metrics"]):
+                assert _same_metrics(_metrics_of(got[4], i), _metrics_of(want[4], i))

@@ -51,7 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from joulegym.core.rewards import weighted_sum
-from joulegym.core.vector import BatchedVectorEnv, check_num_envs
+from joulegym.core.vector import BatchedVectorEnv, check_num_envs, validated_batch
 from joulegym.envs.emrf.allocation import RESIDUAL_ZERO_RTOL
 from joulegym.envs.emrf.env import GLOBAL_FEATURES, SLOT_FEATURES, TINY_WEIGHT, EMRFEnv
 from joulegym.envs.emrf.simulator import EPS_WORK, QUEUE_NORM, WindowResult
@@ -172,7 +172,7 @@ class EMRFVectorEnv(BatchedVectorEnv):
 
     def _step(self, actions: Any):
         N = self.num_envs
-        batch = self._batch(actions)
+        batch = validated_batch(actions, self.single_action_space, N, self._autoreset)  # every row, before any steps
         actions = list(batch)
         reward = np.zeros((N, len(self.reward_spec.names))) if self._vector_reward else np.zeros(N)
         terminated = np.zeros(N, dtype=bool)
@@ -238,19 +238,6 @@ class EMRFVectorEnv(BatchedVectorEnv):
         if self._state.res[n]:
             self._flush([n])
         return self.envs[n].metrics()
-
-    def _batch(self, actions: Any) -> np.ndarray:
-        """The actions as one array, a row per instance (each validated by its instance's action type, which
-        names the space)."""
-        N = self.num_envs
-        try:
-            batch = np.asarray(actions)
-        except (TypeError, ValueError):
-            batch = None
-        if batch is None or batch.dtype == object or batch.ndim < 1 or batch.shape[0] != N:
-            raise ValueError(f"actions must be an array in the batched action space {self.action_space} "
-                             f"(one row per instance, {N} rows), got {actions!r}")
-        return batch
 
     # --- the resident state (module docstring, "How") ------------------------------------------------------------
     def _fast_path_possible(self) -> bool:
