@@ -21,10 +21,10 @@ Tables:
    ``powerflow-strict``, as ``bench_powerflow.py``), else the first applicable reference policy;
    a policy's ``env_config`` is applied.
 2. ``episodes``: CPU seconds per whole episode where the issue sets a target (Tiresias and PowerFlow on the
-   Philly 24 h trace), given the data: *one* episode as :func:`joulegym.envs.powerflow.simulate` runs it (action
-   mode ``request``, a slot per job, the policy's ``env_config``, eta 0.6, until every job is done), timed per
-   episode, median over the repeats; beside it, once, ``simulate()`` as a whole, which also pays for the
-   episodes it abandons with too few slots (it starts at 128 slots and re-runs x4 when a job finds none). The
+   Philly 24 h trace), given the data: *one* episode as :func:`joulegym.baselines.powerflow_simulate.simulate`
+   runs it (action mode ``request``, a slot per job, the policy's ``env_config``, eta 0.6, until every job is
+   done), timed per episode, median over the repeats; beside it, once, ``simulate()`` as a whole, which also pays
+   for the episodes it abandons with too few slots (it starts at 128 slots and re-runs x4 when a job finds none). The
    former row timed the scenario id's own episode instead (64 slots, ``alloc`` mode: jobs beyond the slots wait
    unseen, 10,352 decisions instead of 4,826): a different schedule, 42-45 s.
 3. ``vector``: ``SyncVectorEnv`` of 4 ``ETF-v0`` envs against 4 single-env steps (a fixed action: the env's cost
@@ -323,9 +323,9 @@ def kinds_table(ids: Sequence[str], cfg: Settings, policies: Sequence[str] | Non
 
 
 def _episode_env(env_id: str, policy: Any, kwargs: dict[str, Any]) -> gym.Env:
-    """``env_id`` set up as :func:`joulegym.envs.powerflow.simulate` runs a trace: the policy's ``env_config``,
-    ``request`` actions, no power repair unless the policy says, until every job is done, and a slot per job (so
-    the decisions do not depend on the slots), reset once so that loading the trace is not timed."""
+    """``env_id`` set up as :func:`joulegym.baselines.powerflow_simulate.simulate` runs a trace: the policy's
+    ``env_config``, ``request`` actions, no power repair unless the policy says, until every job is done, and a slot
+    per job (so the decisions do not depend on the slots), reset once so that loading the trace is not timed."""
     config = {"power_constraint": "none", "horizon_s": math.inf, **env_config_for(policy, kwargs)}
     config.update(eta=EPISODE_ETA, action_mode="request", max_steps=10_000_000)
     probe = gym.make(env_id, **config)
@@ -340,7 +340,7 @@ def _episode_env(env_id: str, policy: Any, kwargs: dict[str, Any]) -> gym.Env:
 def episodes_table(cfg: Settings, family: str | None = None) -> list[dict[str, Any]]:
     """CPU seconds per whole episode for :data:`EPISODE_TARGETS` (given their data): one episode per repeat, the
     median; and ``simulate()`` once, with the episodes it abandons (module docstring)."""
-    from joulegym.envs.powerflow import simulate
+    from joulegym.baselines.powerflow_simulate import simulate
 
     rows = []
     for env_id, policy_name in EPISODE_TARGETS:

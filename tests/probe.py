@@ -30,20 +30,30 @@ class Probe:
         return action
 
 
-class WatchApply:
-    """Wraps a policy; every ``sim.apply(*args)`` of the episode runs as ``watch(sim, apply, *args)``, so a test
-    can look at the simulator before and after each decision is applied (``apply(*args)`` applies it)."""
+class WatchDecisions:
+    """Wraps a policy and watches every decision the simulator applies, through the simulator's observer hook
+    (:meth:`joulegym.core.simulator.Simulator.add_observer`): ``before(sim)`` runs at the decision point, when the
+    policy acts (the simulator as the decision finds it), and ``after(sim, decision, state)`` right after the
+    decision is applied, with what ``before`` returned (``None`` without ``before``)."""
 
-    def __init__(self, policy: Any, watch: Callable[..., None]) -> None:
-        self.policy, self.watch = policy, watch
+    def __init__(self, policy: Any, after: Callable[..., None], before: Callable[[Any], Any] | None = None) -> None:
+        self.policy, self.after, self.before = policy, after, before
         self.name, self.privileged = policy.name, policy.privileged
         self.sim: Any = None
+        self._state: Any = None
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         self.policy.reset(env, seed)
-        sim = self.sim = env.unwrapped.sim
-        apply = sim.apply
-        sim.apply = lambda *args: self.watch(sim, apply, *args)
+        sim = env.unwrapped.sim
+        if sim is not self.sim:  # one observer per simulator (a simulator lives across the env's episodes)
+            sim.add_observer(self._observe)
+            self.sim = sim
+        self._state = None
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        if self.before is not None:
+            self._state = self.before(self.sim)
         return self.policy.act(obs, info)
+
+    def _observe(self, sim: Any, decision: Any) -> None:
+        self.after(sim, decision, self._state)

@@ -480,7 +480,7 @@ def test_emrf_allocators_are_within_capacity_or_name_the_argument(name):
 def test_powerflow_simulate_is_finite_or_raises_valueerror(jobs, valid, data):
     import pandas as pd
 
-    from joulegym.envs.powerflow.env import simulate
+    from joulegym.baselines.powerflow_simulate import simulate
     from joulegym.workloads.traces import JobTrace
 
     if valid:

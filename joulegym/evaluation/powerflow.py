@@ -3,8 +3,9 @@
 ``summary_plot(results, out_dir)`` draws, for every PowerFlow env id in ``results``, average JCT against
 total energy: one curve per policy, sweeping eta for PowerFlow and the global frequency (1020-1530 MHz,
 §6.2) for the energy-unaware baselines (Gandiva, Tiresias, AFS, FIFO); the Zeus combinations are one
-point each (§6.2 "we can only get a fixed result"). The sweeps run :func:`joulegym.envs.powerflow.simulate`
-on the env's own scenario trace (seed 0). The evaluated episodes of ``results`` are overlaid as crosses.
+point each (§6.2 "we can only get a fixed result"). The sweeps run
+:func:`joulegym.baselines.powerflow_simulate.simulate` on the env's own scenario trace (seed 0). The evaluated
+episodes of ``results`` are overlaid as crosses.
 
 ``reproduce(out_dir, quick)``: the same sweep on Small100 (quick) or on the Alibaba1901-scale synthetic
 trace, with the Fig. 9 oracle curve (``powerflow-oracle``: true profiles, no pre-run/profiling), written as
@@ -76,7 +77,7 @@ def sweep(jobs, cluster, *, etas=ETAS, freqs=FREQS_MHZ, policies=UNAWARE + ZEUS,
     Columns: ``policy, knob, value`` (eta or MHz; NaN for Zeus), ``avg_jct_h, total_energy_kwh``, ``truncated``
     (the run hit the simulator's horizon with jobs unfinished).
     """
-    from joulegym.envs.powerflow import simulate
+    from joulegym.baselines.powerflow_simulate import simulate
 
     runs = [(ref, eta) for ref in references for eta in etas]
     runs += [(name, f) for name in policies for f in ([None] if name in ZEUS else list(freqs))]
@@ -567,7 +568,7 @@ def real_trace_table(names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS, data_root: 
     """
     import time
 
-    from joulegym.envs.powerflow import simulate
+    from joulegym.baselines.powerflow_simulate import simulate
 
     rows = []
     for name in names:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from joulegym.devices import get_device
-from joulegym.envs.powerflow.simulator import catalog_p_max
+from joulegym.envs.powerflow.profiles import catalog_p_max
 from joulegym.workloads import dl_models as dm
 from tests.reference_data import ref_file
 
@@ -258,7 +258,7 @@ def test_spread_resnet18_a100_regression():
 def test_noisy_throughput_is_non_decreasing_in_frequency(model, device, log_n, bs_index, sigma, salt):
     """Issue 12 #7: the truth noise never makes a higher clock slower (f_max is the fastest level), in the
     simulator's true rows and in the profiles the predictor is fitted to."""
-    from joulegym.envs.powerflow.simulator import _Profiles
+    from joulegym.envs.powerflow.profiles import Profiles
 
     pool = dm.CATALOG[model].bs_pool
     n = 2**log_n
@@ -268,7 +268,7 @@ def test_noisy_throughput_is_non_decreasing_in_frequency(model, device, log_n, b
     t_noisy, e_noisy = dm.apply_truth_noise(t, e, dm.noise_factors(model, bs, [n], len(hw.freqs_mhz), sigma, salt))
     assert np.all(np.diff(t_noisy[0]) <= 0)
     assert np.all(e_noisy == e * dm.noise_factors(model, bs, [n], len(hw.freqs_mhz), sigma, salt)[..., 1])
-    true_t = _Profiles(device, 8, sigma, "oracle", 0.04).true(model, bs, n)[0]
+    true_t = Profiles(device, 8, sigma, "oracle").true(model, bs, n)[0]
     assert np.all(np.diff(true_t) <= 0)
     assert not np.allclose(true_t, t[0])  # the noise is still there
 
@@ -276,9 +276,9 @@ def test_noisy_throughput_is_non_decreasing_in_frequency(model, device, log_n, b
 def test_truth_noise_regression_fmax_not_slower():
     """The configurations the issue found: with independent per-level factors some (model, BS, n) ran f_max up to
     5 % slower than a lower level; now none does, over the whole Table 1 pool."""
-    from joulegym.envs.powerflow.simulator import _Profiles
+    from joulegym.envs.powerflow.profiles import Profiles
 
-    prof = _Profiles("v100", 8, 0.03, "oracle", 0.04)
+    prof = Profiles("v100", 8, 0.03, "oracle")
     worst_raw = 0.0
     hw = dm.hardware("v100")
     for model in dm.ALL_MODELS:

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
-from joulegym.envs.powerflow import simulate
 from joulegym.evaluation.hooks import hooks_for
 from joulegym.evaluation.powerflow import ETAS, FREQS_MHZ, UNAWARE, ZEUS
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
-from joulegym.envs.powerflow import simulate
 from joulegym.envs.powerflow.cluster import affinity_migrate_place, affinity_place
 from joulegym.workloads.dl_jobs import DLJobs
 
@@ -38,7 +38,7 @@ class _Starts:
     def act(self, obs, info):
         before = {int(j): int(self.sim.n[j]) for j in self.sim.ready_jobs()}
         action = self.policy.act(obs, info)
-        decision = self.policy._last[2]
+        decision = self.policy._last[-1]
         for j, (k, _) in decision.items():
             if k > 0 and before.get(j, 0) == 0:
                 self.slices[j] = self.slices.get(j, 0) + 1

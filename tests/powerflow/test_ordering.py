@@ -42,8 +42,9 @@ import os
 import numpy as np
 import pytest
 
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
-from joulegym.envs.powerflow import ClusterSpec, SimConfig, simulate
+from joulegym.envs.powerflow import ClusterSpec, SimConfig
 from joulegym.evaluation.powerflow import curve_jct_at, curve_ratios, improvement, matched_energy, sweep
 from joulegym.scenarios.powerflow import LONG_HORIZON_S, LONG_SPAN_S, gavel_interval
 from joulegym.workloads import dl_jobs

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
+from joulegym.envs.powerflow import PowerFlowSim, SimConfig
 from joulegym.envs.powerflow.cluster import ClusterSpec
-from joulegym.envs.powerflow.simulator import PowerFlowSim, SimConfig, _Profiles
+from joulegym.envs.powerflow.profiles import Profiles
 from joulegym.workloads import dl_models as dm
 from joulegym.workloads.dl_jobs import DLJobs
 
@@ -16,7 +17,7 @@ from joulegym.workloads.dl_jobs import DLJobs
 def _spread_heavier_config() -> tuple[str, int, float, float]:
     """A (model, BS) whose 4-GPU job draws more power spread 2 + 2 over two nodes than packed on one, at f_max:
     the case the former packed pricing under-estimated. Returns (model, bs, packed W, spread W)."""
-    prof = _Profiles("v100", 8, 0.03, "oracle", 0.04)
+    prof = Profiles("v100", 8, 0.03, "oracle")
     best = None
     for model, spec in dm.CATALOG.items():
         for bs in spec.bs_pool:

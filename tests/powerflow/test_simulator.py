@@ -6,13 +6,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import joulegym.envs.powerflow.env as env_module
+import joulegym.baselines.powerflow_simulate as simulate_module
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import env_config_for, make
 from joulegym.core.rollout import rollout
-from joulegym.envs.powerflow import ClusterSpec, simulate
+from joulegym.envs.powerflow import ClusterSpec
 from joulegym.workloads import dl_jobs
 from joulegym.workloads.traces import JobTrace
-from tests.probe import WatchApply
+from tests.probe import WatchDecisions
 
 POLICIES = ["powerflow", "powerflow-strict", "powerflow-oracle", "gandiva", "tiresias", "gandiva-zeus",
             "tiresias-zeus", "afs", "fifo"]
@@ -35,14 +36,15 @@ def small_trace(seed: int = 0, n: int = 30) -> JobTrace:
     return dl_jobs.gavel_trace(n, seed=seed, mean_interarrival_s=200.0, duration_scale=0.05, max_gpus=16)
 
 
-def checked_apply(policy, cluster: ClusterSpec) -> WatchApply:
-    """``policy`` wrapped so that around every ``sim.apply`` of the episode a profiling/restarting (pinned) job is
+def checked_apply(policy, cluster: ClusterSpec) -> WatchDecisions:
+    """``policy`` wrapped so that across every decision the simulator applies a profiling/restarting (pinned) job is
     never moved or re-profiled and no job holds GPUs that do not exist; ``.applied`` counts the decisions."""
 
-    def check(sim, apply, *args):
+    def pinned_now(sim):
         ready = sim.ready_jobs()
-        pinned = {int(j): (sim.gpus[int(j)], sim.profile_until[int(j)]) for j in ready[sim.pinned_mask(ready)]}
-        apply(*args)
+        return {int(j): (sim.gpus[int(j)], sim.profile_until[int(j)]) for j in ready[sim.pinned_mask(ready)]}
+
+    def check(sim, decision, pinned):
         wrapped.applied += 1
         for j, (gpus, until) in pinned.items():
             assert sim.gpus[j] == gpus and sim.profile_until[j] == until
@@ -50,7 +52,7 @@ def checked_apply(policy, cluster: ClusterSpec) -> WatchApply:
         assert len(held) == len(set(held)) and all(0 <= g < cluster.num_gpus for g in held)
         assert int(sim.n.sum()) <= cluster.num_gpus
 
-    wrapped = WatchApply(policy, check)
+    wrapped = WatchDecisions(policy, check, before=pinned_now)
     wrapped.applied = 0
     return wrapped
 
@@ -66,7 +68,7 @@ def test_conservation_and_capacity(policy):
     checked = checked_apply(pol, cluster)
     episode = rollout(env, checked, 0, options={"trace": jobs})
     sim = checked.sim
-    assert episode.terminated and sim.finished and not sim.truncated and checked.applied == episode.length
+    assert episode.terminated and sim.done and not sim.truncated and checked.applied == episode.length
     b = sim.balance()
     assert b["gpu_s_jobs"] + b["gpu_s_idle"] + b["gpu_s_off"] == pytest.approx(b["gpu_s_capacity"], rel=1e-12)
     assert b["energy_breakdown_j"] == pytest.approx(b["energy_integral_j"], rel=1e-12)
@@ -131,15 +133,15 @@ def test_simulate_reruns_an_episode_that_would_overflow(monkeypatch):
     jobs = dl_jobs.to_powerflow_jobs(small_trace(4), seed=0)
     reference = simulate(jobs, "tiresias", cluster=(2, 8), eta=0.6)
     built = []
-    original = env_module.PowerFlowEnv
+    original = simulate_module.PowerFlowEnv
 
     class Counting(original):
         def __init__(self, *args, **kwargs):
             built.append(kwargs["max_slots"])
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(env_module, "PowerFlowEnv", Counting)
-    monkeypatch.setattr(env_module, "SIMULATE_SLOTS", 1)
+    monkeypatch.setattr(simulate_module, "PowerFlowEnv", Counting)
+    monkeypatch.setattr(simulate_module, "SIMULATE_SLOTS", 1)
     rerun = simulate(jobs, "tiresias", cluster=(2, 8), eta=0.6)
     assert rerun.metrics == reference.metrics
     assert built[0] == 1 and built[-1] > built[0] and len(built) >= 2
@@ -208,3 +210,43 @@ def test_philly_103959_replay_with_gandiva():
     jct = _philly_replay(("fifo", "tiresias", "gandiva", "powerflow"))
     assert jct["powerflow"] < min(jct["fifo"], jct["tiresias"], jct["gandiva"]), jct
     assert jct == pytest.approx(PHILLY_PINS, rel=1e-6)  # regression pins (measured, not paper numbers)
+
+
+def test_the_simulator_is_a_core_simulator_with_a_read_only_view():
+    """PowerFlowSim subclasses the core Simulator: ``reset(rng, jobs)`` (``None``: the same trace again), a frozen
+    view whose arrays cannot be written, ``apply`` of a Decision with its observers told after it."""
+    import dataclasses
+
+    from joulegym.core.simulator import Simulator
+    from joulegym.envs.powerflow import Decision, PowerFlowSim
+
+    env = gym.make("joulegym/PowerFlow-tiny-v0").unwrapped
+    env.reset(seed=3)
+    sim = env.sim
+    assert isinstance(sim, Simulator) and isinstance(sim, PowerFlowSim)
+    view = sim.view()
+    assert view.jobs.size > 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.now = 1.0
+    for name in ("jobs", "submit", "remaining", "n_req", "batch_size", "n", "fl", "pinned", "pinned_power",
+                 "attained", "freqs_mhz"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(view, name)[...] = 0
+
+    def run(first_decision_wakeup: float | None) -> list:
+        seen = []
+        sim.add_observer(observe := lambda s, decision: seen.append((s.now, decision)))
+        sim.reset(np.random.default_rng(0), None)  # the same trace again
+        assert sim.advance()
+        ready = sim.ready_jobs()
+        sim.apply(Decision({int(ready[0]): (1, sim.F - 1)}, first_decision_wakeup))
+        while sim.advance():
+            sim.apply({int(j): (1, sim.F - 1) for j in sim.ready_jobs()[:2]})
+        sim.remove_observer(observe)
+        return seen
+
+    first, again = run(None), run(None)
+    assert len(first) > 3 and [t for t, _ in first] == [t for t, _ in again]
+    assert isinstance(first[0][1], Decision) and sim.done and sim.metrics()["jobs_done"] == len(sim.jobs)
+    with pytest.raises(ValueError, match="Decision or a mapping"):
+        sim.apply([(0, 1)])

@@ -1,4 +1,4 @@
-"""Tiresias as published (Gu et al., NSDI '19, §4; issue 12 #2): discretised 2D-LAS with ElasticFlow's queue
+"""Tiresias as published (Gu et al., NSDI '19, §4): discretised 2D-LAS with ElasticFlow's queue
 thresholds and the consolidation rule for models with skewed tensors."""
 
 from __future__ import annotations
@@ -8,17 +8,18 @@ import itertools
 import numpy as np
 
 from joulegym.baselines import powerflow as pfb
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
-from joulegym.envs.powerflow import simulate
 from joulegym.workloads.dl_jobs import DLJobs
 
 
 class _Placements:
-    """Records every placement the simulator gives each job (after each decision)."""
+    """Records every placement the simulator gives each job (after each decision: an observer of the simulator)."""
 
     def __init__(self, policy) -> None:
         self.policy, self.name, self.privileged = policy, policy.name, policy.privileged
         self.placements: dict[int, list[tuple[float, tuple[int, ...]]]] = {}
+        self._sim = None
 
     @property
     def env_config(self):
@@ -27,14 +28,13 @@ class _Placements:
     def reset(self, env, seed=None) -> None:
         self.policy.reset(env, seed)
         sim = env.unwrapped.sim
-        apply = sim.apply
+        if sim is not self._sim:
+            sim.add_observer(self._watch)
+            self._sim = sim
 
-        def watched(alloc, wakeup_s=None):
-            apply(alloc, wakeup_s)
-            for j in range(len(sim.jobs)):
-                self.placements.setdefault(j, []).append((sim.now, sim.gpus[j]))
-
-        sim.apply = watched
+    def _watch(self, sim, decision) -> None:
+        for j in range(len(sim.jobs)):
+            self.placements.setdefault(j, []).append((sim.now, sim.gpus[j]))
 
     def act(self, obs, info):
         return self.policy.act(obs, info)

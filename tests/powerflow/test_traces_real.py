@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from joulegym.envs.powerflow import ClusterSpec, simulate
-from joulegym.envs.powerflow.simulator import PowerFlowSim, SimConfig
+from joulegym.baselines.powerflow_simulate import simulate
+from joulegym.envs.powerflow import ClusterSpec, PowerFlowSim, SimConfig
 from joulegym.workloads import dl_jobs
 from joulegym.workloads import dl_models as dm
 from joulegym.workloads.traces import JobTrace, gavel_durations, load_trace

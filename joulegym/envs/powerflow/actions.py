@@ -313,7 +313,7 @@ class RequestAction(_Levels):
     baselines run), then an f-level. Mask: levels up to ``min(G, BS)``; the request under a non-migrating
     placement (``first-fit``, ``affinity``), under packed placement only when it is a power of two within the
     cap; empty slots only level 0; pinned jobs only their current n and f. Every reference policy's decision
-    encodes exactly, which is why :func:`~joulegym.envs.powerflow.simulate` runs in this mode."""
+    encodes exactly, which is why :func:`~joulegym.baselines.powerflow_simulate.simulate` runs in this mode."""
 
     name = "request"
     with_request = True
