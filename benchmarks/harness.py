@@ -507,15 +507,28 @@ def _powerflow_vs_gpus(cfg: Settings) -> list[tuple[float, float]]:
 
 
 def _emrf_vs_users(cfg: Settings) -> list[tuple[float, float]]:
+    """us per step against users, the median of ``cfg.repeats`` runs. Before each run the process's heap is
+    collected and frozen (``gc.freeze``): a full collection over what the harness holds by then (every kind's envs
+    and caches) would otherwise land in whichever point happens to cross the collector's threshold (the cause of a
+    32-user point above the 64-user one, docs/families/emrf.md §11)."""
+    import gc
+
     users = (2, 4) if cfg.quick else (2, 4, 8, 16, 32, 64)
     out = []
     for n in users:
-        policy = baselines.make("random")
-        # the random mix with exactly n users (EMRF-v0's own app list fixes 5)
-        env = gym.make("joulegym/EMRF-apu-random-v0", max_users=n, random={"n_users": [n, n]})
-        rate = cpu_steps_per_second(env, policy, max(200, cfg.steps // 3))
-        out.append((n, 1e6 / rate))
-        env.close()
+        costs = []
+        for repeat in range(cfg.repeats):
+            policy = baselines.make("random")
+            # the random mix with exactly n users (EMRF-v0's own app list fixes 5)
+            env = gym.make("joulegym/EMRF-apu-random-v0", max_users=n, random={"n_users": [n, n]})
+            gc.collect()
+            gc.freeze()
+            try:
+                costs.append(1e6 / cpu_steps_per_second(env, policy, max(200, cfg.steps // 3), seed=repeat))
+            finally:
+                gc.unfreeze()
+            env.close()
+        out.append((n, statistics.median(costs)))
     return out
 
 

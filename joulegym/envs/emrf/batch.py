@@ -1,121 +1,28 @@
-"""The EMRF fluid dynamics of R instances at once, as arrays (EMRF paper §II-B, §V-C Algorithm 1;
-docs/families/emrf.md §5).
+"""The EMRF fluid dynamics of R instances at once, as arrays: the batched vector env's transition (EMRF paper
+§II-B, §V-C Algorithm 1; docs/families/emrf.md §5, §11).
 
-:class:`EMRFBatch` holds the state of R independent instances of the APU (a row each; ``max_users`` slots per row)
-and runs their decision windows together. The single env is a batch of one row, the batched vector env a batch of
-N: both step through :meth:`EMRFBatch.window`, so they share one transition (docs/families/emrf.md §11).
+:class:`EMRFBatch` holds the state of R independent APUs (a row each; ``max_users`` slots per row) and runs their
+decision windows together. The model is :mod:`joulegym.envs.emrf.simulator`'s, word for word (fluid progress, the
+segments of a window at every event, admission inside the window, xi phases, measurement, common random numbers:
+its module docstring): each row of the batch gives the bits of that simulator under the same seed
+(``tests/emrf/test_vector.py`` checks every kind and scenario family). Rows step in lockstep, one segment per pass:
+a row whose window has no event takes one pass, the others as many as their events need; a row whose window ended
+takes no more.
 
-``max_users`` user slots share an APU of capacities ``(C_cpu, C_gpu)`` GFLOPS. Each occupied slot is a user with
-an app split ``xi`` (true) and ``xi_hat`` (what the scheduler measured over the last window), a weight and a job
-queue; a job is W GFLOP. A user with unfinished work is *active*.
-
-**Fluid progress.** At allocation F_i (GFLOPS) the current job progresses at F_i GFLOP/s, its CPU and GPU parts
-in lockstep (the coupling, §II-B). The allocation is planned with ``xi_hat``; the hardware runs the true ``xi``: if
-the planned allocation over-uses a device under the true split, every rate is scaled by the same factor
-``min_d C_d / usage_d`` (a fluid device cannot exceed its capacity). Without drift or noise ``xi_hat == xi`` and
-the planned allocation runs exactly (docs/families/emrf.md, assumption A1).
-
-**One decision window** (Algorithm 1's ΔT, default 1 s) is split into segments at every event (Alg. 1 re-allocates
-every ΔT and on changes; docs/families/emrf.md, assumption A2): a job completion (the next job of the user starts
-at once, closed loop), a departure (the user's queue is empty), an *arrival* (a user arriving at its ``arrival``
-time, or an open-loop Poisson job arriving at a present user's empty queue) and a phase switch of ``xi`` of an
-active user (``apu-phases``). At the start of each segment the window's allocation rule (:mod:`.rules`) is
-re-applied to the current active set (the same ω re-scaled over the remaining users, as a work-conserving weighted
-fair scheduler does, or EMRF re-solved for a knob). Rows step in lockstep, one segment per pass: a row whose
-window has no event takes one pass, the others as many as their events need.
-
-**xi phases.** A user with ``xi_alt`` alternates between ``xi_cpu`` and ``xi_alt`` at switch times drawn from its
-own stream from its arrival on (gaps uniform in ``phase_period``). Every switch is applied at its time whether or
-not the user has work then, so the phase timeline does not depend on the policy; the switch of a user without work
-(departed, between Poisson jobs, waiting) ends no segment (nothing that runs changes) and is applied at the end of
-the segment it falls in, before that user can run again.
-
-**Admission of an arrival inside the window.** The arrivals of one instant are taken together: the window's rule
-is applied to the set of every user with work (the active set, the arriving slots and the slots already waiting);
-an arriving slot joins at once if it gets a positive allocation there, otherwise (a ``weights`` action that gave
-its slot ω = 0, e.g. because it was idle at the decision) it *waits*: it holds its job but is not in the active set
-(no rate, not in the window's measures). A waiting slot is tested again, the same way, at every later arrival or
-departure in the window (a departure can leave the APU to it: the weighted fair scheduler is work-conserving) and is
-active like any user with work at the next decision. A Poisson job arriving at a non-empty queue changes no
-allocation: it is queued (counted at the latest when the current job completes, so a user whose job arrived before
-its previous one finished does not depart). ``admit_at_window=True`` restores the earlier simplification: every
-arrival is admitted at the next window boundary (arrivals wait at most ΔT). The arrival times themselves do not
-depend on the mode or the policy (common random numbers).
-
-**Measurement** (Alg. 1 line 1): at the end of a window ``xi_hat_i`` = CPU operations / all operations user i ran
-in the window (the ops-weighted true split), plus optional Gaussian noise (``xi_noise``) on co-run apps
-(0 < xi < 1), clipped to [0, 1]. Users that ran nothing keep their previous estimate. A change of xi is therefore
-seen at the next decision (docs/families/emrf.md, assumption A7).
-
-**Randomness** (common random numbers): each slot of each row draws its job sizes, Poisson job arrivals and xi
-phase lengths from its own stream (seeded from the row's generator at reset), and the measurement noise from
-another, so one seed gives every policy the same jobs at the same times (docs/families/emrf.md, assumption A9).
-
-**Bits.** Every float is computed with the operations of the paper's formulas in slot order: elementwise numpy
+**Bits.** Every float is computed with the scalar simulator's operations in its order: elementwise numpy
 operations are the IEEE operations Python's floats do, and every sum over slots is accumulated slot by slot from
-0.0 (:func:`sums`, ``np.add.accumulate``), as ``sum()`` over a list does. Events (completions, arrivals, phase
-switches, noise) touch single slots and run in Python, row by row.
+0.0 (:func:`rowsum`, ``np.add.accumulate``), as ``sum()`` and ``+=`` over a list do. Events (completions, arrivals,
+phase switches, noise) touch single slots and run in Python, row by row, as the scalar simulator runs them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-EPS_WORK = 1e-9  # relative remaining work below which a job counts as finished (fp round-off)
-MAX_SEGMENTS = 100_000  # events in one window: beyond this the window would run for seconds; raise instead of hanging
-#                        (the env bounds the implied events at config time; this catches the rest)
-QUEUE_NORM = 4.0  # open-loop users: queue feature = min(queued jobs / 4, 1) (joulegym choice, observation only)
-ARRIVAL_EPS = 1e-12  # s: an arrival at t counts as due at t + ARRIVAL_EPS (round-off of the window ends)
-
-
-@dataclass(frozen=True)
-class UserSpec:
-    """One user (slot occupant).
-
-    :param name: label (app name).
-    :param xi_cpu: true CPU fraction of the app's work.
-    :param weight: w_i > 0.
-    :param job_gflop: mean job size W (GFLOP).
-    :param jobs: jobs submitted at ``arrival`` (closed loop); ``None`` = backlogged (never runs out).
-    :param arrival: time (s) the user arrives (an event inside the window; with ``admit_at_window``, admitted
-        at the first window boundary >= it).
-    :param arrival_rate: Poisson job arrivals per second after ``arrival`` (open loop), 0 = none.
-    :param job_sigma: lognormal sigma of job sizes (mean kept at ``job_gflop``); 0 = fixed size.
-    :param xi_alt: ``apu-phases``: the second value ``xi`` alternates with (None = no drift).
-    :param co_run: whether measurement noise applies (co-run friendly apps, 0 < xi < 1).
-    """
-
-    name: str
-    xi_cpu: float
-    weight: float
-    job_gflop: float
-    jobs: int | None = None
-    arrival: float = 0.0
-    arrival_rate: float = 0.0
-    job_sigma: float = 0.0
-    xi_alt: float | None = None
-    co_run: bool = False
-
-
-@dataclass
-class WindowResult:
-    """What happened in one window of one row: segments ``(dt, active slots, delivered GFLOPS per slot)``.
-
-    ``arrivals``: ``(time, slot, joined)`` of every slot that got work it lacked inside the window (``joined``: it
-    joined the active set at once; False: it waits). ``readmitted``: ``(time, slot)`` of waiting slots that joined
-    later in the window (module docstring, "Admission").
-    """
-
-    segments: list[tuple[float, tuple[int, ...], list[float]]] = field(default_factory=list)
-    completed_jobs: int = 0
-    departures: list[int] = field(default_factory=list)
-    arrivals: list[tuple[float, int, bool]] = field(default_factory=list)
-    readmitted: list[tuple[float, int]] = field(default_factory=list)
+from joulegym.envs.emrf.simulator import ARRIVAL_EPS, EPS_WORK, MAX_SEGMENTS, QUEUE_NORM, UserSpec, _Streams
 
 
 def rowsum(term: np.ndarray) -> np.ndarray:
@@ -135,20 +42,6 @@ def selection(rows: int, sel: Any) -> tuple[np.ndarray, int]:
     """The row indices a selection (a slice or an index array) of ``rows`` rows picks, and how many."""
     index = np.arange(rows)[sel] if isinstance(sel, slice) else sel
     return index, index.size
-
-
-class _Streams(dict):
-    """Per-slot generators seeded from ``seeds``, each created on first use (``__missing__``; later lookups are plain
-    dict hits): the same streams as creating them all at reset, without the cost of the ones never drawn from
-    (empty slots, users without phases or arrivals)."""
-
-    def __init__(self, seeds: list[int]) -> None:
-        super().__init__()
-        self.seeds = seeds
-
-    def __missing__(self, slot: int) -> np.random.Generator:
-        generator = self[slot] = np.random.default_rng(self.seeds[slot])
-        return generator
 
 
 class _RowStreams:
@@ -216,11 +109,6 @@ class EMRFBatch:
         self.users: list[list[UserSpec | None]] = [[None] * n for _ in range(rows)]
         self.event_slots: list[tuple[int, ...]] = [()] * rows
         self.streams: list[_RowStreams | None] = [None] * rows
-        # per row, the last window's events: completed jobs; arrivals joined at once, waiting, readmitted
-        self.completed = np.zeros(rows, dtype=np.int64)
-        self.arrival_counts = np.zeros((rows, 3), dtype=np.int64)
-        self.record = False  # keep each window's WindowResult per row (the single env and its tests read it)
-        self.last_window: list[WindowResult] = [WindowResult() for _ in range(rows)]
 
     # --- episodes ------------------------------------------------------------------------------------------
     def reset_row(self, r: int, users: list[UserSpec], rng: np.random.Generator) -> None:
@@ -241,9 +129,6 @@ class EMRFBatch:
         for name in ROW_FLOATS:
             getattr(self, name)[r] = 0.0
         self.windows[r] = 0
-        self.completed[r] = 0
-        self.arrival_counts[r] = 0
-        self.last_window[r] = WindowResult()
         row_users: list[UserSpec | None] = [None] * n
         for slot, user in enumerate(users):
             row_users[slot] = user
@@ -361,13 +246,10 @@ class EMRFBatch:
         end = self.time[sel] + span
         self.work_window[sel] = 0.0
         self.cpu_window[sel] = 0.0
-        self.completed[sel] = 0
-        self.arrival_counts[sel] = 0
         in_window = self.has_events[sel] & (not self.admit_at_window)  # arrivals are events inside the window
         arrival_at = np.where(in_window, self.next_arrival_event(sel), math.inf) if np.count_nonzero(in_window) \
             else None
         phased = np.count_nonzero(self.phased[sel]) > 0
-        results = [WindowResult() for _ in range(count)] if self.record else None
         if plan is None:
             planned_for = np.zeros((count, self.max_users), dtype=bool)
             planned = np.zeros((count, self.max_users))
@@ -412,18 +294,16 @@ class EMRFBatch:
             segments += 1
             if measures is not None:
                 measures.segment(positions, dt, active, rates)
-            if results is not None:
-                self._record(results, positions, count, dt, active, rates)
             if segments > MAX_SEGMENTS:
                 raise RuntimeError(f"more than MAX_SEGMENTS={MAX_SEGMENTS} events in one window of {span} s (job "
                                    "completions and arrivals): use larger jobs, fewer arrivals or shorter windows")
-            self._events(index, positions, now, end, active, in_window, arrival_at, phased, rule, results)
+            self._events(index, positions, now, end, active, in_window, arrival_at, phased, rule)
             going = self.time[r] < end[positions] - 1e-12
             if not np.count_nonzero(going):
                 break
             positions = np.arange(count)[positions][going]
             r = index[positions]
-        self._end_window(sel, index, end, gpu_window + 0.0, results)
+        self._end_window(sel, index, end, gpu_window + 0.0)
 
     def _rates(self, alloc: np.ndarray, r: Any) -> np.ndarray:
         """The delivered rates of a planned allocation: planned with ``xi_hat``, run with the true ``xi``; every rate
@@ -439,15 +319,8 @@ class EMRFBatch:
         scale = np.where(gpu_over & (gpu_scale < scale), gpu_scale, scale)
         return alloc * scale[:, None]
 
-    @staticmethod
-    def _record(results: list[WindowResult], positions: Any, count: int, dt: np.ndarray, active: np.ndarray,
-                rates: np.ndarray) -> None:
-        for k, p in enumerate(range(count)[positions] if isinstance(positions, slice) else positions.tolist()):
-            results[p].segments.append((dt[k].item(), tuple(np.flatnonzero(active[k]).tolist()), rates[k].tolist()))
-
     def _events(self, index: np.ndarray, positions: Any, now: np.ndarray, end: np.ndarray, active: np.ndarray,
-                in_window: np.ndarray, arrival_at: np.ndarray | None, phased: bool, rule: Any,
-                results: list[WindowResult] | None) -> None:
+                in_window: np.ndarray, arrival_at: np.ndarray | None, phased: bool, rule: Any) -> None:
         """The events at the end of a segment, row by row in Python: completions (and the Poisson jobs queued
         behind them), phase switches, arrivals inside the window and waiting slots tested again."""
         r = index[positions]
@@ -463,27 +336,32 @@ class EMRFBatch:
         if not np.count_nonzero(eventful):
             return
         all_positions = np.arange(index.size)[positions]
+        admitting: list[tuple[int, int, float, list[int]]] = []  # (position, row, time, slots that arrived)
+        moved: list[int] = []  # positions whose next arrival event may have changed
         for k in np.flatnonzero(eventful).tolist():
             p = all_positions[k].item()
             row = index[p].item()
             t = now[k].item()
-            result = results[p] if results is not None else None
             departed = False
             for slot in np.flatnonzero(finished[k]).tolist():
                 if in_window[p] and self.open_loop[row, slot]:
                     self._arrive(row, slot, t + ARRIVAL_EPS)  # jobs that arrived while this one ran are queued behind
-                departed |= self._complete(row, slot, t, result)
+                departed |= self._complete(row, slot, t)
             if phased and switching[k]:
                 self._switch_phases(row, t)  # every slot's switches, active or not (module docstring)
             if in_window[p]:
                 if t < end[p] - 1e-12 and (arrival_at[p] <= t + 1e-12 or (departed and self.waiting[row].any())):
-                    self._admit_in_window(row, t, rule, result)
-                    arrival_at[p] = self.next_arrival_event(index[p:p + 1])[0]
+                    at = t + ARRIVAL_EPS
+                    admitting.append((p, row, t, [slot for slot in self._due(row, at) if self._arrive(row, slot, at)]))
+                    moved.append(p)
                 elif departed:
-                    arrival_at[p] = self.next_arrival_event(index[p:p + 1])[0]
+                    moved.append(p)
+        if admitting:
+            self._admit_in_window(admitting, rule)
+        if moved:
+            arrival_at[moved] = self.next_arrival_event(index[moved])
 
-    def _end_window(self, r: Any, index: np.ndarray, end: np.ndarray, gpu_window: np.ndarray,
-                    results: list[WindowResult] | None) -> None:
+    def _end_window(self, r: Any, index: np.ndarray, end: np.ndarray, gpu_window: np.ndarray) -> None:
         span = self.window_s
         c_cpu, c_gpu = self.capacities
         self.time[r] = end
@@ -498,9 +376,6 @@ class EMRFBatch:
         self.util_gpu[r] = gpu_window / (c_gpu * span)
         self._measure(r, index, cpu_window, work_window)
         self.last_rates[r] = work_window / span
-        if results is not None:
-            for p, row in enumerate(index.tolist()):
-                self.last_window[row] = results[p]
         if np.count_nonzero(self.has_events[r]):  # only rows with an arrival due by now go through Python
             events = index[self.has_events[r]]
             now = (self.time[events] + ARRIVAL_EPS)[:, None]
@@ -543,39 +418,25 @@ class EMRFBatch:
                 self.xi[r, slot] = user.xi_alt if self.phase[r, slot] else user.xi_cpu
                 self.next_switch[r, slot] += float(stream.uniform(lo, hi))
 
-    def _admit_in_window(self, r: int, now: float, rule: Any, result: WindowResult | None) -> None:
-        """Arrivals at ``now`` inside the window, and waiting slots tested again (module docstring, "Admission").
+    def _admit_in_window(self, admitting: list[tuple[int, int, float, list[int]]], rule: Any) -> None:
+        """Arrivals inside the window, and waiting slots tested again (module docstring, "Admission"), for every row
+        of ``admitting`` (``(position, row, time, slots that got work they lacked)``) with one rule application.
 
         The arrivals of one instant are decided together, against the set of every user with work, so the outcome
         does not depend on the slot order of simultaneous arrivals.
         """
-        at = now + ARRIVAL_EPS
-        arrived = [slot for slot in self._due(r, at) if self._arrive(r, slot, at)]
-        retry = np.flatnonzero(self.waiting[r]).tolist()
-        if not arrived and not retry:
-            return
-        candidate = self.present[r] & (self.queue[r] > 0)
-        alloc = rule.plan(self, np.array([r]), candidate[None, :])[0].tolist()
-        counts = self.arrival_counts[r]
-        for slot in arrived:
-            joined = alloc[slot] > 0.0
-            self.waiting[r, slot] = not joined
-            counts[0 if joined else 1] += 1
-            if result is not None:
-                result.arrivals.append((now, slot, joined))
-        for slot in retry:
-            if alloc[slot] > 0.0:
-                self.waiting[r, slot] = False
-                counts[2] += 1
-                if result is not None:
-                    result.readmitted.append((now, slot))
+        rows = np.array([row for _, row, _, _ in admitting])
+        candidates = self.present[rows] & (self.queue[rows] > 0)
+        retry = self.waiting[rows]
+        alloc = rule.plan(self, rows, candidates) > 0.0
+        for k, (_, row, _, arrived) in enumerate(admitting):
+            for slot in arrived:
+                self.waiting[row, slot] = not alloc[k, slot]
+        self.waiting[rows] &= ~(retry & alloc)  # a waiting slot that now gets F > 0 joins
 
-    def _complete(self, r: int, slot: int, now: float, result: WindowResult | None) -> bool:
+    def _complete(self, r: int, slot: int, now: float) -> bool:
         """The current job of ``slot`` is done: start the next one (closed loop) or let the user depart (True)."""
-        self.completed[r] += 1
         self.jobs_done[r, slot] += 1
-        if result is not None:
-            result.completed_jobs += 1
         if self.backlogged[r, slot]:
             self._start_job(r, slot)
             return False
@@ -585,8 +446,6 @@ class EMRFBatch:
             return False
         self.remaining[r, slot] = 0.0
         self.finished_at[r, slot] = now
-        if result is not None:
-            result.departures.append(slot)
         return True
 
     # --- summaries ----------------------------------------------------------------------------------------------
@@ -605,4 +464,3 @@ class EMRFBatch:
         return (self.finished_at[r] - self.arrived_at[r]).tolist()
 
 
-AllocationFn = Callable[[tuple[int, ...]], list[float]]  # active slots -> planned GFLOPS per slot

@@ -1,8 +1,7 @@
 """``joulegym/EMRF-v0`` and its action-mode kinds: sharing a coupled CPU-GPU APU (Tang et al.; docs/families/emrf.md).
 
 Up to ``max_users`` users (apps with CPU fraction xi, weight w, job queues) share an APU of
-``(C_cpu, C_gpu)`` GFLOPS (:mod:`~joulegym.envs.emrf.simulator`, over the array core
-:mod:`~joulegym.envs.emrf.batch`). Each decision step is one scheduling
+``(C_cpu, C_gpu)`` GFLOPS (:mod:`~joulegym.envs.emrf.simulator`). Each decision step is one scheduling
 window ΔT (Alg. 1; default 1 s) in which the agent sets the per-user allocation F_i (GFLOPS). One class,
 :class:`EMRFEnv`; the ``action_mode`` picks the action type and with it the kind (id stem).
 
@@ -21,8 +20,8 @@ Action modes        ``action_mode`` (an :class:`~joulegym.core.actions.ActionTyp
                     - ``knob_discrete`` (``EMRFKnobDiscrete``): ``Discrete(knob_levels)`` (default 11:
                       η in {0, 0.1, ..., 1}); every level is valid.
 
-                    Decoding an action gives the window's allocation rule
-                    (:class:`~joulegym.envs.emrf.rules.AllocationRule`: active slots -> F per slot). On an event inside the window (completion, departure,
+                    Decoding an action gives the window's allocation rule (:class:`AllocationRule`:
+                    active slots -> F per slot). On an event inside the window (completion, departure,
                     arrival, xi phase switch) the same ω is re-scaled over the users with work (knob
                     modes re-solve EMRF at the same η); an arriving user joins at once if that gives it
                     F > 0, else it waits (simulator docstring, "Admission"). ``admit_at_window=True``:
@@ -90,84 +89,35 @@ import gymnasium as gym
 import numpy as np
 
 from joulegym.core.actions import ActionType, validated_box_list, validated_discrete_action
+from joulegym.core.cache import BoundedCache
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
-from joulegym.envs.emrf.allocation import basics, drf_progressive_core, emrf_core
+from joulegym.envs.emrf.allocation import (
+    algorithm1_fill_core,
+    basics,
+    emrf_core,
+    residual_core,
+)
 from joulegym.envs.emrf.config import EMRFSetup
-from joulegym.envs.emrf.episodes import GLOBAL_FEATURES, SLOT_FEATURES
-from joulegym.envs.emrf.rules import AllocationRule, KnobRule, ResidualRule, SlicedRule, WeightsRule
+from joulegym.envs.emrf.decisions import (
+    DERIVED_CACHE_SIZE,
+    ENVY_NUMPY_FROM,
+    GLOBAL_FEATURES,
+    SLOT_FEATURES,
+    Derived,
+    ReferenceAllocations,
+    envy_count,
+    normalised,
+    spread,
+)
 from joulegym.envs.emrf.simulator import EMRFSimulator
 from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX
 
 __all__ = ["GLOBAL_FEATURES", "SLOT_FEATURES", "AllocationRule", "EMRFEnv", "ReferenceAllocations"]
 
-REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "max-utilisation", "fair-share")
 FLOOR_LAMBDA = 50.0  # λ of the floor preset (docs/families/emrf.md, assumption A10)
 SCALARIZED_BETA = 0.5  # β of the scalarized preset
-ROW = slice(0, 1)  # the single env is row 0 of a batch of one
-
-
-def _spread(active: tuple[int, ...], values, n: int) -> tuple[float, ...]:
-    """Per-active-user ``values`` as a per-slot tuple of length ``n`` (0 for the other slots)."""
-    out = [0.0] * n
-    for k, i in enumerate(active):
-        out[i] = values[k]
-    return tuple(out)
-
-
-class ReferenceAllocations(Mapping):
-    """``info["reference_allocations"]``: what each reference policy would allocate now, per slot.
-
-    Every entry is computed on first access (most training loops never read them) and then kept; the object holds
-    plain data, so it pickles (vector envs). It is the type of this info key at every step, also when no user has
-    work (all zeros).
-    """
-
-    __slots__ = ("_active", "_eta", "_inst", "_n", "_solver", "_tie_break", "_values")
-
-    def __init__(self, inst: tuple | None, active: tuple[int, ...], n: int, eta: float, tie_break: str,
-                 solver: str) -> None:
-        self._inst, self._active, self._n, self._eta = inst, active, n, eta
-        self._tie_break, self._solver = tie_break, solver
-        self._values: dict[str, tuple[float, ...]] = {}
-
-    def __getitem__(self, key: str) -> tuple[float, ...]:
-        value = self._values.get(key)
-        if value is None:
-            if key not in REFERENCE_KEYS:
-                raise KeyError(key)
-            value = self._values[key] = self._compute(key)
-        return value
-
-    def _compute(self, key: str) -> tuple[float, ...]:
-        n, active, inst = self._n, self._active, self._inst
-        if inst is None:
-            return (0.0,) * n
-        _, share, fmax, _, _ = basics(*inst)
-        xi, w = inst[2], inst[3]
-
-        def saturating(omega) -> list[float]:  # omega scaled until the first device saturates (weights mode)
-            t = 1.0 / max(sum(o * x for o, x in zip(omega, xi)) / inst[0],
-                          sum(o * (1.0 - x) for o, x in zip(omega, xi)) / inst[1])
-            return [o * t for o in omega]
-
-        if key == "emrf":
-            alloc = emrf_core(*inst, self._eta, self._tie_break, self._solver)[0]
-        elif key == "max-utilisation":
-            alloc = emrf_core(*inst, 0.0, self._tie_break, self._solver)[0]
-        elif key == "drf-progressive":
-            alloc = drf_progressive_core(*inst)
-        else:
-            alloc = {"drf": fmax, "wfq": saturating(w), "static-partition": saturating(share),
-                     "fair-share": share}[key]
-        return _spread(active, alloc, n)
-
-    def __iter__(self):
-        return iter(REFERENCE_KEYS)
-
-    def __len__(self) -> int:
-        return len(REFERENCE_KEYS)
 
 
 def _default_apps() -> list[dict]:
@@ -175,19 +125,34 @@ def _default_apps() -> list[dict]:
     return [{"app": a, "weight": w} for a, w in zip(mix.apps, mix.weights)]
 
 
+class AllocationRule:
+    """The decision of one window: active slots -> planned GFLOPS per slot (a list of ``max_users``).
+
+    :param fn: the rule (re-applied at every event inside the window, e.g. to the remaining users).
+    :param eta: the η it applies (η_target for the weight modes; ``info["eta"]``).
+    """
+
+    __slots__ = ("eta", "fn")
+
+    def __init__(self, fn, eta: float) -> None:
+        self.fn, self.eta = fn, float(eta)
+
+    def __call__(self, active: tuple[int, ...]) -> list[float]:
+        return self.fn(active)
+
+
 # --- action types -------------------------------------------------------------------------------------
 class _EMRFAction(ActionType):
-    """Decode = validate the action, build the window's rule (:mod:`~joulegym.envs.emrf.rules`) over the env's one
-    row, and route it through Alg. 1's discrete scheduler when ``task_gflop`` is set."""
+    """Decode = validate the action, build the fluid rule, and route it through Alg. 1's discrete
+    scheduler when ``task_gflop`` is set (:meth:`EMRFEnv._with_task_slices`)."""
 
     env: EMRFEnv
 
     def decode(self, action: Any) -> AllocationRule:
-        rule = self._fluid(action)
-        task = self.env.config["task_gflop"]
-        return rule if task is None else SlicedRule(rule, task, self.env.config["strict_stop"])
+        fn, eta = self._fluid(action)
+        return AllocationRule(self.env._with_task_slices(fn), eta)
 
-    def _fluid(self, action: Any) -> AllocationRule:  # pragma: no cover - every mode overrides
+    def _fluid(self, action: Any):  # pragma: no cover - every mode overrides
         raise NotImplementedError
 
 
@@ -200,9 +165,9 @@ class WeightsAction(_EMRFAction):
         super().__init__(env)
         self.space = gym.spaces.Box(0.0, 1.0, (env.max_users,), dtype=np.float32)
 
-    def _fluid(self, action: Any) -> AllocationRule:
+    def _fluid(self, action: Any):
         env = self.env
-        return WeightsRule(np.array([validated_box_list(action, self.space)]), env.eta_target, env.sim.batch)
+        return env._weights_rule(validated_box_list(action, self.space)), env.eta_target
 
     def encode(self, allocation: Any) -> np.ndarray:
         """ω = F / max F for an allocation per slot (0 on inactive slots): reproduces any saturating F."""
@@ -216,18 +181,18 @@ class ResidualWeightsAction(WeightsAction):
 
     name = "residual_weights"
 
-    def _fluid(self, action: Any) -> AllocationRule:
+    def _fluid(self, action: Any):
         env = self.env
-        return ResidualRule(np.array([validated_box_list(action, self.space)]), env.eta_target, env.sim.batch)
+        return env._residual_rule(validated_box_list(action, self.space), env.eta_target), env.eta_target
 
     def encode(self, allocation: Any) -> np.ndarray:
         """ω = F'/max F' with F' = F - η_target F^max over the current active users."""
         env = self.env
         f = np.asarray(allocation, dtype=float)
-        episodes = env.sim.episodes
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            episodes.derive(ROW)
-        floor = np.where(episodes.d_act[0], episodes.d_fmax[0] * env.eta_target, 0.0)
+        active = env._active_slots()
+        floor = np.zeros_like(f)
+        if active:
+            floor[list(active)] = np.array(env._derived(active).fmax) * env.eta_target
         return super().encode(np.maximum(f - floor, 0.0))
 
 
@@ -240,10 +205,9 @@ class KnobAction(_EMRFAction):
         super().__init__(env)
         self.space = gym.spaces.Box(0.0, 1.0, (1,), dtype=np.float32)
 
-    def _fluid(self, action: Any) -> AllocationRule:
-        env = self.env
+    def _fluid(self, action: Any):
         eta = validated_box_list(action, self.space)[0]
-        return KnobRule(eta, env.config["tie_break"], env.config["lp_solver"], env.sim.batch)
+        return self.env._knob_rule(eta), eta
 
     def encode(self, eta: float) -> np.ndarray:
         """The action for knob value ``eta``."""
@@ -259,25 +223,24 @@ class KnobDiscreteAction(_EMRFAction):
         super().__init__(env)
         self.space = gym.spaces.Discrete(env.config["knob_levels"])
 
-    def _fluid(self, action: Any) -> AllocationRule:
-        env = self.env
-        eta = validated_discrete_action(action, self.space) / (self.space.n - 1)
-        return KnobRule(eta, env.config["tie_break"], env.config["lp_solver"], env.sim.batch)
+    def _fluid(self, action: Any):
+        level = validated_discrete_action(action, self.space)
+        eta = level / (self.space.n - 1)
+        return self.env._knob_rule(eta), eta
 
     def encode(self, eta: float) -> int:
         """The level nearest to ``eta``."""
         return round(float(eta) * (self.space.n - 1))
 
 
-ACTION_TYPES: dict[str, type[ActionType]] = {"weights": WeightsAction, "residual_weights": ResidualWeightsAction,
-                                             "knob": KnobAction, "knob_discrete": KnobDiscreteAction}
-
-
 class EMRFEnv(JoulegymEnv):
     """EMRF APU-sharing env; see the module docstring for spaces, reward and termination."""
 
     family: ClassVar[str] = "emrf"
-    action_types: ClassVar[Mapping[str, type[ActionType]]] = ACTION_TYPES
+    action_types: ClassVar[Mapping[str, type[ActionType]]] = {
+        "weights": WeightsAction, "residual_weights": ResidualWeightsAction, "knob": KnobAction,
+        "knob_discrete": KnobDiscreteAction,
+    }
     reward_parts: ClassVar[tuple[RewardPart, ...]] = (  # soft_fairness's finite bound is per instance (_reward_spec)
         RewardPart("efficiency", 0.0, 1.0, "E = sum F_i / (C_cpu + C_gpu), the LP objective (Eq. (15))"),
         RewardPart("soft_fairness", -math.inf, 0.0, "-Δ / (W / min w), Δ = max F/S - min F/S (Eq. (9))"),
@@ -355,17 +318,20 @@ class EMRFEnv(JoulegymEnv):
 
     # --- configuration ------------------------------------------------------------------------------
     def _configure(self) -> None:
-        self.setup = setup = EMRFSetup(self.config)
+        self.setup = setup = EMRFSetup(self.config)  # validates every key
         cfg = self.config
         self.capacities, self.c_tot = setup.capacities, setup.c_tot
         self.max_users, self.horizon = setup.max_users, setup.horizon
+        self._weight_unit = setup.weight_unit
         self.sim = EMRFSimulator(self.capacities, self.max_users, cfg["window_s"], self.horizon,
-                                 xi_noise=cfg["xi_noise"], admit_at_window=cfg["admit_at_window"],
-                                 weight_unit=setup.weight_unit, keep_history=True)
+                                 xi_noise=cfg["xi_noise"], admit_at_window=cfg["admit_at_window"])
         n = self.max_users
         self.observation_space = gym.spaces.Box(0.0, 1.0, (n * SLOT_FEATURES + GLOBAL_FEATURES,), dtype=np.float32)
         self.eta_target = cfg["eta"]
-        self._obs = np.zeros((1, n * SLOT_FEATURES + GLOBAL_FEATURES), dtype=np.float32)
+        self._derived_cache: BoundedCache[Derived] = BoundedCache(DERIVED_CACHE_SIZE)
+        self._empty_refs = ReferenceAllocations.empty(n, cfg["tie_break"], cfg["lp_solver"])
+        self._new_view()
+        self._reset_accumulators()
 
     def _reward_spec(self) -> RewardSpec:
         """The three parts with their per-step bounds (module docstring, "Reward parts").
@@ -376,31 +342,230 @@ class EMRFEnv(JoulegymEnv):
         max_users w_max / w_min, W/min w >= 1), the declared lower bound.
         """
         weights = self.setup.config_weights()
-        spread = max(weights) / min(weights)
-        low = -self.max_users * spread * self.c_tot / min(self.capacities)
+        weight_spread = max(weights) / min(weights)
+        low = -self.max_users * weight_spread * self.c_tot / min(self.capacities)
         efficiency, soft, floor = self.reward_parts
         parts = (efficiency, RewardPart(soft.name, low, soft.high, soft.description), floor)
         return RewardSpec(parts, self.reward_presets)
 
+    def _instance(self, active: tuple[int, ...]) -> tuple[float, float, tuple[float, ...], tuple[float, ...]]:
+        """``(C_cpu, C_gpu, xi_hat, w)`` of ``active`` as the current decision sees them (cached per window)."""
+        inst = self._inst_cache.get(active)
+        if inst is None:
+            sim = self.sim
+            xi = self._xi_view
+            unit = self._weight_unit
+            inst = self._inst_cache[active] = (self.capacities[0], self.capacities[1], tuple(xi[i] for i in active),
+                                               tuple(sim.weight[i] / unit for i in active))
+        return inst
+
+    def _new_view(self) -> None:
+        """The decision inputs changed (window end / reset): snapshot xi_hat, drop the per-window caches."""
+        self._xi_view = list(self.sim.xi_hat)
+        self._inst_cache: dict[tuple[int, ...], tuple] = {}
+        self._derived_window: dict[tuple[int, ...], Derived] = {}
+        self._active_cache: tuple[int, ...] | None = None
+
+    def _derived(self, active: tuple[int, ...]) -> Derived:
+        # per window the instance of an active set is fixed (_instance's cache), and so is eta_target: a plain
+        # dict lookup first, the bounded content-keyed cache across windows second
+        derived = self._derived_window.get(active)
+        if derived is None:
+            inst = self._instance(active)
+            key = (active, inst[2], inst[3], self.eta_target)
+            derived = self._derived_window[active] = self._derived_cache.get_or_compute(
+                key, lambda: Derived(self, active, inst))
+        return derived
+
     def _active_slots(self) -> tuple[int, ...]:
-        """Active slots at the current decision point."""
-        return tuple(np.flatnonzero(self.sim.episodes.decision_active(0)).tolist())
+        """Active slots at the current decision point (cached until the next window)."""
+        if self._active_cache is None:
+            sim = self.sim
+            self._active_cache = tuple(i for i in range(self.max_users) if sim.present[i] and sim.queue[i] > 0)
+        return self._active_cache
+
+    # --- decisions (what the action types build) -------------------------------------------------------
+    def _weights_rule(self, omega: list[float]):
+        c_cpu, c_gpu = self.capacities
+
+        def rule(active: tuple[int, ...]) -> list[float]:
+            out = [0.0] * self.max_users
+            if not active:
+                return out
+            xi = self.sim.xi_hat
+            w = normalised([omega[i] for i in active])
+            load = max(sum(wk * xi[i] for wk, i in zip(w, active)) / c_cpu,
+                       sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)) / c_gpu)
+            t = 1.0 / load
+            for wk, i in zip(w, active):
+                out[i] = wk * t
+            return out
+
+        return rule
+
+    def _residual_rule(self, omega: list[float], eta: float):
+        def rule(active: tuple[int, ...]) -> list[float]:
+            out = [0.0] * self.max_users
+            if not active:
+                return out
+            inst = self._instance(active)
+            fmax = basics(*inst)[2]
+            a, b = residual_core(inst[0], inst[1], inst[2], fmax, eta)
+            xi = inst[2]
+            w = normalised([omega[i] for i in active])
+            need_cpu = sum(wk * x for wk, x in zip(w, xi))
+            need_gpu = sum(wk * (1.0 - x) for wk, x in zip(w, xi))
+            loads = []
+            for need, room in ((need_cpu, a), (need_gpu, b)):
+                if need > 0:
+                    loads.append(math.inf if room <= 0 else need / room)
+            load = max(loads) if loads else math.inf
+            t = 0.0 if math.isinf(load) else 1.0 / load
+            for k, i in enumerate(active):
+                out[i] = eta * fmax[k] + w[k] * t
+            return out
+
+        return rule
+
+    def _knob_rule(self, eta: float):
+        n = self.max_users
+        tie_break, solver = self.config["tie_break"], self.config["lp_solver"]
+
+        def rule(active: tuple[int, ...]) -> list[float]:
+            if not active:
+                return [0.0] * n
+            alloc = emrf_core(*self._instance(active), eta, tie_break, solver)[0]
+            return list(spread(active, alloc, n))
+
+        return rule
+
+    def _with_task_slices(self, rule):
+        """``rule`` as Alg. 1 runs it: its fluid limit F = ω t* (the default) or, with ``task_gflop`` set,
+        the discrete scheduler fed with that fluid allocation as the weights F* (lines 3-9)."""
+        task = self.config["task_gflop"]
+        if task is None:
+            return rule
+        strict = self.config["strict_stop"]
+        n = self.max_users
+
+        def discrete(active: tuple[int, ...]) -> list[float]:
+            planned = rule(active)
+            if not active:
+                return planned
+            c_cpu, c_gpu, xi, _ = self._instance(active)
+            fill = algorithm1_fill_core(c_cpu, c_gpu, xi, tuple(planned[i] for i in active), task, strict)
+            return list(spread(active, fill, n))
+
+        return discrete
 
     def allocation_for(self, action: Any) -> np.ndarray:
         """The allocation (GFLOPS per slot) ``action`` gives the current active set (no state change)."""
         return np.array(self.action_type.decode(action)(self._active_slots()))
 
     # --- episode --------------------------------------------------------------------------------------
+    def _reset_accumulators(self) -> None:
+        n = self.max_users
+        self._sum_e = 0.0
+        self._sum_v = 0.0
+        self._sum_delta = 0.0
+        self._sum_delta_bound = 0.0
+        self._sum_speedup = 0.0
+        self._si_total = 0
+        self._ef_total = 0
+        self._steps = 0
+        self._ratio_time = [0.0] * n
+        self._active_time = [0.0] * n
+        self._last_alloc = [0.0] * n
+        self._last_ratio = [0.0] * n
+        self._last_util = (0.0, 0.0)
+        self._history: list[tuple[float, float, float, float]] = []
+        # the last window's per-step info (zeros before the first window)
+        self._last_eta = self.eta_target
+        self._last_delta = 0.0
+        self._last_bound = 0.0
+        self._last_diag = (0, 0)
+        self._last_arrivals = (0, 0, 0)
+
     def _begin_episode(self, options: dict[str, Any]) -> None:
         self.eta_target = self.setup.draw_eta(self.np_random)
-        self.sim.eta_target = self.eta_target
-        self.sim.reset(self.np_random, self.setup.draw_users(self.np_random))
+        users = self.setup.draw_users(self.np_random)
+        self.sim.reset(self.np_random, users)
+        self._new_view()
+        self._reset_accumulators()
 
     def _transition(self, rule: AllocationRule) -> tuple[float, float, float]:
-        sim = self.sim
-        sim.apply(rule)
+        start_active = self._active_slots()
+        planned = rule(start_active)
+        memo = {start_active: planned}
+        sim, view = self.sim, self._xi_view
+
+        def cached_rule(active: tuple[int, ...]) -> list[float]:
+            alloc = memo.get(active)
+            if alloc is None:
+                # a user arriving inside the window was not in the decision's xi_hat snapshot: it is
+                # planned (and measured) with its app's xi, as it would be at the next decision
+                for i in active:
+                    if view[i] != sim.xi_hat[i]:
+                        view[i] = sim.xi_hat[i]
+                alloc = memo[active] = rule(active)
+            return alloc
+
+        si, ef = self._diagnostics(planned, start_active)
+        bound = self._derived(start_active).bound if start_active else 0.0
+        norm = self._derived(start_active).norm if start_active else 1.0  # W / min w: δ(0), so Δ/norm <= 1
+        sim.apply(cached_rule)
         sim.advance()
-        return tuple(sim.last_parts.tolist())
+        result = sim.last_window
+        e, v, delta = self._window_measures(result)
+        self._record_window(e, v, delta, si, ef, bound, planned, sum(sim.last_rates), rule.eta)
+        joined = sum(1 for _, _, ok in result.arrivals if ok)
+        self._last_arrivals = (joined, len(result.arrivals) - joined, len(result.readmitted))
+        return float(e), float(0.0 - delta / norm), float(0.0 - v)  # 0.0 - x: no -0.0 in the parts
+
+    def _record_window(self, e: float, v: float, delta: float, si: int, ef: int, bound: float,
+                       planned: Any, delivered: float, eta: float) -> None:
+        """A window's bookkeeping once it ran and was measured (``_window_measures``): the episode sums, the
+        history row and the last-window diagnostics."""
+        self._new_view()
+        self._steps += 1
+        self._sum_e += e
+        self._sum_v += v
+        self._sum_delta += delta
+        self._si_total += si
+        self._ef_total += ef
+        self._sum_delta_bound += bound
+        self._last_alloc = planned
+        self._history.append((self.sim.time, self._last_util[0], self._last_util[1], delivered))
+        self._last_eta, self._last_delta, self._last_bound, self._last_diag = eta, delta, bound, (si, ef)
+
+    def _window_measures(self, result) -> tuple[float, float, float]:
+        """Time averages over the window's segments of E, V and Δ; per-user F/S accumulators."""
+        eta = self.eta_target
+        total_e = total_v = total_delta = 0.0
+        span = self.sim.window_s
+        for dt, active, rates in result.segments:
+            if not active or dt <= 0:
+                continue
+            d = self._derived(active)
+            share, fmax, m = d.share, d.fmax, d.m
+            total_e += dt * sum(rates[i] for i in active)
+            total_v += dt * sum(max(0.0, eta * fmax[k] - rates[i]) for k, i in enumerate(active))
+            ratios = [rates[i] / share[k] for k, i in enumerate(active)]
+            total_delta += dt * (max(ratios) - min(ratios))
+            self._sum_speedup += dt * sum(rates[i] * m[k] for k, i in enumerate(active))
+            for k, i in enumerate(active):
+                self._ratio_time[i] += dt * ratios[k]
+                self._active_time[i] += dt
+        self._last_ratio = [0.0] * self.max_users
+        if result.segments:
+            dt, active, rates = result.segments[-1]
+            if active:
+                d = self._derived(active)
+                share, norm = d.share, d.norm
+                for k, i in enumerate(active):
+                    self._last_ratio[i] = rates[i] / share[k] / norm
+        self._last_util = self.sim.last_utilisation
+        return total_e / (span * self.c_tot), total_v / (span * self.c_tot), total_delta / span
 
     def _terminated(self) -> bool:
         return self.sim.done
@@ -410,50 +575,117 @@ class EMRFEnv(JoulegymEnv):
 
     # --- observation and info ---------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
-        self.sim.episodes.observe(ROW, self._obs)
-        return self._obs[0].copy()
+        sim = self.sim
+        active = self._active_slots()
+        ctot = self.c_tot
+        n = self.max_users
+        feats = [0.0] * (n * SLOT_FEATURES + GLOBAL_FEATURES)
+        delta_norm_bound = 0.0
+        if active:
+            d = self._derived(active)
+            remaining, size = sim.remaining, sim.current_size
+            last_alloc, last_ratio = self._last_alloc, self._last_ratio
+            for k, i in enumerate(active):
+                base = i * SLOT_FEATURES
+                feats[base:base + 6] = d.slot_static[k]
+                feats[base + 6] = remaining[i] / size[i]
+                feats[base + 7] = sim.jobs_left_fraction(i)
+                feats[base + 8] = last_alloc[i] / ctot
+                feats[base + 9] = last_ratio[i]
+            delta_norm_bound = d.bound / d.norm
+        for i in range(n):  # present users without work keep their identity features
+            if sim.users[i] is not None and sim.present[i] and i not in active:
+                feats[i * SLOT_FEATURES + 1] = sim.xi_hat[i]
+        g = n * SLOT_FEATURES
+        feats[g:] = [self.eta_target, delta_norm_bound, self._last_util[0], self._last_util[1],
+                     self.capacities[0] / ctot, len(active) / n, min(sim.windows / self.horizon, 1.0)]
+        obs = np.array(feats, dtype=np.float32)
+        np.maximum(obs, 0.0, out=obs)  # the ufuncs directly: np.clip's dispatch costs more than the clipping
+        np.minimum(obs, 1.0, out=obs)
+        return obs
 
     def scheduler_inputs(self) -> dict[str, Any]:
         """Exact inputs of the reference algorithms for the current window (tuples per slot)."""
-        batch = self.sim.batch
-        return {"capacities": self.capacities, "xi_cpu": tuple(batch.xi_hat[0].tolist()),
-                "weights": tuple((batch.weight[0] / batch.weight_unit).tolist()),  # as the allocations use them
-                "active": tuple(self.sim.episodes.decision_active(0).tolist()), "eta": self.eta_target,
-                "tie_break": self.config["tie_break"], "lp_solver": self.config["lp_solver"],
+        sim = self.sim
+        mask = [False] * self.max_users
+        for i in self._active_slots():
+            mask[i] = True
+        mask = tuple(mask)
+        unit = self._weight_unit  # the weights as the env's allocations use them (ratios unchanged)
+        return {"capacities": self.capacities, "xi_cpu": tuple(self._xi_view),
+                "weights": tuple(w / unit for w in sim.weight),
+                "active": mask, "eta": self.eta_target, "tie_break": self.config["tie_break"],
+                "lp_solver": self.config["lp_solver"],
                 "action_mode": self.action_mode, "knob_levels": self.config["knob_levels"]}
 
     def reference_allocations(self) -> ReferenceAllocations:
         """What each reference policy (and the fair share S) allocates to the current active set."""
         active = self._active_slots()
-        batch = self.sim.batch
-        inst = None
-        if active:
-            xi, w = batch.xi_hat[0].tolist(), batch.w[0].tolist()
-            inst = (*self.capacities, tuple(xi[i] for i in active), tuple(w[i] for i in active))
-        return ReferenceAllocations(inst, active, self.max_users, self.eta_target, self.config["tie_break"],
-                                    self.config["lp_solver"])
+        if not active:
+            return self._empty_refs
+        return self._derived(active).refs  # read-only mapping of tuples: safe to share between steps
+
+    def _diagnostics(self, planned: list[float], active: tuple[int, ...]) -> tuple[int, int]:
+        """(SI violations, envious pairs) of ``planned`` over ``active`` (Eqs. (1), (2), (19))."""
+        if not active:
+            return 0, 0
+        d = self._derived(active)
+        f = tuple(planned[i] for i in active)
+        cached = d.diag.get(f)
+        if cached is not None:
+            return cached
+        share, xi = d.share, d.inst[2]
+        si = sum(1 for fk, s in zip(f, share) if fk < s * (1 - 1e-9))
+        ef = envy_count(xi, f) if len(f) < ENVY_NUMPY_FROM else d.envy_arrays().count(f)
+        return d.diag.put(f, (si, ef))
 
     def _extra_info(self) -> dict[str, Any]:
         """The per-step info keys (module docstring, "Info"); the same keys and types at reset and every step."""
-        episodes, batch = self.sim.episodes, self.sim.batch
-        joined, waited, readmitted = batch.arrival_counts[0].tolist()
-        util_cpu, util_gpu = batch.util_cpu[0].item(), batch.util_gpu[0].item()
+        si, ef = self._last_diag
+        joined, waited, readmitted = self._last_arrivals
         return {
-            "allocation": episodes.last_alloc[0].copy(),
-            "delivered": batch.last_rates[0].copy(),  # zeros after reset
-            "utilisation": np.array((util_cpu, util_gpu)),
-            "U_cpu": util_cpu, "U_gpu": util_gpu,
-            "soft_fairness": episodes.last_delta[0].item(), "delta_bound": episodes.last_bound[0].item(),
-            "si_violations": episodes.last_si[0].item(), "ef_violations": episodes.last_ef[0].item(),
-            "eta": episodes.last_eta[0].item(), "eta_target": float(self.eta_target),
-            "arrivals_joined": joined, "arrivals_waited": waited, "arrivals_readmitted": readmitted,
+            "allocation": np.array(self._last_alloc, dtype=np.float64),
+            "delivered": np.array(self.sim.last_rates, dtype=np.float64),  # zeros after reset
+            "utilisation": np.array(self._last_util, dtype=np.float64),
+            "U_cpu": float(self._last_util[0]), "U_gpu": float(self._last_util[1]),
+            "soft_fairness": float(self._last_delta), "delta_bound": float(self._last_bound),
+            "si_violations": int(si), "ef_violations": int(ef),
+            "eta": float(self._last_eta), "eta_target": float(self.eta_target),
+            "arrivals_joined": int(joined), "arrivals_waited": int(waited), "arrivals_readmitted": int(readmitted),
             "scheduler_inputs": self.scheduler_inputs(),
             "reference_allocations": self.reference_allocations(),
         }
 
     def metrics(self) -> dict[str, Any]:
         """The paper's metrics over the episode so far (docs/families/emrf.md §2 "Metrics")."""
-        return self.sim.episodes.metrics(0)
+        sim = self.sim
+        elapsed = sim.time
+        steps = max(self._steps, 1)
+        ratios = [self._ratio_time[i] / self._active_time[i] for i in range(self.max_users) if self._active_time[i] > 0]
+        times = sim.completion_times()
+        finished = [(sim.work_done[i], t) for i, t in enumerate(times) if not math.isnan(t) and t > 0]
+        metrics: dict[str, Any] = {
+            "throughput_gflops": sim.total_gflop / elapsed if elapsed > 0 else 0.0,
+            "mean_efficiency": self._sum_e / steps,
+            "cpu_utilisation": sim.cpu_gflop / (self.capacities[0] * elapsed) if elapsed > 0 else 0.0,
+            "gpu_utilisation": sim.gpu_gflop / (self.capacities[1] * elapsed) if elapsed > 0 else 0.0,
+            "soft_fairness": self._sum_delta / steps,
+            "delta_bound": self._sum_delta_bound / steps,
+            "floor_violation": self._sum_v / steps,
+            "si_violations": float(self._si_total),
+            "ef_violations": float(self._ef_total),
+            "jain_fairness": (sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))
+                              if ratios and any(ratios) else 1.0),  # Jain's index of mean F_i/S_i
+            "weighted_speedup": self._sum_speedup / elapsed if elapsed > 0 else 0.0,
+            "jobs_completed": float(sum(sim.jobs_done)),
+            "job_throughput_gflops": float(sum(w / t for w, t in finished)),
+            "eta_target": self.eta_target,
+            "per_user_gflops": np.array([w / elapsed if elapsed > 0 else 0.0 for w in sim.work_done]),
+            "completion_times_s": np.array([0.0 if math.isnan(t) else t for t in times]),  # 0: not finished
+        }
+        if sim.done:
+            metrics["makespan_s"] = max((f for f in sim.finished_at if f is not None), default=0.0)
+        return metrics
 
     # --- rendering --------------------------------------------------------------------------------------
     def _render_ansi(self) -> str:
@@ -466,12 +698,12 @@ class EMRFEnv(JoulegymEnv):
             user = sim.users[i]
             if user is None:
                 continue
-            f = self.sim.episodes.last_alloc[0, i].item()
+            f = self._last_alloc[i]
             x = sim.xi_hat[i]
             active = sim.present[i] and sim.queue[i] > 0
             lines.append(f"{i:>4} {user.name:>6} {'*' if active else ' ':>3} {x:>7.3f} {sim.weight[i]:>5g} "
                          f"{f:>9.2f} {f * x:>8.2f} {f * (1 - x):>8.2f} {sim.remaining_fraction(i):>5.2f}")
-        lines.append(f"U_cpu={sim.last_utilisation[0]:.3f} U_gpu={sim.last_utilisation[1]:.3f}")
+        lines.append(f"U_cpu={self._last_util[0]:.3f} U_gpu={self._last_util[1]:.3f}")
         return "\n".join(lines)
 
     def _render_figure(self):
@@ -480,18 +712,16 @@ class EMRFEnv(JoulegymEnv):
         ax = axes[0, 0]
         slots = [i for i in range(self.max_users) if sim.users[i] is not None]
         labels = [f"{i}:{sim.users[i].name}" for i in slots]
-        last_alloc = self.sim.episodes.last_alloc[0]
-        cpu = [last_alloc[i] * sim.xi_hat[i] for i in slots]
-        gpu = [last_alloc[i] * (1 - sim.xi_hat[i]) for i in slots]
+        cpu = [self._last_alloc[i] * sim.xi_hat[i] for i in slots]
+        gpu = [self._last_alloc[i] * (1 - sim.xi_hat[i]) for i in slots]
         ax.bar(labels, cpu, label="CPU GFLOPS")
         ax.bar(labels, gpu, bottom=cpu, label="GPU GFLOPS")
         ax.set_ylabel("allocation (GFLOPS)")
         ax.legend(fontsize=7)
         ax.tick_params(axis="x", labelsize=7, rotation=45)
         ax2 = axes[0, 1]
-        history = sim.episodes.history[0]
-        if history:
-            hist = np.array(history)
+        if self._history:
+            hist = np.array(self._history)
             ax2.plot(hist[:, 0], hist[:, 1], label="U_cpu")
             ax2.plot(hist[:, 0], hist[:, 2], label="U_gpu")
             ax2.legend(fontsize=7)

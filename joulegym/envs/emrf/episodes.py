@@ -1,10 +1,11 @@
-"""One EMRF env step for rows of episodes at once: decision diagnostics, the window, its reward parts, the episode
-sums, the observation and the metrics (EMRF paper §III, §V; docs/families/emrf.md §6-§7).
+"""One batched EMRF env step for rows of episodes at once: decision diagnostics, the window, its reward parts, the
+episode sums, the observation and the metrics (EMRF paper §III, §V; docs/families/emrf.md §6-§7, §11).
 
-:class:`EMRFEpisodes` holds what the env adds to the simulator (:class:`~joulegym.envs.emrf.batch.EMRFBatch`): per
-row η_target, the decision's derived quantities (S, F^max, m, δ(η), W / min w), the episode's running sums and the
-last window's diagnostics. :class:`~joulegym.envs.emrf.env.EMRFEnv` is one row of it and
-:class:`~joulegym.envs.emrf.vector.EMRFVectorEnv` N rows: both step through :meth:`EMRFEpisodes.step`.
+:class:`EMRFEpisodes` holds what :class:`~joulegym.envs.emrf.vector.EMRFVectorEnv` adds to the simulator rows
+(:class:`~joulegym.envs.emrf.batch.EMRFBatch`): per row η_target, the decision's derived quantities (S, F^max, m,
+δ(η), W / min w), the episode's running sums and the last window's diagnostics, with the single env's formulas
+(:class:`~joulegym.envs.emrf.env.EMRFEnv`'s ``_transition``, ``_window_measures``, ``_observe`` and ``metrics``), so
+each row gives the single env's bits.
 
 Reward parts (time averages over the window's segments, each "more is better"): ``efficiency`` E = sum F_i / C_tot
 (Eq. (15)); ``soft_fairness`` -Δ / (W / min w) with Δ = max F/S - min F/S (Eq. (9)); ``floor_violation`` -V,
@@ -19,10 +20,9 @@ from typing import Any
 import numpy as np
 
 from joulegym.envs.emrf.batch import EMRFBatch, rowsum, selection
-from joulegym.envs.emrf.rules import AllocationRule, derived
+from joulegym.envs.emrf.decisions import SLOT_FEATURES
+from joulegym.envs.emrf.rules import RowRule, derived
 
-SLOT_FEATURES = 10
-GLOBAL_FEATURES = 7
 DIAGNOSTIC_RTOL = 1e-9  # SI and envy count against round-off (allocation.CHECK_RTOL)
 
 
@@ -30,10 +30,9 @@ class EMRFEpisodes:
     """The env-level state of ``batch.rows`` EMRF episodes (module docstring).
 
     :param batch: the simulator rows.
-    :param keep_history: keep each row's ``(time, U_cpu, U_gpu, delivered)`` per window (the single env's render).
     """
 
-    def __init__(self, batch: EMRFBatch, keep_history: bool = False) -> None:
+    def __init__(self, batch: EMRFBatch) -> None:
         self.batch = batch
         rows, n = batch.rows, batch.max_users
         self.c_tot = batch.capacities[0] + batch.capacities[1]
@@ -47,8 +46,6 @@ class EMRFEpisodes:
             setattr(self, name, np.zeros((rows, n)))
         self.d_act = np.zeros((rows, n), dtype=bool)  # the active set the derived quantities are for
         self.d_ok = np.zeros(rows, dtype=bool)
-        self.keep_history = keep_history
-        self.history: list[list[tuple[float, float, float, float]]] = [[] for _ in range(rows)]
         # the current window's sums of E, V and Δ (per position in the window's rows), and what divides them
         self._sel: Any = slice(0, 0)
         self._window_sums = np.zeros((3, 0))
@@ -67,7 +64,6 @@ class EMRFEpisodes:
             getattr(self, name)[r] = 0
         self.last_eta[r] = eta_target
         self.d_ok[r] = False
-        self.history[r] = []
 
     def decision_active(self, sel: Any) -> np.ndarray:
         """The active slots at the decision point (nobody waits there)."""
@@ -90,14 +86,14 @@ class EMRFEpisodes:
         self.d_ok[stale] = True
 
     # --- one step ------------------------------------------------------------------------------------------------
-    def step(self, sel: Any, rule: AllocationRule) -> np.ndarray:
+    def step(self, sel: Any, rule: RowRule) -> np.ndarray:
         """Run one window of the rows ``sel`` (a slice, or ascending indices) under ``rule``; returns their reward
         parts ``(rows, 3)``: (E, -Δ / (W / min w), -V)."""
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             self.derive(sel)
             return self._step(sel, rule)
 
-    def _step(self, sel: Any, rule: AllocationRule) -> np.ndarray:
+    def _step(self, sel: Any, rule: RowRule) -> np.ndarray:
         batch = self.batch
         act = self.d_act[sel].copy()
         planned = rule.plan(batch, sel, act)
@@ -119,11 +115,6 @@ class EMRFEpisodes:
         self.last_eta[sel] = rule.etas[0] if rule.etas.size == 1 else rule.etas[sel]
         self.last_delta[sel], self.last_bound[sel], self.last_si[sel], self.last_ef[sel] = delta, bound, si, ef
         self.d_ok[sel] = False  # xi_hat was measured: the next decision derives anew
-        if self.keep_history:
-            delivered = rowsum(batch.last_rates[sel]) + 0.0
-            for k, r in enumerate(selection(batch.rows, sel)[0].tolist()):
-                self.history[r].append((batch.time[r].item(), batch.util_cpu[r].item(), batch.util_gpu[r].item(),
-                                        delivered[k].item()))
         parts = np.empty((act.shape[0], 3))
         parts[:, 0] = e
         parts[:, 1] = 0.0 - delta / norm  # 0.0 - x: no -0.0 in the parts

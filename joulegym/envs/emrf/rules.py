@@ -1,9 +1,9 @@
-"""The decisions of the EMRF env as allocation rules over rows of instances (EMRF paper §III, §V; docs/families/
-emrf.md §6), and what every decision derives from its inputs (Eqs. (3)-(8), Theorem 1 corrected).
+"""The decisions of the batched EMRF env as allocation rules over rows of instances (EMRF paper §III, §V;
+docs/families/emrf.md §6), and what every decision derives from its inputs (Eqs. (3)-(8), Theorem 1 corrected).
 
 A decision holds for one window: at every event inside it the rule is applied again to the users with work then
-(:mod:`.batch`). :meth:`AllocationRule.plan` gives the planned GFLOPS of every slot of several rows at once (0 on
-slots outside the active set); the single env's rule is the same object over one row.
+(:mod:`.batch`). :meth:`RowRule.plan` gives the planned GFLOPS of every slot of several rows at once (0 on slots
+outside the active set), with the single env's rules' formulas (:mod:`joulegym.envs.emrf.env`).
 
 ================================  ======================================================================
 rule                              F over the active users
@@ -13,7 +13,6 @@ rule                              F over the active users
 :class:`ResidualRule`             F_i = η F_i^max + ω_i t', t' saturating the first device of C'
 :class:`KnobRule`                 F = EMRF(η) (:func:`~joulegym.envs.emrf.allocation.emrf_core`, per row)
 :class:`SlicedRule`               another rule's F fed to Alg. 1's discrete scheduler (``task_gflop``)
-:class:`CallableRule`             any function ``active slots -> F per slot`` (per row, in Python)
 ================================  ======================================================================
 
 Every float is computed with the scalar formulas' operations in their order (:func:`~.batch.sums` for the sums),
@@ -27,10 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from joulegym.envs.emrf.allocation import RESIDUAL_ZERO_RTOL, algorithm1_fill_core, emrf_core
-from joulegym.envs.emrf.batch import AllocationFn, EMRFBatch, rowsum, selection
-
-TINY_WEIGHT = 1e-100  # an action whose largest weight is below this is rescaled by it first (denormals)
+from joulegym.envs.emrf.allocation import (
+    RESIDUAL_ZERO_RTOL,
+    XI_GROUP_TOL,
+    EMRFSolverError,
+    algorithm1_fill_core,
+    emrf_core,
+)
+from joulegym.envs.emrf.batch import EMRFBatch, rowsum, selection
+from joulegym.envs.emrf.decisions import TINY_WEIGHT
 
 
 def derived(xi_hat: np.ndarray, w: np.ndarray, act: np.ndarray, eta: np.ndarray, c_cpu: float,
@@ -85,21 +89,14 @@ def normalised(omega: np.ndarray, act: np.ndarray) -> np.ndarray:
     return w
 
 
-class AllocationRule:
+class RowRule:
     """The decision of one window for rows of a batch: active slots -> planned GFLOPS per slot.
 
-    :param eta: the η it applies per row (η_target for the weight modes; ``info["eta"]``).
-    :param batch: the batch it was decoded for (a one-row rule can then be called on an active set directly).
+    :param eta: the η it applies per row (η_target for the weight modes).
     """
 
-    def __init__(self, eta: Any, batch: EMRFBatch | None = None) -> None:
+    def __init__(self, eta: Any) -> None:
         self.etas = np.atleast_1d(np.asarray(eta, dtype=np.float64))
-        self.batch = batch
-
-    @property
-    def eta(self) -> float:
-        """The η of a one-row rule."""
-        return float(self.etas[0])
 
     def plan(self, batch: EMRFBatch, sel: Any, act: np.ndarray) -> np.ndarray:
         """Planned GFLOPS ``(rows, n)`` of the rows ``sel`` of ``batch`` (a slice or indices) with active slots
@@ -110,20 +107,12 @@ class AllocationRule:
         """A per-row parameter for the rows ``sel`` (a one-row rule's broadcasts)."""
         return values[:1] if values.shape[0] == 1 else values[sel]
 
-    def __call__(self, active: tuple[int, ...]) -> list[float]:
-        """The allocation of a one-row rule's row for the active slots ``active`` (a list of ``max_users``)."""
-        batch = self.batch
-        act = np.zeros((1, batch.max_users), dtype=bool)
-        act[0, list(active)] = True
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return self.plan(batch, slice(0, 1), act)[0].tolist()
 
-
-class WeightsRule(AllocationRule):
+class WeightsRule(RowRule):
     """``weights``: F_i = ω_i t*, the first device saturating (ω per row and slot, ``omega``)."""
 
-    def __init__(self, omega: np.ndarray, eta: Any, batch: EMRFBatch | None = None) -> None:
-        super().__init__(eta, batch)
+    def __init__(self, omega: np.ndarray, eta: Any) -> None:
+        super().__init__(eta)
         self.omega = omega
 
     def plan(self, batch: EMRFBatch, sel: Any, act: np.ndarray) -> np.ndarray:
@@ -156,16 +145,102 @@ class ResidualRule(WeightsRule):
         return np.where(act, eta[:, None] * fmax + w * t[:, None], 0.0)
 
 
-class KnobRule(AllocationRule):
-    """``knob`` / ``knob_discrete``: F = EMRF(η) of the active users (η per row), solved row by row by the cached
-    closed form (or HiGHS: ``solver``) of :func:`~joulegym.envs.emrf.allocation.emrf_core`."""
+def emrf_rows(xi: np.ndarray, w: np.ndarray, act: np.ndarray, eta: np.ndarray, c_cpu: float,
+              c_gpu: float) -> np.ndarray:
+    """EMRF(η) (Eqs. (10)-(17), lexmaxmin tie-break) of every row at once: the closed form of
+    :func:`~joulegym.envs.emrf.allocation.emrf_core` (``_groups``, ``_closed_form_group_levels``), with its
+    operations in its order, so each row gets the bits of ``emrf_core`` on its active users.
 
-    def __init__(self, eta: Any, tie_break: str, solver: str, batch: EMRFBatch | None = None) -> None:
-        super().__init__(eta, batch)
+    :raises EMRFSolverError: as ``emrf_core``, if a level is not finite and >= 0 (cannot happen for a valid row).
+    """
+    rows, n = act.shape
+    share, fmax = _shares(xi, w, act, c_cpu, c_gpu)
+    room_cpu, room_gpu = residual(fmax, xi, act, eta, c_cpu, c_gpu)
+    # Eq. (17)'s groups: users sorted by xi (stable: ties in slot order), a new group where xi moves XI_GROUP_TOL
+    # away from the group's first user; the group's xi is that user's, its share the sum of its users' S
+    every = np.arange(rows)
+    order = np.argsort(np.where(act, xi, math.inf), axis=1, kind="stable")
+    picked = (every[:, None], order)
+    sorted_xi, sorted_share, valid = xi[picked], np.where(act, share, 0.0)[picked], act[picked]
+    group = np.zeros((rows, n), dtype=np.int64)
+    group_xi = np.zeros((rows, n))
+    group_share = np.zeros((rows, n))
+    leader = sorted_xi[:, 0]
+    group_xi[:, 0] = leader
+    group_share[:, 0] = sorted_share[:, 0]
+    for j in range(1, n):  # inactive users come last (xi = inf): they start no group and add 0.0 (exact)
+        new = valid[:, j] & ~(sorted_xi[:, j] - leader < XI_GROUP_TOL)
+        at = group[:, j] = group[:, j - 1] + new
+        leader = np.where(new, sorted_xi[:, j], leader)
+        group_xi[every, at] = leader
+        group_share[every, at] += sorted_share[:, j]
+    groups = np.where(valid, group, -1).max(axis=1) + 1
+    levels = _group_levels(room_cpu, room_gpu, group_xi, group_share, groups)
+    levels = np.where((np.arange(n)[None, :] < groups[:, None]), levels, 0.0)  # rows without users: none
+    if not (np.isfinite(levels) & (levels >= 0.0)).all():  # cannot happen for a validated instance
+        raise EMRFSolverError(f"the closed-form efficiency LP (Eqs. (15)-(17)) gave levels {levels.tolist()}; use "
+                              "solver='highs'")
+    slot_group = np.empty((rows, n), dtype=np.int64)
+    slot_group[picked] = group
+    return np.where(act, eta[:, None] * fmax + share * levels[every[:, None], slot_group], 0.0)
+
+
+def _shares(xi: np.ndarray, w: np.ndarray, act: np.ndarray, c_cpu: float, c_gpu: float) -> tuple[np.ndarray, ...]:
+    """``(S, F^max)`` of every row (:func:`derived`'s first stage, ``basics``' operations)."""
+    gpu_frac = 1.0 - xi
+    m = np.maximum(xi / c_cpu, gpu_frac / c_gpu)
+    w_on = np.where(act, w, 0.0)
+    total_w, d_cpu, d_gpu = rowsum(w_on), rowsum(w_on * (xi / c_cpu) / m), rowsum(w_on * (gpu_frac / c_gpu) / m)
+    d = np.where(d_gpu > d_cpu, d_gpu, d_cpu)
+    return w / (total_w[:, None] * m), w / (d[:, None] * m)
+
+
+def _group_levels(a: np.ndarray, b: np.ndarray, gxi: np.ndarray, gs: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """The lexmaxmin levels z_g per row (``_closed_form_group_levels`` row by row: its cases and operations)."""
+    rows, n = gxi.shape
+    every = np.arange(rows)
+    last = np.maximum(groups - 1, 0)
+    in_group = np.arange(n)[None, :] < groups[:, None]
+    total = a + b
+    r = a / np.where(total > 0.0, total, 1.0)
+    lo, hi = gxi[:, 0], gxi[every, last]
+    s_tot = rowsum(np.where(in_group, gs, 0.0)) + 0.0
+    imbalance = rowsum(np.where(in_group, gs * (gxi - r[:, None]), 0.0)) + 0.0
+    e_min, e_max = lo - r, hi - r
+    up = -e_min * total / (imbalance - e_min * s_tot)  # imbalance > 0: the lowest-xi group absorbs
+    down = e_max * total / (e_max * s_tot - imbalance)  # imbalance < 0: the highest-xi group absorbs
+    level = np.where(imbalance > 0.0, up, down)
+    level = np.where(0.0 > level, 0.0, level)
+    absorber = np.where(imbalance > 0.0, 0, last)
+    gap = total - level * s_tot
+    top_up = np.where(0.0 > gap, 0.0, gap) / gs[every, absorber]
+    z = np.where(in_group, level[:, None], 0.0)
+    z[every, absorber] = level + top_up
+    z = np.where((imbalance == 0.0)[:, None] & in_group, (total / s_tot)[:, None], z)  # balanced: one level
+    cpu_bound = np.zeros((rows, n))  # every group CPU-bound first: all of C'_cpu to the least CPU-hungry one
+    cpu_bound[:, 0] = (a / lo) / gs[:, 0]
+    gpu_bound = np.zeros((rows, n))  # every group GPU-bound first: all of C'_gpu to the least GPU-hungry one
+    gpu_bound[every, last] = (b / (1.0 - hi)) / gs[every, last]
+    z = np.where((hi < r)[:, None], gpu_bound, z)
+    z = np.where((lo > r)[:, None], cpu_bound, z)
+    return np.where((total <= 0.0)[:, None], 0.0, z)
+
+
+class KnobRule(RowRule):
+    """``knob`` / ``knob_discrete``: F = EMRF(η) of the active users (η per row): the closed form for every row at
+    once (:func:`emrf_rows`) with the default lexmaxmin tie-break and closed-form solver, else row by row by the
+    cached :func:`~joulegym.envs.emrf.allocation.emrf_core` (HiGHS)."""
+
+    def __init__(self, eta: Any, tie_break: str, solver: str) -> None:
+        super().__init__(eta)
         self.tie_break, self.solver = tie_break, solver
 
     def plan(self, batch: EMRFBatch, sel: Any, act: np.ndarray) -> np.ndarray:
         c_cpu, c_gpu = batch.capacities
+        if self.tie_break == "lexmaxmin" and self.solver == "closed-form":
+            eta = self._param(self.etas, sel)
+            eta = np.broadcast_to(eta, (act.shape[0],)) if eta.shape[0] == 1 else eta
+            return emrf_rows(batch.xi_hat[sel], batch.w[sel], act, eta, c_cpu, c_gpu)
         out = np.zeros(act.shape)
         etas = self.etas.tolist()
         one = len(etas) == 1
@@ -181,13 +256,13 @@ class KnobRule(AllocationRule):
         return out
 
 
-class SlicedRule(AllocationRule):
+class SlicedRule(RowRule):
     """Alg. 1 lines 3-9 (§V-C): ``inner``'s fluid allocation as the weights F* of the discrete scheduler that hands
     out kernel slices of ``task_gflop`` (per row, cached :func:`~joulegym.envs.emrf.allocation.algorithm1_fill_core`;
     ``strict_stop``: line 9 as printed)."""
 
-    def __init__(self, inner: AllocationRule, task_gflop: float, strict_stop: bool) -> None:
-        super().__init__(inner.etas, inner.batch)
+    def __init__(self, inner: RowRule, task_gflop: float, strict_stop: bool) -> None:
+        super().__init__(inner.etas)
         self.inner, self.task_gflop, self.strict_stop = inner, float(task_gflop), bool(strict_stop)
 
     def plan(self, batch: EMRFBatch, sel: Any, act: np.ndarray) -> np.ndarray:
@@ -202,20 +277,4 @@ class SlicedRule(AllocationRule):
                 out[k, active] = algorithm1_fill_core(c_cpu, c_gpu, tuple(xi[i] for i in active),
                                                       tuple(planned[i] for i in active), self.task_gflop,
                                                       self.strict_stop)
-        return out
-
-
-class CallableRule(AllocationRule):
-    """Any function ``active slots -> planned GFLOPS per slot`` (a list of ``max_users``), applied row by row."""
-
-    def __init__(self, fn: AllocationFn, eta: float = math.nan, batch: EMRFBatch | None = None) -> None:
-        super().__init__(eta, batch)
-        self.fn = fn
-
-    def plan(self, batch: EMRFBatch, sel: Any, act: np.ndarray) -> np.ndarray:
-        out = np.zeros(act.shape)
-        for k, slots in enumerate(act.tolist()):
-            active = tuple(i for i, on in enumerate(slots) if on)
-            if active:
-                out[k] = np.where(act[k], self.fn(active), 0.0)  # only the active slots' allocation is used
         return out

@@ -3,16 +3,19 @@
 ``gym.make_vec("joulegym/EMRF-v0", num_envs=N, vectorization_mode="vector_entry_point", **kwargs)`` builds an
 :class:`EMRFVectorEnv` (every EMRF id registers it as its Gymnasium ``vector_entry_point``; all four kinds). One
 ``step()`` takes a ``(N, ...)`` action array and returns ``(N, obs_dim)`` observations and ``(N,)`` rewards,
-terminations and truncations. The single env is one row of the same machinery
-(:class:`~joulegym.envs.emrf.episodes.EMRFEpisodes` over :class:`~joulegym.envs.emrf.batch.EMRFBatch`): both step
-through :meth:`EMRFEpisodes.step`, so instance by instance the batch gives the observations, rewards, terminations,
-truncations and ``info["metrics"]`` bits of N single envs (``gym.make``) under the same seeds: ``reset(seed=s)``
+terminations and truncations. The instances are the rows of one array state
+(:class:`~joulegym.envs.emrf.episodes.EMRFEpisodes` over :class:`~joulegym.envs.emrf.batch.EMRFBatch`, the single
+env's model and formulas as arrays over rows), stepped together for every kind; instance by instance the batch gives
+the observations, rewards, terminations, truncations and ``info["metrics"]`` bits of N single envs (``gym.make``)
+under the same seeds: ``reset(seed=s)``
 seeds instance ``i`` with ``s + i`` (as ``SyncVectorEnv`` does), and an ended instance is reset on the next
 ``step()`` (Gymnasium's ``AutoresetMode.NEXT_STEP``, its default): its action is ignored, its reward is 0, and it
 continues from its own random stream (``reset()`` without a seed).
 
-Every row's action is checked before any row steps (:func:`joulegym.core.vector.validated_batch`): a batch rejected
-for one bad row changes no instance.
+With fewer than :data:`BATCH_FROM` instances the fixed cost of the array operations outweighs what they share, so
+the instances are single envs stepped one by one (the same bits either way). Every row's action is checked before
+any instance steps (:func:`joulegym.core.vector.validated_batch`): a batch rejected for one bad row changes no
+instance.
 
 Infos are lean and batched as ``SyncVectorEnv`` batches them: ``reward_parts`` (one array per part) and
 ``repaired``, each with its ``_key`` mask, and ``metrics`` for the instances whose episode ended
@@ -33,7 +36,9 @@ from joulegym.core.vector import BatchedVectorEnv, check_num_envs, validated_bat
 from joulegym.envs.emrf.batch import EMRFBatch
 from joulegym.envs.emrf.env import EMRFEnv
 from joulegym.envs.emrf.episodes import EMRFEpisodes
-from joulegym.envs.emrf.rules import AllocationRule, KnobRule, ResidualRule, SlicedRule, WeightsRule
+from joulegym.envs.emrf.rules import KnobRule, ResidualRule, RowRule, SlicedRule, WeightsRule
+
+BATCH_FROM = 8  # instances from which the array rows are cheaper than stepping single envs (docs §11)
 
 
 class EMRFVectorEnv(BatchedVectorEnv):
@@ -48,11 +53,15 @@ class EMRFVectorEnv(BatchedVectorEnv):
         super().__init__(num_envs, template)
         self._template = template
         setup, cfg = template.setup, template.config
+        self._obs = np.zeros((num_envs, *self.single_observation_space.shape), dtype=np.float32)
+        self.envs: list[EMRFEnv] = []
+        if num_envs < BATCH_FROM:  # single envs, stepped one by one (module docstring)
+            self.envs = [template] + [EMRFEnv(**kwargs) for _ in range(num_envs - 1)]
+            return
         batch = EMRFBatch(num_envs, setup.capacities, setup.max_users, cfg["window_s"], setup.horizon,
                           cfg["xi_noise"], admit_at_window=cfg["admit_at_window"], weight_unit=setup.weight_unit)
         self.episodes = EMRFEpisodes(batch)
         self._rngs: list[np.random.Generator | None] = [None] * num_envs  # each instance's np_random
-        self._obs = np.zeros((num_envs, *self.single_observation_space.shape), dtype=np.float32)
 
     def step(self, actions: Any):
         """Step every live instance in one batch and reset the ended ones (next-step autoreset)."""
@@ -61,12 +70,16 @@ class EMRFVectorEnv(BatchedVectorEnv):
         batch = validated_batch(actions, self.single_action_space, N, self._autoreset)  # every row, before any steps
         resetting = self._autoreset
         live = ~resetting
-        count = np.count_nonzero(live)
-        rows: Any = slice(None) if count == N else np.flatnonzero(live)  # every row: views, not copies
         parts = np.zeros((N, len(self.reward_spec.names)))
         terminated = np.zeros(N, dtype=bool)
         truncated = np.zeros(N, dtype=bool)
-        if count:
+        if self.envs:
+            for n in np.flatnonzero(live).tolist():
+                env = self.envs[n]
+                parts[n], terminated[n], truncated[n] = env._advance(batch[n])
+                self._obs[n] = env._observe()
+        elif np.count_nonzero(live):
+            rows: Any = slice(None) if np.count_nonzero(live) == N else np.flatnonzero(live)  # all: views, not copies
             parts[rows] = self.episodes.step(rows, self._rule(batch))
             sim = self.episodes.batch
             terminated[rows] = sim.done_rows()[rows]
@@ -84,16 +97,17 @@ class EMRFVectorEnv(BatchedVectorEnv):
         return self._obs.copy(), reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._template.close()
+        for env in self.envs or [self._template]:
+            env.close()
 
     # --- helpers ----------------------------------------------------------------------------------------------
-    def _rule(self, actions: np.ndarray) -> AllocationRule:
+    def _rule(self, actions: np.ndarray) -> RowRule:
         """The window's rule of every row from the validated action rows (the single env's action types, batched)."""
         cfg = self.config
         eta_target = self.episodes.eta_target
         mode = self.action_mode
         if mode == "weights":
-            rule: AllocationRule = WeightsRule(actions, eta_target.copy())
+            rule: RowRule = WeightsRule(actions, eta_target.copy())
         elif mode == "residual_weights":
             rule = ResidualRule(actions, eta_target.copy())
         elif mode == "knob":
@@ -114,6 +128,9 @@ class EMRFVectorEnv(BatchedVectorEnv):
 
     def _reset_one(self, n: int, seed: int | None, options: dict[str, Any] | None) -> None:
         """Reset instance ``n`` as ``EMRFEnv.reset(seed=seed)`` does (its own generator, drawn in the same order)."""
+        if self.envs:
+            self._obs[n], _ = self.envs[n].reset(seed=seed, options=options)
+            return
         check_options(options, self._template.option_keys)
         if seed is not None or self._rngs[n] is None:
             self._rngs[n] = seeding.np_random(seed)[0]
@@ -128,4 +145,4 @@ class EMRFVectorEnv(BatchedVectorEnv):
 
     def metrics(self, n: int) -> dict[str, Any]:
         """The paper's metrics of instance ``n``'s episode so far (the single env's ``metrics()``)."""
-        return self.episodes.metrics(n)
+        return self.envs[n].metrics() if self.envs else self.episodes.metrics(n)
