@@ -26,7 +26,7 @@ Usage::
     python benchmarks/bench_emrf.py --steps 20000 --ids joulegym/EMRF-v0
     python benchmarks/bench_emrf.py --config '{"admit_at_window": true}'   # config overrides (JSON) for every id
     python benchmarks/bench_emrf.py --users 8 16 32 64 --steps 5000       # cost growth in users (random actions)
-    python benchmarks/bench_emrf.py --vector 1 16 256 --steps 20000       # the batched entry point (issue 14)
+    python benchmarks/bench_emrf.py --vector 1 16 256 --steps 20000       # the batched entry point
     python benchmarks/bench_emrf.py --vector 256 --vector-ids joulegym/EMRFKnob-v0 joulegym/EMRFKnobDiscrete-v0
 """
 

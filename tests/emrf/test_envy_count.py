@@ -1,4 +1,4 @@
-"""The env's envy count (issue 14: the O(N^2) diagnostic without per-pair calls, numpy from ``ENVY_NUMPY_FROM`` users)
+"""The env's envy count (the O(N^2) diagnostic without per-pair calls, numpy from ``ENVY_NUMPY_FROM`` users)
 equals the public :func:`envy_pairs` (Eq. (2), mu of Eq. (19) in min-form) on every instance, both code paths."""
 
 from __future__ import annotations

@@ -347,8 +347,8 @@ def test_reference_policies_beat_random_on_tiny():
     ref = [_episode(TINY, "powerflow-strict", s)[0].total_return for s in seeds]
     rnd = [_episode(TINY, "random", s)[0].total_return for s in seeds]
     assert np.mean(ref) > np.mean(rnd)
-    # regression pins (measured, not paper numbers): minus the average JCT in hours per seed (re-measured after
-    # the repair priced jobs as placed, issue 13 #2, and on the issue-12 performance model with monotone noise)
+    # regression pins (measured, not paper numbers): minus the average JCT in hours per seed (the repair prices jobs
+    # as placed, docs §10; the performance model's noise is monotone in f, docs §4)
     assert ref == pytest.approx([-0.3516258472600514, -1.011356607275122, -0.5768008104680985], rel=1e-6)
 
 

@@ -1,4 +1,4 @@
-"""Gandiva as published (Xiao et al., OSDI '18, §4; issue 12 #1): round-robin suspend/resume time-slicing when
+"""Gandiva as published (Xiao et al., OSDI '18, §4): round-robin suspend/resume time-slicing when
 the cluster is oversubscribed, and migration of spread jobs; ``fifo-backfill`` keeps the former behaviour."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ energy-unaware baselines sweep the global frequency (1020-1530 MHz), the Zeus co
 curves are linearly interpolated at equal total energy over their overlapping range (a Zeus point at its own
 energy), and a point just outside PowerFlow's range is matched to its nearer end when within 5 % of its energy.
 
-What holds and what does not (measured on the seeded traces below; see also the report of issue #4):
+What holds and what does not (measured on the seeded traces below; docs/families/powerflow.md §13):
 
 - Small100 (100 Gavel jobs, 4 x 8 V100): from the env's default budget eta = 0.6 upwards PowerFlow's curve lies
   below every baseline, AFS included (JCT ratios baseline/PF: AFS 1.05-1.08, Tiresias 1.82-2.00, Gandiva

@@ -1,4 +1,4 @@
-"""Power repair under non-packed placement (issue 13 #2, issue 20 #4/#5): the budget is an invariant."""
+"""Power repair under non-packed placement (docs/families/powerflow.md §10): the budget is an invariant."""
 
 from __future__ import annotations
 

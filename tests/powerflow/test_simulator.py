@@ -21,10 +21,10 @@ POLICIES = ["powerflow", "powerflow-strict", "powerflow-oracle", "gandiva", "tir
 
 # regression pins (measured with this simulator, not paper numbers)
 MOTIVATING_PINS = {"v100": (545.0057979486171, 616.8443016306537, 293104.971914364, 301053.4928448578),
-                   # issue 12 #7 (noise monotone in f): PowerFlow 92.57 -> 93.20 s and 56,119 -> 57,634 J, Tiresias
+                   # noise monotone in f (docs §4): PowerFlow 92.57 -> 93.20 s and 56,119 -> 57,634 J, Tiresias
                    # 221.76 -> 221.00 s; PowerFlow still -58 % JCT and -24 % energy against Tiresias
                    "a100": (93.20275627889953, 221.00024917267694, 57633.52326739295, 76310.75737231146)}
-# issue 12: the trace's ResNet-50 and BERT run as themselves, not as ResNet18 and GPT-2, and every job keeps its A100
+# the trace's ResNet-50 and BERT run as themselves, not as ResNet18 and GPT-2, and every job keeps its A100
 # run time (the trace offers its full 42,816 GPU-hours, load 0.61 on 32 A100), Gandiva time-slices, the truth noise
 # is monotone in f: FIFO 64,619 -> 138,221 s, Tiresias 58,697 -> 107,793 s, Gandiva 59,945 -> 108,829 s, PowerFlow
 # 40,835 -> 87,360 s (still the lowest)
@@ -185,7 +185,7 @@ def _philly_replay(policies) -> dict[str, float]:
     env.reset(seed=0)
     base = env.unwrapped
     assert len(base.sim.jobs) == 876 and base.cluster.device == "a100"
-    assert {"resnet50", "bert"} <= set(base.sim.jobs.model)  # run as themselves (issue 12 #3)
+    assert {"resnet50", "bert"} <= set(base.sim.jobs.model)  # run as themselves (docs §3)
     jct = {}
     for policy in policies:
         r = simulate(base.sim.jobs, policy, cluster=base.cluster, eta=0.6, horizon_s=base.config["horizon_s"])
