@@ -111,7 +111,8 @@ def _build() -> list[Scenario]:
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
 ENTRY_POINT = "joulegym.envs.emrf.env:EMRFEnv"  # one class; the kind fixes its action_mode
-# The batched vector env (gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point"); docs/families/emrf.md §11.
+# The batched vector env (gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point"); docs/families/
+# emrf.md §11).
 VECTOR_ENTRY_POINT = "joulegym.envs.emrf.vector:EMRFVectorEnv"
 KINDS = (
     EnvKind("EMRF", ENTRY_POINT, "weights",
@@ -137,8 +138,8 @@ FAMILY = FamilyDescriptor(
     evaluation="joulegym.evaluation.emrf",
     docs="docs/families/emrf.md",
     contract_id="joulegym/EMRF-apu-m2-v0",  # 20 windows; EMRF(0.1) is the per-window optimum of the floor reward
-    # The leaderboard (docs/families/emrf.md §9): Figs. 4/5 (M1), Fig. 6 (M2, M3), Fig. 8 (4 users) and the random training mix,
-    # ranked by the fairness-floor efficiency E - 50 V (mean_efficiency - 50 floor_violation, the default reward).
+    # The leaderboard (docs/families/emrf.md §9): Figs. 4/5 (M1), Fig. 6 (M2, M3), Fig. 8 (4 users) and the random
+    # training mix, ranked by the fairness-floor efficiency E - 50 V (mean_efficiency - 50 floor_violation, the default reward).
     benchmark=Benchmark(
         kind="EMRF", scenarios=("apu-m1", "apu-m2", "apu-m3", "apu-nusers-4", "apu-random"),
         generalisation="apu-random", metric="E-50V",

@@ -40,8 +40,8 @@ often a face, not a point (erratum E2); two tie-breaks are offered:
 and then the sequential max-min LPs on the optimal face (:func:`_highs_lexmaxmin_levels`, at most
 n + 1 LPs). The env cannot afford that per step (docs/families/emrf.md §11 has the costs), so it calls
 the cached pure-Python core (:func:`emrf_core`, ``solver="closed-form"``), which solves the same LP exactly
-(the batched env solves it for every row at once: :func:`joulegym.envs.emrf.rules.emrf_rows`). Since xi^cpu + xi^gpu = 1 the objective is the total GFLOPS used
-(``A + B`` at most), so, with ``r = A / (A + B)``:
+(the batched env solves it for every row at once: :func:`joulegym.envs.emrf.rules.emrf_rows`). Since
+xi^cpu + xi^gpu = 1 the objective is the total GFLOPS used (``A + B`` at most), so, with ``r = A / (A + B)``:
 
 - ``r`` in ``[min xi_g, max xi_g]``: both devices saturate on the whole optimal face. Lexmaxmin gives
   every group the same level ``t*`` except the one group at the opposite end of xi from the
