@@ -139,7 +139,8 @@ FAMILY = FamilyDescriptor(
     docs="docs/families/emrf.md",
     contract_id="joulegym/EMRF-apu-m2-v0",  # 20 windows; EMRF(0.1) is the per-window optimum of the floor reward
     # The leaderboard (docs/families/emrf.md §9): Figs. 4/5 (M1), Fig. 6 (M2, M3), Fig. 8 (4 users) and the random
-    # training mix, ranked by the fairness-floor efficiency E - 50 V (mean_efficiency - 50 floor_violation, the default reward).
+    # training mix, ranked by the fairness-floor efficiency E - 50 V (mean_efficiency - 50 floor_violation, the
+    # default reward).
     benchmark=Benchmark(
         kind="EMRF", scenarios=("apu-m1", "apu-m2", "apu-m3", "apu-nusers-4", "apu-random"),
         generalisation="apu-random", metric="E-50V",

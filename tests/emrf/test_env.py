@@ -137,7 +137,7 @@ def test_render_ansi_lists_the_users():
     assert all(app in frame for app in ("GE", "KM", "HW", "MY", "BT"))
 
 
-# --- info structure (one structure per key: Gymnasium's vector-env info merge) -----------------------------------------
+# --- info structure (one structure per key: Gymnasium's vector-env info merge) ------------------------------------
 def _structure(value):
     if isinstance(value, np.ndarray):
         return ("array", value.dtype.str, value.shape)
