@@ -14,11 +14,11 @@ from joulegym.evaluation.powerflow import ETAS, FREQS_MHZ, UNAWARE, ZEUS
 
 # regression pins of the quick reproduction (measured, not paper numbers)
 # re-measured with the baselines as published and monotone truth noise (AFS at f_max no longer loses up to 5 % to
-# an inverted noise draw), so PowerFlow's thinnest margin, over AFS, went 1.080 -> 1.018)
+# an inverted noise draw), so PowerFlow's thinnest margin, over AFS, went 1.080 -> 1.018
 SMALL100_AT_MOST_PINS = {"gandiva": 2.00043971559063, "tiresias": 1.9361649477275455, "afs": 1.0183858955966327,
                          "fifo": 2.8106095846834496, "gandiva-zeus": 1.844345761900704,
                          "tiresias-zeus": 1.8517433616064294}
-# JCT_AFS / JCT_PowerFlow at the Zeus energy, unscaled Gavel traces, seed 0 (re-measured with the baselines as published)
+# JCT_AFS / JCT_PowerFlow at the Zeus energy, unscaled Gavel traces, seed 0 (re-measured, baselines as published)
 FIG10_AFS_PINS = {
     ("load", 0.5): 1.0948617352991223, ("load", 0.75): 1.1298756813183577, ("load", 1.0): 1.1446902977186988,
     ("load", 1.5): 1.2167683412673307, ("load", 2.0): 1.260666780850729, ("cluster", 16.0): 1.2731983273644683,
