@@ -1,6 +1,5 @@
 """Real traces as PowerFlow jobs (docs/families/powerflow.md §3, "Real traces"): no silent model substitution,
-Gavel's run times kept, impossible
-jobs rejected, truncation loud."""
+Gavel's run times kept, impossible jobs rejected, truncation loud."""
 
 from __future__ import annotations
 
