@@ -216,6 +216,7 @@ class PowerFlowSim(Simulator):
         self._tables_of: list[tuple[np.ndarray, np.ndarray] | None] = [None] * J  # predicted tables per job
         self._zero_levels = [0.0] * self.F
         self._ready: np.ndarray | None = None  # ready_jobs() until a status changes
+        self._pinned: np.ndarray | None = None  # pinned_mask() of every job until time passes or a decision applies
         self._ai = 0  # next arrival pointer
         self._ri = 0  # next ready pointer
         self._t_log: list[float] = [0.0]
@@ -310,11 +311,15 @@ class PowerFlowSim(Simulator):
         return out
 
     def pinned_mask(self, idx: np.ndarray) -> np.ndarray:
-        """Jobs whose ``n``/GPUs are fixed now: in online profiling, or restarting (``pin_overhead``)."""
-        pinned = self.profile_until[idx] > self.now + EPS_T
-        if self.cfg.pin_overhead:
-            pinned |= (self.overhead_until[idx] > self.now + EPS_T) & (self.n[idx] > 0)
-        return pinned
+        """Jobs whose ``n``/GPUs are fixed now: in online profiling, or restarting (``pin_overhead``). Computed for
+        every job once per state (a decision point asks several times: the env's slots, the view, apply)."""
+        pinned = self._pinned
+        if pinned is None:
+            pinned = self.profile_until > self.now + EPS_T
+            if self.cfg.pin_overhead:
+                pinned |= (self.overhead_until > self.now + EPS_T) & (self.n > 0)
+            self._pinned = pinned
+        return pinned[idx]
 
     def needs_profiling(self, j: int, k: int) -> bool:
         """Whether running job ``j`` on ``k`` GPUs starts an online-profiling window (docs §6)."""
@@ -393,6 +398,7 @@ class PowerFlowSim(Simulator):
 
         :raises ValueError: an unknown/unready job, an infeasible size, or more GPUs than the cluster has.
         """
+        self._pinned = None
         if isinstance(decision, Decision):
             alloc, wakeup_s = decision.alloc, decision.wakeup_s
         elif isinstance(decision, Mapping):
@@ -460,6 +466,7 @@ class PowerFlowSim(Simulator):
         self._arm_wakeup()
         self.steps += 1
         self._refresh_power(changed, placement=True)
+        self._pinned = None  # sizes and restarts changed
 
     def _place(self, sizes: dict[int, int], pinned: set[int]) -> dict[int, tuple[int, ...]]:
         """The GPUs each job of ``sizes`` gets under ``cfg.placement`` (a pure function of the current holdings)."""
@@ -625,6 +632,7 @@ class PowerFlowSim(Simulator):
                                f"at t={self.now:.3f} s")
         self.max_job_power = max(self.max_job_power, self._job_power_total)  # power held for dt > 0 only
         self.now = t
+        self._pinned = None
 
     def advance(self) -> bool:
         """Run to the next decision point; False when every job is done or the horizon is reached."""
@@ -652,6 +660,7 @@ class PowerFlowSim(Simulator):
                       f"simulate()'s default, which runs until every job is done).", RuntimeWarning, stacklevel=3)
 
     def _process_events(self, t: float) -> bool:
+        self._pinned = None  # profiling windows end, jobs complete
         decision = False
         changed = False
         jobs = self.jobs
