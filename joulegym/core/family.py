@@ -63,6 +63,9 @@ class FamilyDescriptor:
     :param contract_id: a small env id whose full episodes the contract test runs (reference policy against
         ``random``); ``None``: the first kind's base id.
     :param benchmark: the family's leaderboard benchmark (``evaluate.py --suite``), or ``None``: not on it yet.
+    :param trajectory_pins: env ids of the family (or ``(id, gym.make kwargs)`` pairs) whose short reference
+        episodes ``benchmarks/trajectory_pins.py`` records and the test suite compares at a stated precision
+        (small, fast ids: a few seconds in all).
     """
 
     name: str
@@ -75,6 +78,7 @@ class FamilyDescriptor:
     docs: str = ""
     contract_id: str | None = None
     benchmark: Benchmark | None = None
+    trajectory_pins: tuple[str | tuple[str, Mapping[str, Any]], ...] = ()
 
     def kind(self, name: str) -> EnvKind:
         for kind in self.kinds:
@@ -109,6 +113,7 @@ def register_family(descriptor: FamilyDescriptor) -> list[str]:
     if descriptor.benchmark is not None:
         descriptor.benchmark.check_family(descriptor.name, tuple(k.name for k in descriptor.kinds),
                                           descriptor.scenarios)
+    _check_trajectory_pins(descriptor)
     _FAMILIES[descriptor.name] = descriptor
     ids = []
     for kind in descriptor.kinds:
@@ -125,6 +130,16 @@ def register_family(descriptor: FamilyDescriptor) -> list[str]:
             CATALOG[id_] = (descriptor.name, description)
             ids.append(id_)
     return ids
+
+
+def _check_trajectory_pins(descriptor: FamilyDescriptor) -> None:
+    """``ValueError`` naming the pinned ids that are not among the ids ``descriptor`` registers."""
+    ids = {env_id(kind.name, version=kind.version) for kind in descriptor.kinds}
+    ids |= {env_id(kind.name, scenario.name, kind.version) for kind in descriptor.kinds
+            for scenario in descriptor.scenarios.values() if scenario.applies_to(kind.name)}
+    pinned = [pin if isinstance(pin, str) else pin[0] for pin in descriptor.trajectory_pins]
+    if unknown := [id_ for id_ in pinned if id_ not in ids]:
+        raise ValueError(f"family {descriptor.name!r}: trajectory_pins {unknown} are not among its ids")
 
 
 def families() -> list[FamilyDescriptor]:

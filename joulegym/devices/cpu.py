@@ -338,7 +338,8 @@ def energy_per_instruction_j(server: ServerType, level: int | np.ndarray, second
 def interference_slowdown(pressure: np.ndarray, tolerated: np.ndarray) -> np.ndarray:
     """Slowdown ``S = min(3, 1 + sum_k 0.05 w_k (P_k / t_k)^2)`` over the last axis (15 SoIs, §1.9)."""
     ratio = np.asarray(pressure, dtype=float) / np.maximum(np.asarray(tolerated, dtype=float), 1e-9)
-    return np.minimum(MAX_SLOWDOWN, 1.0 + SLOWDOWN_PER_UNIT * (np.square(ratio) @ SOI_WEIGHTS))
+    # numpy's reduction, not a BLAS product: BLAS sums in an order that depends on the CPU's kernel
+    return np.minimum(MAX_SLOWDOWN, 1.0 + SLOWDOWN_PER_UNIT * np.sum(np.square(ratio) * SOI_WEIGHTS, axis=-1))
 
 
 def server_caused(caused: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
@@ -346,7 +347,7 @@ def server_caused(caused: np.ndarray, active: np.ndarray | None = None) -> np.nd
     caused = np.asarray(caused, dtype=float).reshape(-1, N_SOI)
     if active is None:
         return caused.sum(axis=0)
-    return np.asarray(active, dtype=float) @ caused
+    return (np.asarray(active, dtype=float)[:, None] * caused).sum(axis=0)  # not BLAS: same bits on every CPU
 
 
 def server_tolerated(tolerated: np.ndarray) -> np.ndarray:

@@ -84,6 +84,7 @@ FAMILY = FamilyDescriptor(
     evaluation="joulegym.evaluation.dream",
     docs="docs/families/dream.md",
     contract_id="joulegym/DREAM-tiny-v0",
+    trajectory_pins=("joulegym/DREAM-tiny-v0", "joulegym/DREAMParams-tiny-v0"),
     # Leaderboard (issue 17): the Table 3 workloads on Fig. 7(a)'s SoC and random-mix, ranked by the episode's
     # UXCost (final info["metrics"]["uxcost"], eq. 3). The published heuristics are Table 4's schedulers (DREAM's
     # variants and the baselines). best_heuristic is the one with the lowest mean UXCost over the ten eval seeds

@@ -137,6 +137,7 @@ FAMILY = FamilyDescriptor(
     reference_policy="emrf",
     evaluation="joulegym.evaluation.emrf",
     docs="docs/families/emrf.md",
+    trajectory_pins=("joulegym/EMRF-v0", "joulegym/EMRFKnob-v0"),
     contract_id="joulegym/EMRF-apu-m2-v0",  # 20 windows; EMRF(0.1) is the per-window optimum of the floor reward
     # The leaderboard (docs/families/emrf.md §9): Figs. 4/5 (M1), Fig. 6 (M2, M3), Fig. 8 (4 users) and the random
     # training mix, ranked by the fairness-floor efficiency E - 50 V (mean_efficiency - 50 floor_violation, the

@@ -135,6 +135,12 @@ FAMILY = FamilyDescriptor(
     reference_policy="etf",
     evaluation="joulegym.evaluation.etf",
     docs="docs/families/etf.md",
+    trajectory_pins=("joulegym/ETF-v0", "joulegym/ETFPhi-v0", "joulegym/ETFDVFS-v0", "joulegym/ETF-random-mix-v0",
+                     "joulegym/ETF-open-loop-v0", "joulegym/ETFPhi-random-mix-v0",
+                     "joulegym/ETFPhi-tx2-fig9-dynamic-v0", "joulegym/ETFDVFS-tx2-fig10-incentive-v0",
+                     "joulegym/ETF-toy-fig3-v0",
+                     ("joulegym/ETF-v0", {"reward_window": "cumulative", "reward": "scalarized",
+                                          "vector_reward": True})),
     # The leaderboard (issue 17): the paper's Figs. 5, 6, 8 and 9 plus Fig. 6 with A2's frequency drawn per reset,
     # ranked by F_S (§6.1). Fig. 11 (weights 2:1) is left out: a random split scores as well as ETF(0.7) there
     # (F_S 0.42 vs 0.41 on seed 10000), so its normalised score would divide by about zero.

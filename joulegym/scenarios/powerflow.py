@@ -135,6 +135,7 @@ FAMILY = FamilyDescriptor(
     evaluation="joulegym.evaluation.powerflow",
     docs="docs/families/powerflow.md",
     contract_id="joulegym/PowerFlow-tiny-v0",
+    trajectory_pins=("joulegym/PowerFlow-tiny-v0",),
     # The leaderboard (issue 17): average JCT, every policy under the scenario's power budget eta G P_max (the
     # paper's setting of Figs. 7/10; energy is reported beside it, and the equal-energy curves are
     # ``evaluate.py --reproduce powerflow``). small100 is the base of the Fig. 7/10 reproduction (docs §13); every

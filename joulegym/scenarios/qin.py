@@ -93,6 +93,7 @@ FAMILY = FamilyDescriptor(
     evaluation="joulegym.evaluation.qin",
     docs="docs/families/qin.md",
     contract_id="joulegym/QinCluster-paper-rw-v0",
+    trajectory_pins=("joulegym/QinCluster-tiny-v0", "joulegym/Qin-tiny-v0", "joulegym/QinNode-node-splash2-fft-v0"),
     # The leaderboard (issue 17): the makespan (the paper's JCT, A17) of Table 4's three 100-job mixes on the five
     # workers; every scenario draws its jobs per reset, paper-rw is the designated generalisation one. The best
     # heuristic per scenario is the one with the lowest mean makespan on the held-out seeds 10000-10009 (measured:

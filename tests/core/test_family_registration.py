@@ -23,7 +23,8 @@ class ToyVectorEnv(gym.vector.SyncVectorEnv):
 def test_vector_entry_point_reaches_gym_make_vec():
     kind = dataclasses.replace(toy_family.FAMILY.kinds[0], name="ToyBatched",
                                vector_entry_point=f"{__name__}:ToyVectorEnv")
-    family = dataclasses.replace(toy_family.FAMILY, name="toy-batched", kinds=(kind,), scenarios={})
+    family = dataclasses.replace(toy_family.FAMILY, name="toy-batched", kinds=(kind,), scenarios={},
+                                 trajectory_pins=())
     ids = register_family(family)
     try:
         assert ids == ["joulegym/ToyBatched-v0"]

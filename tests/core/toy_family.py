@@ -176,4 +176,5 @@ FAMILY = FamilyDescriptor(
     policies=__name__ + "_policies",
     reference_policy="best-level",
     docs="docs/adding-a-family.md",
+    trajectory_pins=("joulegym/ToyDVFS-v0",),
 )

@@ -6,27 +6,29 @@ and hashes, step by step, the observation bytes, the reward, the termination fla
 (planned and delivered allocation, utilisation, Δ, δ, SI and envy counts, η) and the episode-end metrics.
 The hashes in ``data/emrf_trajectory_hashes.json`` were recorded before the speed work on the EMRF envs (lean info,
 vectorised envy check, batched vector entry point); regenerate them only for a deliberate change of dynamics
-(``python -m tests.emrf.test_trajectory_hashes --write``) and say so in the version history. Values are hashed
-with ``benchmarks/trajectory_hashes.py``'s encoder (re-recorded once when the two encoders were merged, after
-the old encoding's hashes still matched).
+(``python -m tests.emrf.test_trajectory_hashes --write``) and say so in the version history. The hashes are of
+exact float bits (:func:`_update`), so they hold only where numpy and OpenBLAS compute these episodes bit for bit
+alike (``.ci/run`` replays them on generic kernels); the family's precision-stated pins are
+``tests/data/trajectory_pins/emrf.json`` (``benchmarks/trajectory_pins.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import struct
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
-from tests import scripts
 from tests.emrf.helpers import policy
 
-_update = scripts.load("trajectory_hashes")._update  # the one canonical value hash
 DATA = Path(__file__).parent / "data" / "emrf_trajectory_hashes.json"
 INFO_KEYS = ("allocation", "delivered", "utilisation", "U_cpu", "U_gpu", "soft_fairness", "delta_bound",
              "si_violations", "ef_violations", "eta", "eta_target", "arrivals_joined", "arrivals_waited",
@@ -51,6 +53,34 @@ CASES: list[tuple[str, str, dict[str, Any], str, tuple[int, ...]]] = [
                                   "arrival_rate": 0.03, "initial_jobs": 1},
       "horizon": 60}, "random", (9,)),
 ]
+
+
+def _update(h: Any, value: Any) -> None:
+    """Feed ``value`` into hash ``h`` canonically (exact float bits, dict keys sorted, arrays with dtype/shape)."""
+    if isinstance(value, np.ndarray):
+        h.update(f"a{value.dtype.str}{value.shape}".encode())
+        h.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, bool | np.bool_):
+        h.update(b"T" if value else b"F")
+    elif isinstance(value, int | np.integer):
+        h.update(f"i{int(value)};".encode())
+    elif isinstance(value, float | np.floating):
+        h.update(b"f" + struct.pack("<d", float(value)))
+    elif isinstance(value, str):
+        h.update(f"s{len(value)}:{value}".encode())
+    elif value is None:
+        h.update(b"N")
+    elif isinstance(value, Mapping):
+        h.update(f"d{len(value)}".encode())
+        for key in sorted(value, key=str):
+            _update(h, str(key))
+            _update(h, value[key])
+    elif isinstance(value, list | tuple):
+        h.update(f"l{len(value)}".encode())
+        for item in value:
+            _update(h, item)
+    else:
+        raise TypeError(f"cannot hash {type(value).__name__} {value!r}")
 
 
 def trajectory_hash(env_id: str, overrides: dict[str, Any], actor: str, seed: int) -> str:

@@ -496,7 +496,7 @@ class QinClusterEnv(JoulegymEnv):
             drain = self._drain_s()
             phi = float(sim.now - self._t0 + drain.max())
             energy = float(sim.energy_j)
-            psi = (energy + float(np.dot(sim.power_w, drain))) * phi
+            psi = (energy + float(np.sum(sim.power_w * drain))) * phi  # not np.dot: same bits on every CPU
         flow = float(sim.flowtime_s)
         parts = (-(phi - self._phi) / self.T_ref, -(flow - self._flow) / (self.M * self.t_job),
                  -(energy - self._energy) / self.E_ref, -(psi - self._psi) / (self.E_ref * self.T_ref))

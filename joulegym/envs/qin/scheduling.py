@@ -85,7 +85,8 @@ def interference_slowdown(pressure: np.ndarray, t: np.ndarray, max_slowdown: flo
     :func:`joulegym.devices.cpu.interference_slowdown`, the same formula with the cap 3). Works on ``(..., 15)``
     arrays; returns ``(...)``."""
     ratio = np.asarray(pressure, dtype=float) / np.maximum(np.asarray(t, dtype=float), 1e-9)
-    return np.minimum(max_slowdown, 1.0 + SLOWDOWN_PER_UNIT * (np.square(ratio) @ SOI_WEIGHTS))
+    # numpy's reduction, not a BLAS product: BLAS sums in an order that depends on the CPU's kernel
+    return np.minimum(max_slowdown, 1.0 + SLOWDOWN_PER_UNIT * np.sum(np.square(ratio) * SOI_WEIGHTS, axis=-1))
 
 
 def dchoice_flist(interference: np.ndarray, goal: np.ndarray, d: int, p_frac: float = 0.5,
