@@ -35,7 +35,7 @@ def validated_batch(actions: Any, single: gym.Space, num_envs: int, ignore: np.n
     whole numbers in range (returned as int64). Rows where ``ignore`` is set (instances being reset, whose action
     is ignored) are not checked. A ``ValueError`` names the space and the first bad row."""
     array = np.asarray(actions) if not isinstance(actions, np.ndarray) else actions
-    skip = np.zeros(num_envs, dtype=bool) if ignore is None else ignore
+    skip = np.zeros(num_envs, dtype=bool) if ignore is None else ignore  # rows whose action is ignored
     if isinstance(single, gym.spaces.Box):
         shape = (num_envs, *single.shape)
         if array.dtype.kind not in "biuf" or array.size != int(np.prod(shape)) or array.ndim < 1 \
@@ -44,13 +44,17 @@ def validated_batch(actions: Any, single: gym.Space, num_envs: int, ignore: np.n
                              f"got {type(actions).__name__} of shape {np.shape(actions)}")
         rows = array.reshape(shape).astype(np.float64, copy=False)
         low, high = single.low, single.high
-        bad = ~np.isfinite(rows) | (rows < low - ACTION_TOLERANCE) | (rows > high + ACTION_TOLERANCE)
-        bad = bad.reshape(num_envs, -1).any(axis=1) & ~skip
+        inside = (rows >= low - ACTION_TOLERANCE) & (rows <= high + ACTION_TOLERANCE)  # False for NaN
+        if not (np.isfinite(low).all() and np.isfinite(high).all()):
+            inside &= np.isfinite(rows)
+        bad = ~inside.reshape(num_envs, -1).all(axis=1)
         if bad.any():
-            n = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"actions[{n}] must be an element of {single} (finite, inside the bounds), "
-                             f"got {rows[n].tolist()}")
-        return np.where(rows < low, low, np.where(rows > high, high, rows))
+            bad &= ~skip
+            if bad.any():
+                n = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"actions[{n}] must be an element of {single} (finite, inside the bounds), "
+                                 f"got {rows[n].tolist()}")
+        return np.minimum(np.maximum(rows, low), high)
     if isinstance(single, gym.spaces.Discrete):
         n_levels, start = int(single.n), int(single.start)
         if array.shape != (num_envs,) or array.dtype.kind not in "iuf":
