@@ -32,7 +32,7 @@ from gymnasium.utils import seeding
 
 from joulegym.core.config import check_options
 from joulegym.core.rewards import weighted_sum
-from joulegym.core.vector import BatchedVectorEnv, check_num_envs, validated_batch
+from joulegym.core.vector import BatchedVectorEnv, BatchValidator, check_num_envs
 from joulegym.envs.emrf.batch import EMRFBatch
 from joulegym.envs.emrf.env import EMRFEnv
 from joulegym.envs.emrf.episodes import EMRFEpisodes
@@ -54,6 +54,7 @@ class EMRFVectorEnv(BatchedVectorEnv):
         self._template = template
         setup, cfg = template.setup, template.config
         self._obs = np.zeros((num_envs, *self.single_observation_space.shape), dtype=np.float32)
+        self._validated = BatchValidator(self.single_action_space, num_envs)  # every row, before any steps
         self.envs: list[EMRFEnv] = []
         if num_envs < BATCH_FROM:  # single envs, stepped one by one (module docstring)
             self.envs = [template] + [EMRFEnv(**kwargs) for _ in range(num_envs - 1)]
@@ -67,17 +68,18 @@ class EMRFVectorEnv(BatchedVectorEnv):
         """Step every live instance in one batch and reset the ended ones (next-step autoreset)."""
         self._check_started()
         N = self.num_envs
-        batch = validated_batch(actions, self.single_action_space, N, self._autoreset)  # every row, before any steps
+        # every row, before any instance steps (single envs clip in their own decode)
+        batch = self._validated(actions, self._autoreset, clip=not self.envs)
         resetting = self._autoreset
         live = ~resetting
         parts = np.zeros((N, len(self.reward_spec.names)))
         terminated = np.zeros(N, dtype=bool)
         truncated = np.zeros(N, dtype=bool)
         if self.envs:
-            for n in np.flatnonzero(live).tolist():
-                env = self.envs[n]
-                parts[n], terminated[n], truncated[n] = env._advance(batch[n])
-                self._obs[n] = env._observe()
+            for n, env in enumerate(self.envs):
+                if live[n]:
+                    parts[n], terminated[n], truncated[n] = env._advance(batch[n])
+                    self._obs[n] = env._observe()
         elif np.count_nonzero(live):
             rows: Any = slice(None) if np.count_nonzero(live) == N else np.flatnonzero(live)  # all: views, not copies
             parts[rows] = self.episodes.step(rows, self._rule(batch))
