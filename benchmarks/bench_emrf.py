@@ -133,13 +133,14 @@ class _Recording:
     privileged = False
 
     def __init__(self, policy) -> None:
-        self.policy, self.name, self.instances = policy, policy.name, []
+        self.policy, self.name, self.instances, self.env = policy, policy.name, [], None
 
     def reset(self, env, seed=None) -> None:
         self.policy.reset(env, seed)
+        self.env = env
 
     def act(self, obs, info):
-        inp = info["scheduler_inputs"]
+        inp = self.env.unwrapped.scheduler_inputs()  # what info["scheduler_inputs"] holds with info_level="full"
         active = np.flatnonzero(inp["active"])
         if active.size:
             self.instances.append((*inp["capacities"], tuple(np.asarray(inp["xi_cpu"])[active].tolist()),

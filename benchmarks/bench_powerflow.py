@@ -32,8 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gymnasium as gym
 from bench_envs import NOOP_ID, FixedActionPolicy, NoOpEnv, steps_per_second
 
+from joulegym.baselines.powerflow import paper_env_config
 from joulegym.baselines.powerflow_simulate import simulate
-from joulegym.core.policy import env_config_for, make
+from joulegym.core.policy import make
 from joulegym.core.rollout import rollout
 from joulegym.envs.powerflow import ClusterSpec, PowerFlowEnv
 from joulegym.workloads import dl_jobs
@@ -87,7 +88,7 @@ def event_stream(eta: float = 0.6) -> tuple[float, dict]:
     jobs = alibaba_jobs()
     pol = make("powerflow", family="powerflow")
     env = PowerFlowEnv(nodes=16, gpus_per_node=8, eta=eta, max_slots=len(jobs), action_mode="request",
-                       max_steps=10**7, **env_config_for(pol))
+                       max_steps=10**7, **paper_env_config(pol))
     recorder = _Recorder(pol)
     start = time.perf_counter()
     rollout(env, recorder, 0, options={"trace": jobs})
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
         gym.register(NOOP_ID, entry_point=NoOpEnv, max_episode_steps=1000)
     noop = steps_per_second(gym.make(NOOP_ID), max(args.steps * 10, 100_000), FixedActionPolicy())
     policy = make(REFERENCE, family="powerflow")
-    env = gym.make(TINY_ID, **env_config_for(policy))
+    env = gym.make(TINY_ID, **paper_env_config(policy))
     ref = steps_per_second(env, args.steps, policy)
     print(f"{TINY_ID} with {REFERENCE}: {ref:,.0f} steps/s; no-op env: {noop:,.0f} steps/s; "
           f"ratio {noop / ref:.1f}")

@@ -1,6 +1,7 @@
 """Soak benchmark: long random-action runs of every registered family, checking invariants at every step.
 
-Issue 13 "Done when": 10^6 random-action steps per family, checking that the observation lies inside
+The soak of docs/robustness.md: :data:`STEPS` random-action steps per family (10^6 for ETF, EMRF and PowerFlow,
+2 x 10^5 for DREAM and Qin, whose steps are an event each), checking that the observation lies inside
 ``observation_space``, that nothing in obs, reward or info is NaN or infinite, that simulated time and energy never
 decrease within an episode, that allocations stay within capacity and that the power budget holds. The generic
 checks apply to every family registered in :mod:`joulegym.core.family` (a new family is soaked without editing this
@@ -14,8 +15,9 @@ An exception in a step is counted (``exceptions``) with its first example, and t
 
 Usage::
 
-    python benchmarks/soak.py                       # 10^6 steps per family
-    python benchmarks/soak.py --steps 100000 --out soak.json
+    python benchmarks/soak.py                       # STEPS per family (the full soak)
+    python benchmarks/soak.py --scale 0.1 --out soak.json   # a tenth of each family's steps
+    python benchmarks/soak.py --steps 100000        # 10^5 steps for every family
     python benchmarks/soak.py --quick               # a smoke test (a few hundred steps per family)
     python benchmarks/soak.py --family emrf --steps 20000
 """
@@ -42,6 +44,8 @@ import joulegym  # noqa: F401  (registers the ids)
 from joulegym.core.family import env_id, families
 
 QUICK_STEPS = 300  # per family with --quick
+STEPS = {"etf": 10**6, "emrf": 10**6, "powerflow": 10**6, "dream": 2 * 10**5, "qin": 2 * 10**5}
+DEFAULT_STEPS = 10**6  # a family registered later, until it has an entry in STEPS
 # Relative slack of the capacity and power checks: the simulators compare in float64 with 1e-9 (allocations) and
 # the PowerFlow repair with 1e-3 of the limit (its own assertion, joulegym/envs/powerflow/simulator.py).
 CAPACITY_RTOL = 1e-9
@@ -101,18 +105,66 @@ def powerflow_invariants(env: Any, info: Mapping[str, Any], state: dict[str, flo
     return broken
 
 
+def dream_invariants(env: Any, info: Mapping[str, Any], state: dict[str, float]) -> list[str]:
+    """DREAM (docs/families/dream.md): time, energy and the dispatch and layer counters accumulate; at most one
+    frame runs on each accelerator and every count of violated frames stays within the frames released."""
+    sim, broken = env.sim, []
+    _monotone(state, "time", float(sim.now), broken)
+    _monotone(state, "energy", float(sim.energy_total), broken)
+    _monotone(state, "dispatches", float(sim.dispatches), broken)
+    _monotone(state, "layers", float(sim.layers), broken)
+    _monotone(state, "switch_energy", float(sim.switch_energy_total), broken)
+    if float(np.min(sim.acc_energy)) < 0 or float(np.min(sim.acc_frames)) < 0:
+        broken.append("negative_accelerator_counter")
+    if np.any(np.asarray(sim.acc_violated) > np.asarray(sim.acc_frames)):
+        broken.append("violations_over_frames")
+    return broken
+
+
+def qin_invariants(env: Any, info: Mapping[str, Any], state: dict[str, float]) -> list[str]:
+    """Qin (docs/families/qin.md): time and energy accumulate, utilisation in [0, 1], loads and thread counts >= 0."""
+    sim, broken = env.sim, []
+    _monotone(state, "time", float(sim.now), broken)
+    _monotone(state, "energy", float(np.sum(sim.energy_j)), broken)
+    util = np.asarray(sim.util, dtype=float)
+    if util.size and (util.min() < -CAPACITY_RTOL or util.max() > 1 + CAPACITY_RTOL):
+        broken.append("utilisation_outside_0_1")
+    if np.any(np.asarray(sim.load_instr) < 0) or np.any(np.asarray(sim.core_threads) < 0):
+        broken.append("negative_load")
+    return broken
+
+
+def qin_workload_file() -> str:
+    """A Qin workload file (Poisson arrivals of every mix, sizes across the file bounds) in a temporary folder:
+    the soak runs the file loader's output too."""
+    import tempfile
+
+    from joulegym.workloads.qin_jobs import QinJobs, generate_jobs, save_jobs
+
+    path = Path(tempfile.mkdtemp(prefix="joulegym-soak-")) / "workload.csv"
+    jobs = generate_jobs(["rw", "lc", "tb"], 60, seed=0, arrival="poisson", rate_per_s=0.05, lc_dist="exp")
+    sizes = np.array(jobs.size_instr) * np.geomspace(1e-3, 1e2, jobs.n_jobs)  # short and very long jobs
+    save_jobs(QinJobs(jobs.catalog, jobs.app, jobs.arrival_s, sizes, jobs.threads), path)
+    return str(path)
+
+
 # Besides every kind's base id, configurations that stress a family's invariants: scenarios where jobs or apps come
-# and go, and the PowerFlow setting where the repair once broke the budget (issue 13 #2: small100, eta 0.3, affinity).
+# and go, and the PowerFlow setting where the repair once broke the budget (small100, eta 0.3, affinity placement).
 VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "etf": [("joulegym/ETF-random-mix-v0", {})],
     "emrf": [("joulegym/EMRF-apu-random-v0", {})],
     "powerflow": [("joulegym/PowerFlow-small100-v0", {"eta": 0.3, "placement": "affinity"})],
+    "dream": [("joulegym/DREAM-random-mix-v0", {}), ("joulegym/DREAMParams-vr-gaming-to-ar-social-v0", {})],
+    "qin": [("joulegym/QinCluster-poisson-v0", {}), ("joulegym/QinCluster-biglittle-v0", {}),
+            ("joulegym/QinCluster-v0", {"workload": {"kind": "file", "path": qin_workload_file}})],
 }
 
 INVARIANTS: dict[str, Callable[[Any, Mapping[str, Any], dict[str, float]], list[str]]] = {
     "etf": etf_invariants,
     "emrf": emrf_invariants,
     "powerflow": powerflow_invariants,
+    "dream": dream_invariants,
+    "qin": qin_invariants,
 }
 
 
@@ -210,14 +262,25 @@ def family_runs(name: str) -> list[tuple[str, dict[str, Any]]]:
     """Every kind's base id, then the family's :data:`VARIANTS` (those registered)."""
     descriptor = next(f for f in families() if f.name == name)
     runs = [(env_id(k.name, version=k.version), {}) for k in descriptor.kinds]
-    return runs + [(i, kw) for i, kw in VARIANTS.get(name, []) if i in gym.registry]
+    return runs + [(i, _made(kw)) for i, kw in VARIANTS.get(name, []) if i in gym.registry]
 
 
-def run(steps: int, seed: int, names: list[str]) -> dict[str, list[SoakResult]]:
+def _made(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with every callable value (at any depth) replaced by its result (a file written on demand)."""
+    return {k: _made(v) if isinstance(v, dict) else (v() if callable(v) else v) for k, v in kwargs.items()}
+
+
+def family_steps(name: str, steps: int | None, scale: float) -> int:
+    """The steps of family ``name``: ``steps`` if given, else :data:`STEPS` times ``scale``."""
+    return steps if steps is not None else max(1, round(STEPS.get(name, DEFAULT_STEPS) * scale))
+
+
+def run(steps: int | dict[str, int], seed: int, names: list[str]) -> dict[str, list[SoakResult]]:
     results: dict[str, list[SoakResult]] = {}
     for name in names:
         runs = family_runs(name)
-        per_run = [steps // len(runs) + (i < steps % len(runs)) for i in range(len(runs))]
+        steps_of = steps[name] if isinstance(steps, dict) else steps
+        per_run = [steps_of // len(runs) + (i < steps_of % len(runs)) for i in range(len(runs))]
         results[name] = [soak(id_, n, seed, INVARIANTS.get(name), kw) for (id_, kw), n in zip(runs, per_run)]
     return results
 
@@ -238,16 +301,19 @@ def report(results: dict[str, list[SoakResult]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     known = [f.name for f in families()]
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=1_000_000, help="random-action steps per family")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="random-action steps for every family (default: STEPS, per family)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply each family's STEPS (a reduced soak)")
     parser.add_argument("--quick", action="store_true", help=f"a smoke test: {QUICK_STEPS} steps per family")
     parser.add_argument("--family", action="append", choices=known, help="only this family (repeatable)")
     parser.add_argument("--seed", type=int, default=0, help="first episode seed (and the action sampler's)")
     parser.add_argument("--out", type=Path, help="also write the counts as JSON here")
     args = parser.parse_args(argv)
-    steps = QUICK_STEPS if args.quick else args.steps
-    if steps < 1 or args.seed < 0:
-        parser.error("--steps must be >= 1 and --seed >= 0")
-    results = run(steps, args.seed, args.family or known)
+    if (args.steps is not None and args.steps < 1) or args.seed < 0 or not 0 < args.scale <= 100:
+        parser.error("--steps must be >= 1, --seed >= 0 and --scale in (0, 100]")
+    names = args.family or known
+    steps = {n: QUICK_STEPS if args.quick else family_steps(n, args.steps, args.scale) for n in names}
+    results = run(steps, args.seed, names)
     print(report(results))
     if args.out is not None:
         payload = {"steps_per_family": steps, "seed": args.seed,

@@ -24,14 +24,14 @@ release = joulegym.__version__
 version = release
 
 extensions = [
-    "myst_parser",
+    "myst_nb",  # MyST markdown (it loads myst_parser) and the tutorial notebooks, executed at every build
     "sphinx.ext.autodoc",
     "sphinx.ext.viewcode",
     "envpages",  # docs/_ext/envpages.py: the generated env pages and frames
     "codelinks",  # docs/_ext/codelinks.py: our docstrings' tables and internal references, strictly
 ]
 
-source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}  # myst-nb reads plain MyST too
 root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 templates_path: list[str] = []
@@ -42,6 +42,14 @@ html_title = f"joulegym {release}"
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3  # "#section" links of the hand-written pages resolve
+
+# The notebooks under tutorials/ are stored without outputs and executed on every build (offline: a local kernel),
+# so what the site shows is what the code gives today; an error in a cell fails the build.
+nb_execution_mode = "force"
+nb_execution_timeout = 600
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_merge_streams = True
 
 # Our docstrings are reST with Sphinx field lists (``:param x:``, ``:raises X:``), which autodoc reads natively:
 # none has a Google or NumPy section, so sphinx.ext.napoleon is left out (it would also misread an attribute
@@ -58,7 +66,8 @@ nitpick_ignore_regex = [
     ("py:class", r"(np|numpy)\..*"),  # numpy arrays, dtypes, Generator
     ("py:class", r"(gym|gymnasium)\..*"),  # gymnasium Env, Space, Wrapper
     ("py:class", r"(pd|pandas)\..*"),  # pandas DataFrame
-    ("py:class", r"(collections\.abc|typing)\..*"),  # Sequence, Mapping, Callable
+    ("py:class", r"(collections\.abc|typing|abc)\..*"),  # Sequence, Mapping, Callable; ABC (core.simulator)
     ("py:class", r"(os|pathlib)\..*"),  # os.PathLike, pathlib.Path
+    ("py:class", r"abc\..*"),  # abc.ABC, the base of core.simulator.Simulator
     ("py:class", r"(NDArray|ArrayLike|Path|Any|Sequence|Mapping|Callable|Iterable|Iterator)"),
 ]

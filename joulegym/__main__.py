@@ -57,7 +57,7 @@ def _data(args: argparse.Namespace) -> int:
         width = max(len(str(r["name"])) for r in rows)
         print(f"data folder: {datasets.data_dir()} (set {datasets.DATA_DIR_ENV} to change it)")
         for r in rows:
-            mark = "present" if r["present"] else "absent "
+            mark = {"present": "present", "corrupt": "CORRUPT", "absent": "absent "}[str(r["status"])]
             print(f"{r['name']:<{width}}  {mark}  {int(r['size']) / 1e3:>8.1f} kB  {r['description']}\n"
                   f"{'':<{width}}  licence: {r['licence']}; from {r['source']}")
         return 0

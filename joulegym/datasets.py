@@ -1,4 +1,4 @@
-"""``joulegym.datasets``: the public traces and profiles the package can read, fetched on demand (issue 18).
+"""``joulegym.datasets``: the public traces and profiles the package can read, fetched on demand (docs/api/datasets.md).
 
 The registry and the fetcher live in :mod:`joulegym.workloads.datasets` (the workloads layer, so the envs may
 resolve a real trace by name); this module is the short public name::
@@ -22,7 +22,8 @@ from joulegym.workloads.datasets import (
     listing,
     paths,
     resolve,
+    status,
 )
 
 __all__ = ["DATASETS", "DATA_DIR_ENV", "DATA_URL_ENV", "DataError", "DataFile", "Dataset", "data_dir", "dataset",
-           "fetch", "is_present", "listing", "paths", "resolve"]
+           "fetch", "is_present", "listing", "paths", "resolve", "status"]

@@ -30,17 +30,19 @@ class Probe:
         return action
 
 
-class WatchDecisions:
-    """Wraps a policy and watches every decision the simulator applies, through the simulator's observer hook
-    (:meth:`joulegym.core.simulator.Simulator.add_observer`): ``before(sim)`` runs at the decision point, when the
-    policy acts (the simulator as the decision finds it), and ``after(sim, decision, state)`` right after the
-    decision is applied, with what ``before`` returned (``None`` without ``before``)."""
+class Observe:
+    """Wraps a policy and watches the simulator through its observer hook
+    (:meth:`joulegym.core.simulator.Simulator.add_observer`): ``before(sim)`` runs at every decision point (the
+    env is about to apply the policy's action; what it returns is kept as :attr:`state`), ``after(sim, decision)``
+    after every decision the simulator applies. :attr:`applied` counts the decisions applied."""
 
-    def __init__(self, policy: Any, after: Callable[..., None], before: Callable[[Any], Any] | None = None) -> None:
-        self.policy, self.after, self.before = policy, after, before
+    def __init__(self, policy: Any, after: Callable[[Any, Any], None] | None = None,
+                 before: Callable[[Any], Any] | None = None) -> None:
+        self.policy, self.before, self.after = policy, before, after
         self.name, self.privileged = policy.name, policy.privileged
         self.sim: Any = None
-        self._state: Any = None
+        self.state: Any = None
+        self.applied = 0
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         self.policy.reset(env, seed)
@@ -48,12 +50,14 @@ class WatchDecisions:
         if sim is not self.sim:  # one observer per simulator (a simulator lives across the env's episodes)
             sim.add_observer(self._observe)
             self.sim = sim
-        self._state = None
+        self.state = None
+
+    def _observe(self, sim: Any, decision: Any) -> None:
+        self.applied += 1
+        if self.after is not None:
+            self.after(sim, decision)
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         if self.before is not None:
-            self._state = self.before(self.sim)
+            self.state = self.before(self.sim)
         return self.policy.act(obs, info)
-
-    def _observe(self, sim: Any, decision: Any) -> None:
-        self.after(sim, decision, self._state)

@@ -1,4 +1,4 @@
-"""joulegym.datasets (issue 18 item 1): the registry, the sha256-checked fetch from a mirror, the derived Philly
+"""joulegym.datasets (docs/api/datasets.md): the registry, the sha256-checked fetch from a mirror, the derived Philly
 slice, the offline and missing-file errors and the ``python -m joulegym data`` command. A loopback HTTP server
 serves ``../shared/reference-data`` (the mirror layout), so no test needs the network."""
 
@@ -117,17 +117,43 @@ def test_checksum_failure_leaves_nothing(tmp_path):
         datasets.resolve("philly-103959", root)
 
 
-def test_partial_file_is_downloaded_again(tmp_path, mirror):
+def test_a_copy_of_the_right_size_but_other_bytes_is_never_used(tmp_path, mirror):
+    """The sha256 is checked before use, not only the size: ``resolve`` refuses, ``data list`` says corrupt."""
     target = tmp_path / "elasticflow" / "philly_103959.csv"
     target.parent.mkdir(parents=True)
     full = (REF / "elasticflow" / "philly_103959.csv").read_bytes()
-    target.write_bytes(full[: len(full) // 2])  # an interrupted copy
-    assert not datasets.is_present("philly-103959", tmp_path)
-    with pytest.raises(datasets.DataError, match="is not in"):
+    target.write_bytes(full[:-1] + (b"0" if full[-1:] != b"0" else b"1"))  # registered size, one byte changed
+    assert datasets.status("philly-103959", tmp_path) == "corrupt" and not datasets.is_present("philly-103959",
+                                                                                                 tmp_path)
+    with pytest.raises(datasets.DataError, match=r"does not match its registered size and sha256.*not used"):
         datasets.resolve("philly-103959", tmp_path)
+    row = next(r for r in datasets.listing(tmp_path) if r["name"] == "philly-103959")
+    assert row["status"] == "corrupt" and row["present"] is False
+
+
+def test_a_bad_copy_someone_else_put_is_reported_and_kept(tmp_path, mirror):
+    """``$JOULEGYM_DATA`` may be the user's own folder: a file joulegym did not fetch is never deleted."""
+    target = tmp_path / "elasticflow" / "philly_103959.csv"
+    target.parent.mkdir(parents=True)
+    full = (REF / "elasticflow" / "philly_103959.csv").read_bytes()
+    target.write_bytes(full[: len(full) // 2])  # the user's partial copy
+    with pytest.raises(datasets.DataError, match="was not written by joulegym, so it was left as it is"):
+        datasets.fetch("philly-103959", root=tmp_path, base_url=mirror.url)
+    assert target.read_bytes() == full[: len(full) // 2] and mirror.requests == []
+
+
+def test_a_bad_copy_joulegym_fetched_is_replaced_and_never_kept(tmp_path, mirror):
+    (target,) = datasets.fetch("philly-103959", root=tmp_path, base_url=mirror.url)
+    full = target.read_bytes()
+    target.write_bytes(full[: len(full) // 2])  # damaged after the fetch
+    with socket.socket() as sock:  # a failed re-fetch: offline
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(datasets.DataError, match="could not download"):
+        datasets.fetch("philly-103959", root=tmp_path, base_url=f"http://127.0.0.1:{port}")
+    assert not target.exists()  # the bad copy joulegym wrote is not kept
     datasets.fetch("philly-103959", root=tmp_path, base_url=mirror.url)
-    assert target.read_bytes() == full
-    assert mirror.requests == ["/elasticflow/philly_103959.csv"]
+    assert target.read_bytes() == full and datasets.status("philly-103959", tmp_path) == "present"
 
 
 def test_offline_error_names_the_ways_out(tmp_path):

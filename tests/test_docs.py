@@ -59,7 +59,8 @@ def test_local_links_resolve(doc):
 
 def test_every_tutorial_is_in_the_site_navigation():
     index = (ROOT / "docs" / "index.md").read_text()
-    tutorials = sorted(p.stem for p in (ROOT / "docs" / "tutorials").glob("*.md"))
+    tutorials = sorted(p.stem for p in (ROOT / "docs" / "tutorials").glob("*.md")) + sorted(
+        p.stem for p in (ROOT / "docs" / "tutorials").glob("*.ipynb"))
     assert tutorials, "docs/tutorials/ holds the tutorials"
     for name in tutorials:
         assert f"tutorials/{name}\n" in index, f"docs/tutorials/{name}.md is not in docs/index.md's toctree"

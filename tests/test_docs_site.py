@@ -16,7 +16,7 @@ from joulegym.core.family import env_id, families
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-SPHINX_MISSING = [m for m in ("sphinx", "myst_parser", "furo") if importlib.util.find_spec(m) is None]
+SPHINX_MISSING = [m for m in ("sphinx", "myst_parser", "myst_nb", "furo") if importlib.util.find_spec(m) is None]
 needs_sphinx = pytest.mark.skipif(bool(SPHINX_MISSING), reason=f"{SPHINX_MISSING} not installed: the docs extra "
                                   f"(pip install -e \".[docs]\") builds the site")
 
@@ -34,7 +34,7 @@ def _ext(name: str):
 def test_site_builds_strictly_with_a_page_and_frames_per_family(tmp_path):
     out = tmp_path / "html"
     result = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html",
-                             str(DOCS), str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+                             str(DOCS), str(out)], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert result.returncode == 0, f"strict docs build failed:\n{result.stderr[-4000:]}"
     for descriptor in families():
         page = out / "envs" / f"{descriptor.name}.html"
@@ -52,8 +52,11 @@ def test_site_builds_strictly_with_a_page_and_frames_per_family(tmp_path):
                 in html, f"{descriptor.name}: scenario {scenario} not listed"
     for page in ("index", "envs/index", "api/core", "api/datasets", "tutorials/train-and-evaluate",
                  "tutorials/write-a-policy", "tutorials/add-a-scenario", "tutorials/add-a-family",
-                 "tutorials/philly-trace", "families/etf", "architecture"):
+                 "tutorials/philly-trace", "tutorials/first-steps", "families/etf", "architecture", "testing",
+                 "citing"):
         assert (out / f"{page}.html").is_file(), page
+    notebook = (out / "tutorials" / "first-steps.html").read_text()  # executed at build time: its outputs are there
+    assert "dream-full: return" in notebook and "<img" in notebook and "uxcost_mean" in notebook
 
 
 def test_env_page_helpers_read_the_module_docstrings():

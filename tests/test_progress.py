@@ -1,5 +1,5 @@
-"""Issue 18 item 4: long work reports progress (plain lines when not on a terminal) and every reproduce report
-puts the paper's value beside ours with a verdict."""
+"""Long work reports progress (plain lines when not on a terminal, at most one per interval plus the first, the one
+reaching the total and a final one) and every reproduce report puts the paper's value beside ours with a verdict."""
 
 from __future__ import annotations
 
@@ -26,6 +26,29 @@ def test_plain_lines_first_last_and_throttled():
     # started, the first update, the last one; the 98 in between are throttled by the interval
     expected = ["[work] started", "[work] 1/100 item 0", "[work] 100/100 item 99"]
     assert [line.split(" (")[0] for line in lines] == expected
+
+
+def test_updates_past_the_total_do_not_flood_a_piped_log():
+    """Updates after the total is reached (SB3 finishes its rollout past the requested steps; a resumed run) write
+    no line each: only the interval's, and one final line on close."""
+    stream = io.StringIO()
+    with ProgressLog(10, "work", stream=stream, interval_s=3600.0) as progress:
+        for k in range(10):
+            progress.update(1, f"item {k}")
+        for _ in range(300):
+            progress.update(0, "at the total")
+        for k in range(5):
+            progress.update(1, f"extra {k}")
+    lines = [line.split(" (")[0] for line in stream.getvalue().splitlines()]
+    assert lines == ["[work] started", "[work] 1/10 item 0", "[work] 10/10 item 9", "[work] 15/10 extra 4"]
+
+
+def test_no_final_line_when_the_last_update_was_shown():
+    stream = io.StringIO()
+    with ProgressLog(3, "w", stream=stream, interval_s=3600.0) as progress:
+        progress.update(3, "all")
+        progress.update(0, "same count")
+    assert [line.split(" (")[0] for line in stream.getvalue().splitlines()] == ["[w] started", "[w] 3/3 all"]
 
 
 def test_plain_lines_every_update_with_zero_interval():
@@ -120,6 +143,8 @@ def test_train_piped_logs_progress_and_writes_learning_curve(tmp_path, capsys):
                        "--out", str(run), "--no-tensorboard"]) == 0
     err = capsys.readouterr().err
     assert "[train run] started (256 step)" in err and "[train run] 256/256" in err
+    # PPO collects its whole rollout (n_steps > 256) before it stops: those steps past the total write no line each
+    assert len([line for line in err.splitlines() if line.startswith("[train run]")]) <= 4, err[-2000:]
     assert (run / "learning_curve.png").stat().st_size > 5_000
 
 

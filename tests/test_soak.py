@@ -44,3 +44,24 @@ def test_the_checks_fire_on_broken_states():
                               history=[((30, 20), (1.0, 1.0))])
     assert soak.etf_invariants(SimpleNamespace(sim=etf_sim), {}, {"busy": 1.0}) == [
         "device_time_over_epoch", "units_over_T"]
+
+
+def test_the_soak_covers_five_families_at_their_step_counts():
+    assert {"etf", "emrf", "powerflow", "dream", "qin"} <= set(soak.STEPS) == set(soak.INVARIANTS)
+    assert soak.STEPS["etf"] == soak.STEPS["emrf"] == soak.STEPS["powerflow"] == 10**6
+    assert soak.STEPS["dream"] == soak.STEPS["qin"] == 2 * 10**5
+    assert soak.family_steps("qin", None, 0.1) == 20_000 and soak.family_steps("qin", 500, 0.1) == 500
+    runs = soak.family_runs("qin")
+    (path,) = [kw["workload"]["path"] for _, kw in runs if kw.get("workload", {}).get("kind") == "file"]
+    assert Path(path).is_file()  # the loader's output is soaked too
+
+
+def test_the_dream_and_qin_checks_fire_on_broken_states():
+    dream = SimpleNamespace(now=1.0, energy_total=1.0, dispatches=3, layers=5, switch_energy_total=0.0,
+                            acc_energy=np.array([-1.0]), acc_frames=np.array([2]), acc_violated=np.array([3]))
+    assert soak.dream_invariants(SimpleNamespace(sim=dream), {}, {"time": 2.0, "energy": 0.5}) == [
+        "time_decreased", "negative_accelerator_counter", "violations_over_frames"]
+    qin = SimpleNamespace(now=1.0, energy_j=np.array([1.0, 1.0]), util=np.array([0.5, 1.2]),
+                          load_instr=np.array([-1.0]), core_threads=np.array([0]))
+    assert soak.qin_invariants(SimpleNamespace(sim=qin), {}, {"energy": 3.0}) == [
+        "energy_decreased", "utilisation_outside_0_1", "negative_load"]

@@ -22,7 +22,7 @@ def test_short_ppo_run_trains_and_is_evaluated(tmp_path):
     assert config["algo"] == "ppo" and config["timesteps"] == 2048 and config["seed"] == 3
     assert (run / "model.zip").stat().st_size > 0 and any((run / "tb").iterdir())
     out = tmp_path / "ev"
-    assert evaluate_main(["--env", "joulegym/ETF-v0", "--policies", f"etf,ppo:{run / 'model.zip'}",
+    assert evaluate_main(["--env", "joulegym/ETF-v0", "--policies", f"etf,ppo:{run}",
                           "--seeds", "2", "--out", str(out), "--no-plots"]) == 0
     episodes = pd.read_csv(out / "episodes.csv")
     agent = episodes[episodes["policy"] == "ppo"]

@@ -68,8 +68,14 @@ def test_a_used_out_is_refused_unless_resume_or_overwrite(tmp_path, capsys):
     assert "not empty" in capsys.readouterr().err and (out / "notes.txt").exists()
     assert train_main([*FAST, "--timesteps", "64", "--out", str(out), "--resume"]) == 2
     assert "no config.json" in capsys.readouterr().err
-    assert train_main([*FAST, "--timesteps", "64", "--out", str(out), "--overwrite"]) == 0
-    assert not (out / "notes.txt").exists() and json.loads((out / "config.json").read_text())["complete"]
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(out), "--overwrite"]) == 2  # not train.py's
+    assert "--overwrite" in capsys.readouterr().err and (out / "notes.txt").exists()
+    run = tmp_path / "run2"
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(run)]) == 0
+    (run / "notes.txt").write_text("the user's, beside the run")
+    assert train_main([*FAST, "--timesteps", "64", "--out", str(run), "--overwrite"]) == 0
+    assert (run / "notes.txt").read_text() == "the user's, beside the run"  # only the run's own files went
+    assert json.loads((run / "config.json").read_text())["complete"]
 
 
 def test_weights_only_agent_acts_like_the_model(tmp_path):
@@ -83,7 +89,9 @@ def test_weights_only_agent_acts_like_the_model(tmp_path):
     meta = json.loads((out / "agent" / "agent.json").read_text())
     assert meta["algo"] == "maskable_ppo" and meta["format"] == 1
     env = gym.make("joulegym/ETFPhi-tx2-fig5-v0")
-    safe, pickled = SB3Policy.load(out), SB3Policy.load(out / "model.zip")
+    with pytest.warns(UserWarning, match="unpickling"):
+        pickled = SB3Policy.load(out / "model.zip", allow_pickle=True)
+    safe = SB3Policy.load(out)
     assert safe._weights_dir == out / "agent"
     a, b = rollout(env, safe, seed=5, record=True), rollout(env, pickled, seed=5, record=True)
     assert a.total_return == b.total_return and a.length == b.length
@@ -115,3 +123,45 @@ def test_out_that_is_a_file_or_unwritable(tmp_path, capsys):
     assert train_main([*FAST, "--timesteps", "64", "--out", "/proc/joulegym-run"]) == 2  # not writable, even by root
     err = capsys.readouterr().err
     assert "not writable" in err and err.count("\n") == 1
+
+
+def _monitor_rows(out: Path) -> list[str]:
+    return (out / "monitor" / "0.monitor.csv").read_text().splitlines()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_resume_keeps_the_record_and_the_whole_learning_curve(tmp_path, sig):
+    """--resume keeps the Monitor rows up to the checkpoint (cut back to it after a SIGKILL: the steps after it are
+    played again), appends the resumed episodes with the clock going on, and the learning curve covers the whole
+    run (0 to the total), not only the resumed part."""
+    from joulegym.agents.callbacks import read_monitor
+    from joulegym.training import _checkpoint_timesteps
+
+    total = 3000
+    out = tmp_path / "run"
+    proc = _start(out, total)
+    meta = out / "checkpoints" / "latest.json"
+    deadline = time.monotonic() + 120
+    while not meta.is_file() or json.loads(meta.read_text())["num_timesteps"] < 1000:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no checkpoint past 1000 steps"
+        time.sleep(0.1)
+    os.kill(proc.pid, sig)
+    proc.communicate(timeout=120)
+    history = json.loads((out / "checkpoints" / "latest_monitor.json").read_text())
+    checkpoint_rows = history[str(_checkpoint_timesteps(out / "checkpoints" / "latest.zip"))]["0.monitor.csv"]
+    kept = _monitor_rows(out)[: 2 + checkpoint_rows]
+    assert checkpoint_rows >= 10  # episodes of 60 steps: the checkpoint has seen some
+    resumed = subprocess.run([sys.executable, str(ROOT / "train.py"), "--out", str(out), "--resume",
+                              "--no-progress-bar", "--no-tensorboard"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = _monitor_rows(out)
+    assert rows[: len(kept)] == kept and len(rows) > len(kept), (kept[-3:], rows[:len(kept) + 3])  # record kept
+    episodes = read_monitor(out / "monitor")
+    assert (episodes["t"].diff().dropna() >= 0).all()  # the resumed rows' clock goes on from the kept ones
+    steps = int(episodes["l"].sum())
+    num_timesteps = json.loads((out / "config.json").read_text())["num_timesteps"]
+    assert total - 2 * 60 <= steps <= num_timesteps, (steps, num_timesteps)  # the whole run, no step twice
+    assert episodes["timesteps"].iloc[-1] == steps and (out / "learning_curve.png").is_file()

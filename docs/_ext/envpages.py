@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-FRAME_STEPS = 8  # random steps before the frame: past the empty first state, still quick (< 2 s per kind)
+FRAME_STEPS = 8  # steps before the frame: past the empty first state, still quick (< 2 s per kind)
 FRAME_SEED = 0
 
 
@@ -131,6 +131,17 @@ def _write(path: Path, content: str | bytes) -> None:
     tmp.replace(path)
 
 
+def frame_policy(env: Any) -> Any:
+    """The family's reference policy where it drives the kind (its frame shows the system at work: random actions
+    on DREAM-v0 mostly wait, 8 steps leave nothing dispatched), else ``random``."""
+    from joulegym import baselines
+    from joulegym.core.family import get_family
+
+    reference = get_family(env.unwrapped.family).reference_policy
+    name = reference if reference in baselines.applicable(env) else "random"
+    return baselines.make(name, family=env.unwrapped.family)
+
+
 def _frame_png(env: Any) -> bytes:
     import io
 
@@ -139,10 +150,11 @@ def _frame_png(env: Any) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.image
 
-    env.reset(seed=FRAME_SEED)
-    env.action_space.seed(FRAME_SEED)
+    obs, info = env.reset(seed=FRAME_SEED)
+    policy = frame_policy(env)
+    policy.reset(env, seed=FRAME_SEED)
     for _ in range(FRAME_STEPS):
-        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
         if terminated or truncated:
             break
     frame = env.render()
@@ -190,7 +202,8 @@ def family_page(descriptor: Any, static: Path) -> str:
         finally:
             env.close()
         out += ["", f"### `{env_id}`", "", _md(kind.description), "",
-                f"![{env_id}: a rendered frame (seed {FRAME_SEED}, {FRAME_STEPS} random actions)]"
+                f"![{env_id}: a rendered frame (seed {FRAME_SEED}, {FRAME_STEPS} steps of "
+                f"{frame_policy(env).name})]"
                 f"(../_static/generated/{frame})", "",
                 "| | |", "|---|---|",
                 f"| Entry point | `{kind.entry_point}` (`action_mode={kind.action_mode!r}`) |",

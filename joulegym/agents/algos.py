@@ -195,7 +195,10 @@ def load_model(algo: str, path: str | Path):
     saved = saved_algo(path)
     if saved is not None and saved != spec.name:
         raise ValueError(f"{str(path)!r} holds a {saved!r} model, not {spec.name!r}: load it as {saved}:{path}")
-    return spec.load_class().load(str(path), device="cpu")
+    try:
+        return spec.load_class().load(str(path), device="cpu")
+    except Exception as err:  # any content at all: the user vouched for the file, not for its format
+        raise ValueError(f"{path}: not a loadable SB3 {spec.name} model.zip ({type(err).__name__})") from None
 
 
 def saved_algo(path: str | Path) -> str | None:
@@ -205,9 +208,10 @@ def saved_algo(path: str | Path) -> str | None:
     try:
         with zipfile.ZipFile(path) as archive:
             data = json.loads(archive.read("data"))
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, RuntimeError):
         return None
-    module = str((data.get("policy_class") or {}).get("__module__", ""))
+    policy_class = data.get("policy_class") if isinstance(data, dict) else None
+    module = str(policy_class.get("__module__", "")) if isinstance(policy_class, dict) else ""
     if not module:
         return None
     for name in ("sac", "td3", "dqn"):

@@ -33,7 +33,7 @@ class EpisodeMetricsCallback(BaseCallback):
 
 
 class TrainingProgressCallback(BaseCallback):
-    """Training progress (issue 18 item 4): a tqdm bar on a terminal, plain lines when piped to a file.
+    """Training progress (docs/tutorials/train-and-evaluate.md): a tqdm bar on a terminal, plain lines in a file.
 
     Plain lines (:class:`joulegym.core.progress.ProgressLog`) give the timesteps done and the mean return of the
     episodes finished since the previous line, at most every ``interval_s`` seconds (plus the first and last).

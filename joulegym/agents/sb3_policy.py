@@ -8,14 +8,32 @@ for maskable algorithms, respect ``info["action_mask"]`` / the env's ``action_ma
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from joulegym.agents.algos import ALGOS, algo_spec, load_model, saved_algo
-from joulegym.agents.weights import AGENT_FILE, is_weights_dir, load_weights
+from joulegym.agents.weights import AGENT_FILE, WEIGHTS_FILE, is_weights_dir, load_weights, read_agent_json
+from joulegym.core.actions import flat_mask
+
+UNSAFE_FLAG = "--unsafe-unpickle-model-zip"  # evaluate.py's (and train.py --resume's) opt-in to unpickling
+
+
+def _no_weights_only(path: Path, zip_path: Path) -> str:
+    """Why ``path`` is not a weights-only agent, and what is allowed."""
+    for folder in (path, path / "agent"):
+        present = [f for f in (AGENT_FILE, WEIGHTS_FILE) if (folder / f).is_file()]
+        if folder.is_dir() and present:
+            missing = next(f for f in (AGENT_FILE, WEIGHTS_FILE) if f not in present)
+            return f"{str(folder)!r} is a weights-only agent without {missing} (it needs {AGENT_FILE} + {WEIGHTS_FILE})"
+    if zip_path.is_file():
+        return (f"{str(zip_path)!r} is a model.zip, which is unpickled when loaded and can run code: evaluate the "
+                f"run's weights-only agent/ directory, or pass {UNSAFE_FLAG} (allow_pickle=True) for a file you trust")
+    if not path.exists():
+        return f"agent {str(path)!r} does not exist"
+    return f"{str(path)!r} holds no weights-only agent ({AGENT_FILE} + {WEIGHTS_FILE}, or a run directory's agent/)"
 
 
 class SB3Policy:
@@ -42,25 +60,32 @@ class SB3Policy:
 
     @classmethod
     def load(cls, path: str | Path, algo: str | None = None, name: str | None = None,
-             deterministic: bool = True) -> SB3Policy:
+             deterministic: bool = True, *, allow_pickle: bool = False) -> SB3Policy:
         """Load an agent: a weights-only directory (``agent.json`` + ``weights.pt``, or a ``train.py`` run
-        directory holding ``agent/``: safe, nothing is unpickled) or a ``model.zip`` (SB3's format: loading it
-        unpickles code, so load only files you trust). The algorithm is read from ``agent.json`` /
-        ``config.json`` when not given."""
+        directory holding ``agent/``: safe, nothing is unpickled). A ``model.zip`` (SB3's format: loading it
+        unpickles code) is loaded only with ``allow_pickle=True`` (``evaluate.py --unsafe-unpickle-model-zip``),
+        with a warning. The algorithm is read from ``agent.json`` / ``config.json`` when not given.
+
+        :raises ValueError: no weights-only agent at ``path`` (naming the file that is missing or malformed), or
+            a ``model.zip`` without ``allow_pickle``.
+        """
         path = Path(path)
         for candidate in (path, path / "agent"):
             if is_weights_dir(candidate):
-                meta = json.loads((candidate / AGENT_FILE).read_text())
+                meta = read_agent_json(candidate)
                 if algo is not None and algo_spec(algo).name != meta.get("algo"):
                     raise ValueError(f"{str(candidate)!r} holds a {meta.get('algo')!r} agent, not {algo!r}")
                 return cls(None, name=name or meta.get("algo", "agent"), deterministic=deterministic,
                            weights_dir=candidate)
-        if path.is_dir():
-            path = path / "model.zip"
+        zip_path = path / "model.zip" if path.is_dir() else path
+        if not allow_pickle:
+            raise ValueError(_no_weights_only(path, zip_path))
         if algo is None:
-            algo = cls.infer_algo(path)  # config.json beside it, else the zip's own data; ValueError otherwise
+            algo = cls.infer_algo(zip_path)  # config.json beside it, else the zip's own data; ValueError otherwise
         algo_spec(algo)
-        return cls(load_model(algo, path), name=name or algo, deterministic=deterministic)
+        warnings.warn(f"{UNSAFE_FLAG}: unpickling {zip_path}, which can run code: load model.zip files only from "
+                      "sources you trust", UserWarning, stacklevel=2)
+        return cls(load_model(algo, zip_path), name=name or algo, deterministic=deterministic)
 
     @staticmethod
     def run_config(path: str | Path) -> dict[str, Any] | None:
@@ -71,9 +96,14 @@ class SB3Policy:
             config = folder / "config.json"
             if config.is_file():
                 try:
-                    return json.loads(config.read_text())
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{config}: not valid JSON ({err.msg})") from None
+                    data = json.loads(config.read_text())
+                except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                    raise ValueError(f"{config}: not valid JSON ({getattr(err, 'msg', None) or err.reason})") from None
+                if not isinstance(data, dict) or not isinstance(data.get("env_id", ""), str) or not isinstance(
+                        data.get("env_kwargs") or {}, dict):
+                    raise ValueError(f"{config}: must hold a JSON object with a string env_id and an env_kwargs "
+                                     "object (what train.py writes); the file is damaged")
+                return data
         return None
 
     @classmethod
@@ -83,7 +113,7 @@ class SB3Policy:
         path = Path(path)
         for candidate in (path, path / "agent"):
             if is_weights_dir(candidate):
-                return str(json.loads((candidate / AGENT_FILE).read_text())["algo"])
+                return str(read_agent_json(candidate)["algo"])
         config = cls.run_config(path)
         if config is not None and config.get("algo"):
             return str(config["algo"])
@@ -111,6 +141,6 @@ class SB3Policy:
             if mask is None and self._env is not None and hasattr(self._env.unwrapped, "action_masks"):
                 mask = self._env.unwrapped.action_masks()
             if mask is not None:
-                kwargs["action_masks"] = np.asarray(mask, dtype=bool)
+                kwargs["action_masks"] = flat_mask(mask)
         action, _ = self.model.predict(obs, **kwargs)
         return action

@@ -49,12 +49,15 @@ def _is_part_of(key: str, networks: tuple[str, ...]) -> bool:
 def _plain_policy_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in (kwargs or {}).items():
+        key = str(key)
         if key in TRAINING_ONLY:
             continue
         if key not in POLICY_KWARGS:
             raise ValueError(f"policy_kwargs[{key!r}] cannot be exported weights-only; allowed: {list(POLICY_KWARGS)}")
         if key == "activation_fn":
-            value = value.__name__ if isinstance(value, type) else str(value)
+            value = value.__name__ if isinstance(value, type) else value
+            if not isinstance(value, str):
+                raise ValueError(f"activation_fn must be one of {ACTIVATIONS}, got {value!r}")
             if value not in ACTIVATIONS:
                 raise ValueError(f"activation_fn {value!r} is not one of {ACTIVATIONS}")
         out[key] = value
@@ -92,26 +95,120 @@ def is_weights_dir(path: str | Path) -> bool:
     return (Path(path) / AGENT_FILE).is_file() and (Path(path) / WEIGHTS_FILE).is_file()
 
 
-def load_weights(directory: str | Path, env: Any) -> Any:
-    """An SB3 model rebuilt on ``env``'s spaces from ``directory`` (no unpickling of code)."""
+def read_agent_json(directory: str | Path) -> dict[str, Any]:
+    """``directory``'s ``agent.json``, checked: a JSON object of the current format naming a known algorithm,
+    with an observation shape, an action space and allowed ``policy_kwargs``.
+
+    :raises ValueError: one line naming the file and what is wrong.
+    """
+    path = Path(directory) / AGENT_FILE
+    try:
+        meta = json.loads(path.read_text())
+    except OSError as err:
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text (an agent.json is JSON)") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err.msg})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: must hold a JSON object (algo, policy, policy_kwargs, observation_shape, "
+                         f"action_space, format), got a {type(meta).__name__}")
+    if meta.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{path}: format={meta.get('format')!r}, expected {FORMAT_VERSION}")
+    try:
+        algo_spec(str(meta.get("algo")))
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+    shape = meta.get("observation_shape")
+    if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                             for n in shape)):
+        raise ValueError(f"{path}: observation_shape must be a list of whole numbers >= 0, got {shape!r}")
+    for key in ("action_space", "policy"):
+        if not isinstance(meta.get(key, ""), str):
+            raise ValueError(f"{path}: {key} must be a string, got {meta.get(key)!r}")
+    if not isinstance(meta.get("omitted", []), list):
+        raise ValueError(f"{path}: omitted must be a list of network names, got {meta.get('omitted')!r}")
+    kwargs = meta.get("policy_kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{path}: policy_kwargs must be a JSON object, got {kwargs!r}")
+    try:
+        _check_policy_kwargs(_plain_policy_kwargs(kwargs))
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+    return meta
+
+
+def _layers(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 65_536
+                                           for n in value)
+
+
+def _check_policy_kwargs(kwargs: dict[str, Any]) -> None:
+    """The types of the allowed ``policy_kwargs`` (what SB3 builds a network from)."""
+    arch = kwargs.get("net_arch", [])
+    if not (_layers(arch) or (isinstance(arch, dict) and set(arch) <= {"pi", "vf", "qf"}
+                              and all(_layers(v) for v in arch.values()))):
+        raise ValueError(f"policy_kwargs net_arch must be a list of layer sizes (whole numbers in [1, 65536]) or "
+                         f"{{'pi': [...], 'vf'/'qf': [...]}}, got {arch!r}")
+    for key in ("ortho_init", "squash_output", "share_features_extractor", "normalize_images", "use_sde"):
+        if key in kwargs and not isinstance(kwargs[key], bool):
+            raise ValueError(f"policy_kwargs {key} must be true or false, got {kwargs[key]!r}")
+    if "log_std_init" in kwargs and (isinstance(kwargs["log_std_init"], bool) or not isinstance(
+            kwargs["log_std_init"], int | float) or not abs(kwargs["log_std_init"]) <= 20):
+        raise ValueError(f"policy_kwargs log_std_init must be a number in [-20, 20], got {kwargs['log_std_init']!r}")
+    if "n_critics" in kwargs and (isinstance(kwargs["n_critics"], bool) or kwargs["n_critics"] not in range(1, 11)):
+        raise ValueError(f"policy_kwargs n_critics must be a whole number in [1, 10], got {kwargs['n_critics']!r}")
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    """``weights.pt`` as a state dict of tensors, read with ``torch.load(weights_only=True)``; a one-line
+    ``ValueError`` for a damaged file or one holding anything else (nothing in it is run)."""
+    import pickle
+
     import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise ValueError(f"{path}: holds pickled objects other than tensors, which a weights-only agent cannot "
+                         "(refused, nothing in it was run); re-export the agent with save_weights") from None
+    except (EOFError, RuntimeError, OSError, ValueError, TypeError, AttributeError, IndexError, KeyError) as err:
+        raise ValueError(f"{path}: not a readable torch state dict (empty, truncated or damaged: "
+                         f"{type(err).__name__})") from None
+    if not (isinstance(state, dict) and all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                            for k, v in state.items())):
+        raise ValueError(f"{path}: must hold a state dict (parameter name -> tensor), got {type(state).__name__}")
+    return state
+
+
+def load_weights(directory: str | Path, env: Any) -> Any:
+    """An SB3 model rebuilt on ``env``'s spaces from ``directory`` (no unpickling of code).
+
+    :raises ValueError: one line naming the file and what is wrong, for every malformed agent.
+    """
+    import torch
+
+    from joulegym.agents.algos import check_algo_supports
 
     directory = Path(directory)
     if not is_weights_dir(directory):
         raise ValueError(f"{str(directory)!r} holds no {AGENT_FILE} + {WEIGHTS_FILE} (a weights-only agent)")
+    meta = read_agent_json(directory)
+    spec = algo_spec(str(meta["algo"]))
     try:
-        meta = json.loads((directory / AGENT_FILE).read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{directory / AGENT_FILE}: not valid JSON ({err.msg})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{directory / AGENT_FILE}: unsupported format {meta.get('format')!r}, "
-                         f"expected {FORMAT_VERSION}")
-    spec = algo_spec(str(meta.get("algo")))
-    if list(env.observation_space.shape) != list(meta.get("observation_shape", [])):
+        check_algo_supports(spec.name, env.action_space)
+    except ValueError as err:
+        raise ValueError(f"{directory / AGENT_FILE}: {err}") from None
+    if list(env.observation_space.shape) != list(meta["observation_shape"]):
         raise ValueError(f"the agent was trained on observations of shape {meta.get('observation_shape')}, the env's "
                          f"are {list(env.observation_space.shape)}")
     if repr(env.action_space) != meta.get("action_space"):
         raise ValueError(f"the agent acts in {meta.get('action_space')}, the env in {env.action_space!r}")
+    omitted = tuple(meta.get("omitted") or ())
+    if not set(omitted) <= set(TRAINING_ONLY_NETWORKS.get(spec.name, ())):
+        raise ValueError(f"{directory / AGENT_FILE}: omitted={list(omitted)}; for {spec.name} only "
+                         f"{list(TRAINING_ONLY_NETWORKS.get(spec.name, ()))} may be left out")
+    state = _read_state(directory / WEIGHTS_FILE)
     kwargs = _plain_policy_kwargs(meta.get("policy_kwargs") or {})
     if "activation_fn" in kwargs:
         kwargs["activation_fn"] = getattr(torch.nn, kwargs["activation_fn"])
@@ -119,13 +216,18 @@ def load_weights(directory: str | Path, env: Any) -> Any:
     policy = "MlpPolicy" if policy.endswith(("ActorCriticPolicy", "MlpPolicy", "SACPolicy", "TD3Policy", "DQNPolicy",
                                              "QNetwork")) else policy
     extra = {"buffer_size": 1} if spec.name in ("sac", "td3", "dqn") else {}  # no replay memory for evaluation
-    model = spec.load_class()(policy, env, policy_kwargs=kwargs, device="cpu", seed=0, **extra)
-    state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
-    omitted = tuple(meta.get("omitted") or ())
-    if not set(omitted) <= set(TRAINING_ONLY_NETWORKS.get(spec.name, ())):
-        raise ValueError(f"{directory / AGENT_FILE}: omitted={list(omitted)}; for {spec.name} only "
-                         f"{list(TRAINING_ONLY_NETWORKS.get(spec.name, ()))} may be left out")
-    missing, unexpected = model.policy.load_state_dict(state, strict=False)
+    try:
+        model = spec.load_class()(policy, env, policy_kwargs=kwargs, device="cpu", seed=0, **extra)
+    except (TypeError, ValueError, AssertionError, KeyError, RuntimeError) as err:
+        raise ValueError(f"{directory / AGENT_FILE}: the {spec.name} policy {policy!r} with policy_kwargs "
+                         f"{meta.get('policy_kwargs')} cannot be built on this env "
+                         f"({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
+    try:
+        missing, unexpected = model.policy.load_state_dict(state, strict=False)
+    except RuntimeError as err:  # a tensor of the wrong shape
+        detail = next((line.strip() for line in str(err).splitlines() if "size mismatch" in line), "size mismatch")
+        raise ValueError(f"{directory / WEIGHTS_FILE} does not fit the {spec.name} policy of {AGENT_FILE}: "
+                         f"{detail}") from None
     missing = [k for k in missing if not _is_part_of(k, omitted)]
     if missing or unexpected:
         raise ValueError(f"{directory / WEIGHTS_FILE} does not fit the {spec.name} policy of {AGENT_FILE}: "

@@ -28,8 +28,9 @@ Policies (``joulegym.baselines.make(name, family="emrf", **kw)``; each has only 
 ====================  ============================================================================
 
 Policies read ``info["scheduler_inputs"]`` (exact xi_hat, weights, capacities, eta; never
-``info["metrics"]``) and fall back to decoding the observation (float32 xi_hat, w/W, C_cpu/C_tot,
-eta_target: allocations are scale-free, so the action is the same up to float32 round-off). They are not
+``info["metrics"]``; ``info_level="full"``), else the same inputs from the bound env's ``scheduler_inputs()``,
+and given ``info=None`` decode the observation (float32 xi_hat, w/W, C_cpu/C_tot, eta_target: allocations are
+scale-free, so the action is the same up to float32 round-off). They are not
 privileged: every input is in the observation. Actions are float64 so that the reference allocation is
 reproduced to machine precision.
 """
@@ -169,10 +170,14 @@ class _EMRFFamilyPolicy:
     def _check(self, base) -> None:
         """Further applicability checks (raise PolicyNotApplicable)."""
 
-    def _inputs(self, obs, info: dict[str, Any]) -> dict[str, Any]:
+    def _inputs(self, obs, info: dict[str, Any] | None) -> dict[str, Any]:
+        """The exact inputs: the info's (``info_level="full"``), else the bound env's ``scheduler_inputs()`` (the
+        same measured quantities a deployed EMRF reads); ``info=None``: decoded from the observation alone."""
         if self._env is None:
             raise RuntimeError(f"{type(self).__name__}.act() called before reset(env)")
         inputs = info.get("scheduler_inputs") if info else None
+        if inputs is None and info is not None:
+            inputs = self._env.unwrapped.scheduler_inputs()
         return inputs if inputs is not None else decode_observation(obs, self._max_users)
 
     def _target(self, c, xi, w, eta: float, tie_break: str, solver: str) -> tuple[float, ...]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from joulegym.core.policy import env_config_for, make
+from joulegym.baselines.powerflow import paper_env_config
+from joulegym.core.policy import make
 from joulegym.core.rollout import rollout
 from joulegym.envs.powerflow.cluster import ClusterSpec
 from joulegym.envs.powerflow.env import SIM_SETTINGS, PowerFlowEnv
@@ -48,8 +49,10 @@ def simulate(trace: Any, policy: Any = "powerflow", *, cluster: ClusterSpec | tu
     (``docs/families/powerflow.md`` §12).
 
     The env gets ``action_mode="request"`` (every reference policy's decision encodes exactly, requested GPU
-    counts that are not powers of two included), the policy's own ``env_config`` (its life-cycle, predictor,
-    placement, power constraint) under ``settings``, and enough slots that no schedulable job is ever left out:
+    counts that are not powers of two included), the paper's evaluation conditions for the policy (its
+    ``paper_config``: life-cycle, predictor, power constraint, §6.1) and its own ``env_config`` (placement) under
+    ``settings`` (:func:`joulegym.baselines.powerflow.paper_env_config`), and enough slots that no schedulable job
+    is ever left out:
     :data:`SIMULATE_SLOTS` first; an episode in which a job would find no slot is abandoned at that step and run
     again with four times as many (at most one per job). With every job in a slot the decisions do not depend
     on the number of slots. The policy object is the one that acts, exactly as in any env episode.
@@ -84,7 +87,8 @@ def simulate(trace: Any, policy: Any = "powerflow", *, cluster: ClusterSpec | tu
     jobs = _as_jobs(trace, cluster.device, seed, cluster.gpus_per_node)
     # a standalone run is unconstrained and runs until every job is done (docs §12); horizon_s= truncates, loudly
     config = {"power_constraint": "none", "horizon_s": math.inf}
-    config.update({k: v for k, v in env_config_for(policy, settings).items() if k in SIM_SETTINGS})
+    # the paper's evaluation conditions for this policy (its paper_config: §6.1), then its system (env_config)
+    config.update({k: v for k, v in paper_env_config(policy, settings).items() if k in SIM_SETTINGS})
     config.update(nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node, device=cluster.device, eta=eta,
                   action_mode="request", max_steps=SIMULATE_MAX_STEPS)
     slots = min(len(jobs), SIMULATE_SLOTS)

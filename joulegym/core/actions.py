@@ -4,8 +4,11 @@ An env kind is an env class plus an ``action_mode``; the mode picks the :class:`
 turns the agent's action into the simulator's *decision* and back:
 
 - ``space``: the Gymnasium action space;
-- ``mask()``: the valid actions now (``None`` when the space has none); the env exposes it as
-  ``action_masks()`` (sb3-contrib MaskablePPO) and ``info["action_mask"]``;
+- ``mask()``: the valid actions now, flattened (``None`` when the space has none); the env exposes it in the two
+  forms its users take (:func:`int8_mask`, :func:`gymnasium_mask`): ``action_masks()`` flat ``int8`` (sb3-contrib
+  MaskablePPO, which takes any 0/1 array) and ``info["action_mask"]`` in the form ``action_space.sample(mask=)``
+  takes (Gymnasium 1.x: ``int8`` of shape ``(n,)`` for ``Discrete``, a tuple of one ``int8`` array per
+  sub-space for ``MultiDiscrete``); :func:`flat_mask` turns either back into the flat bool array;
 - ``decode(action)``: validate (a malformed action raises ``ValueError`` naming the space), then map to
   a decision, repairing a well-formed but masked-out choice deterministically and setting
   :attr:`ActionType.repaired` (reported as ``info["repaired"]``); returning :data:`NO_DECISION` means
@@ -80,17 +83,44 @@ class ActionType:
         raise NotImplementedError(f"action_mode={self.name!r} ({type(space).__name__}) has no action mask")
 
 
+# --- masks in the forms their users take ---------------------------------------------------------------------
+def int8_mask(mask: np.ndarray) -> np.ndarray:
+    """``mask`` (flat, 0/1) as ``int8`` (a bool mask is viewed, not copied)."""
+    mask = np.asarray(mask)
+    return mask.view(np.int8) if mask.dtype == np.bool_ else mask.astype(np.int8)
+
+
+def gymnasium_mask(space: gym.Space, mask: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+    """The flat ``mask`` as ``space.sample(mask=)`` takes it: ``int8`` ``(n,)`` for ``Discrete``, a tuple of one
+    ``int8`` array per sub-space (``nvec[i]`` entries each) for a one-dimensional ``MultiDiscrete``."""
+    flat = int8_mask(mask)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return tuple(np.split(flat, np.cumsum(np.asarray(space.nvec).ravel())[:-1]))
+    return flat
+
+
+def flat_mask(mask: Any) -> np.ndarray:
+    """Any of the mask forms (flat array, or one array per ``MultiDiscrete`` sub-space) as one flat bool array."""
+    if isinstance(mask, tuple | list) and mask and isinstance(mask[0], np.ndarray):
+        return np.concatenate([np.asarray(m).ravel() for m in mask]).astype(bool)
+    return np.asarray(mask, dtype=bool).ravel()
+
+
 # --- validators ----------------------------------------------------------------------------------------------
 def _junk(action: Any, name: str, space: gym.Space) -> ValueError:
     return ValueError(f"{name} must be an element of {space}, got {type(action).__name__} {action!r}")
 
 
 def validated_box_action(action: Any, space: gym.spaces.Box, name: str = "action") -> np.ndarray:
-    """``action`` as a float64 array of ``space``'s shape, or ``ValueError`` naming what is wrong."""
+    """``action`` as a float64 array of ``space``'s shape, or ``ValueError`` naming what is wrong (real numbers
+    only: strings, complex numbers, booleans and objects are refused, not converted)."""
     try:
-        array = np.asarray(action, dtype=np.float64)
+        raw = np.asarray(action)
     except (TypeError, ValueError):
         raise _junk(action, name, space) from None
+    if raw.dtype.kind not in "iuf":
+        raise _junk(action, name, space)
+    array = raw.astype(np.float64, copy=False)
     if array.shape != space.shape:
         if array.size == int(np.prod(space.shape)) and array.ndim <= 1:
             array = array.reshape(space.shape)

@@ -13,11 +13,14 @@ and what is allowed; they reject booleans where a number is expected.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,8 @@ def resolve_config(
         found = scenarios.get(key)
         if found is None or (kind is not None and not found.applies_to(kind)):
             allowed = sorted(n for n, s in scenarios.items() if kind is None or s.applies_to(kind))
-            raise ValueError(f"scenario={scenario!r} is unknown for {kind or 'this env'}; allowed: {allowed}")
+            raise ValueError(f"scenario={scenario!r} is unknown for {kind or 'this env'}; allowed: {allowed}"
+                             f"{did_you_mean(key, allowed)}")
         for name, value in found.config.items():
             _check_known(config, name, f"scenario {key!r}")
             config[name] = copy.deepcopy(value)
@@ -75,7 +79,14 @@ def resolve_config(
 
 def _check_known(config: Mapping[str, Any], key: str, origin: str) -> None:
     if key not in config:
-        raise ValueError(f"unknown config key {key!r} in {origin}; allowed keys: {sorted(config)}")
+        raise ValueError(f"unknown config key {key!r} in {origin}; allowed keys: {sorted(config)}"
+                         f"{did_you_mean(str(key), list(config))}")
+
+
+def did_you_mean(name: str, allowed: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest allowed name (difflib's ratio >= 0.6), else ``""``."""
+    close = difflib.get_close_matches(name, [str(a) for a in allowed if a != name], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def merge_value(current: Any, value: Any) -> Any:
@@ -177,6 +188,18 @@ def check_keys(name: str, value: Any, allowed: Sequence[str]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"{name} has unknown keys {unknown}; allowed: {list(allowed)}")
     return dict(value)
+
+
+SEED_LIMIT = 2**63  # reset(seed=...) in [0, SEED_LIMIT): any int >= 0 seeds numpy; this keeps s + i an int64
+
+
+def check_seed(seed: Any, name: str = "seed") -> int | None:
+    """``reset(seed=...)``: ``None`` or a whole number in ``[0, 2**63)``, else a ``ValueError`` naming ``name``."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < SEED_LIMIT:
+        raise ValueError(f"{name} must be None or a whole number in [0, 2**63), got {seed!r}")
+    return int(seed)
 
 
 def check_options(options: Any, allowed: Sequence[str]) -> dict[str, Any]:

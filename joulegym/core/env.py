@@ -21,10 +21,15 @@ A family supplies, as methods of its env class:
 ``_transition(decision)``   apply the decision, advance to the next decision point, return the
                             reward parts (a sequence in the spec's order)
 ``_observe()``              the observation (inside ``observation_space``)
+``_observation_names()``    a name per observation value, in order (``observation_names``)
+``_max_episode_steps()``    the most steps an episode takes when the family's own truncation fixes it
+                            (``env.spec.max_episode_steps``; ``None``: not known in advance)
 ``_terminated()`` /         episode end: the task is done / a time limit
 ``_truncated()``
-``_extra_info()``           the family's lean per-step info keys (every step; few and flat)
-``_diagnostic_info()``      heavy per-step diagnostics, only with ``info_level="full"``
+``_extra_info()``           the family's lean per-step info keys (every step; few and flat), named
+                            in ``lean_info_keys``
+``_diagnostic_info()``      heavy per-step diagnostics, only with ``info_level="full"``, named in
+                            ``full_info_keys``
 ``metrics()``               the paper's metrics of the episode so far
 ``_render_ansi()`` /        the two render modes
 ``_render_figure()``
@@ -36,7 +41,7 @@ the action mode's default), ``reward_weights`` (``{part: weight}`` overrides), `
 on the last step only, the default; ``"every_step"``) and ``info_level`` (``"lean"``: the core keys and the
 family's lean keys, the default; ``"full"``: plus the family's diagnostics). A lean info matters in the RL
 inner loop: Gymnasium's ``SyncVectorEnv`` merges every info key of every sub-env into arrays, and that merge
-cost grows with the number of keys (issue 14). Whatever the level, the info of every step of an episode
+cost grows with the number of keys (docs/architecture.md). Whatever the level, the info of every step of an episode
 has the same keys (``metrics`` aside, on the last step).
 
 Stepping after the episode ended raises :class:`gymnasium.error.ResetNeeded`; so does stepping before
@@ -45,19 +50,42 @@ the first ``reset()``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
-from joulegym.core.actions import NO_DECISION, ActionType
-from joulegym.core.config import Scenario, check_bool, check_choice, check_options, resolve_config
+from joulegym.core.actions import NO_DECISION, ActionType, gymnasium_mask, int8_mask
+from joulegym.core.config import Scenario, check_bool, check_choice, check_options, check_seed, resolve_config
 from joulegym.core.plotting import figure_to_rgb
 from joulegym.core.rewards import RewardPart, RewardSpec, weighted_sum
 
 INFO_METRICS = ("episode_end", "every_step")
 INFO_LEVELS = ("lean", "full")
+CORE_INFO_KEYS = ("reward_parts", "repaired", "action_mask", "metrics")  # the template's own info keys
+
+
+def row_names(prefix: str, rows: int, features: Sequence[str]) -> list[str]:
+    """``[f"{prefix}{r}.{feature}" ...]`` row by row: the names of ``rows`` observation rows (slots, servers)."""
+    return [f"{prefix}{r}.{feature}" for r in range(rows) for feature in features]
+
+
+def _built_by_gymnasium_vector_env() -> bool:
+    """True when Gymnasium's ``SyncVectorEnv`` / ``AsyncVectorEnv`` is building this env (they batch scalar rewards:
+    a reward vector fails at their first step, so ``vector_reward=True`` is refused at ``make_vec``)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename.replace("\\", "/")
+        if "gymnasium/vector/" in name and name.endswith(("/sync_vector_env.py", "/async_vector_env.py")):
+            owner = frame.f_locals.get("self")  # a subclass (e.g. MOSyncVectorEnv) may batch reward vectors
+            if owner is not None:
+                return type(owner).__module__.startswith("gymnasium.vector")
+        frame = frame.f_back
+    return False
 
 
 class JoulegymEnv(gym.Env):
@@ -69,6 +97,8 @@ class JoulegymEnv(gym.Env):
     reward_parts: ClassVar[tuple[RewardPart, ...]] = ()
     reward_presets: ClassVar[Mapping[str, Mapping[str, float]]] = {}
     option_keys: ClassVar[tuple[str, ...]] = ()  # allowed keys of reset(options=...)
+    lean_info_keys: ClassVar[tuple[str, ...]] = ()  # the keys _extra_info() gives (some only in some action modes)
+    full_info_keys: ClassVar[tuple[str, ...]] = ()  # the keys _diagnostic_info() adds with info_level="full"
 
     def __init__(self, scenario: str | None = None, render_mode: str | None = None, **overrides: Any) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -81,6 +111,10 @@ class JoulegymEnv(gym.Env):
         self.config = resolve_config(defaults, self.scenario_table(), scenario, overrides, kind=self.kind)
         cfg = self.config
         check_bool("vector_reward", cfg["vector_reward"])
+        if cfg["vector_reward"] and _built_by_gymnasium_vector_env():
+            raise ValueError("vector_reward=True needs a vector env that batches reward vectors: Gymnasium's sync and "
+                             "async vector envs batch scalar rewards only; use vectorization_mode="
+                             "'vector_entry_point' (the family's batched env) or mo_gymnasium's MOSyncVectorEnv")
         check_choice("info_metrics", cfg["info_metrics"], INFO_METRICS)
         check_choice("info_level", cfg["info_level"], INFO_LEVELS)
         # Read once: the config is fixed for the env's life, and step() should not look keys up.
@@ -146,6 +180,42 @@ class JoulegymEnv(gym.Env):
     def _truncated(self) -> bool:  # pragma: no cover
         raise NotImplementedError
 
+    def _max_episode_steps(self) -> int | None:
+        """The most steps an episode can take, when the family's own truncation fixes it from the config (a
+        horizon in steps); ``None`` when it depends on events (decision points, job completions)."""
+        return None
+
+    @property
+    def spec(self) -> gym.envs.registration.EnvSpec | None:
+        """The spec ``gym.make`` gave, with ``max_episode_steps`` set to :meth:`_max_episode_steps` where the
+        registration left it ``None``. The ids register no ``TimeLimit`` (a user's ``horizon=`` may lengthen
+        an episode past any registered bound); the env truncates itself at that bound, so a ``TimeLimit`` added
+        by ``gym.make(env.spec)`` would end the same step."""
+        return self.__dict__.get("_spec")
+
+    @spec.setter
+    def spec(self, value: gym.envs.registration.EnvSpec | None) -> None:
+        if value is not None and value.max_episode_steps is None:
+            bound = self._max_episode_steps()
+            if bound is not None:
+                value = dataclasses.replace(value, max_episode_steps=int(bound))
+        self.__dict__["_spec"] = value
+
+    def _observation_names(self) -> Sequence[str]:
+        """A name per value of the flat observation, in order (:attr:`observation_names`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not name its observation values")
+
+    @property
+    def observation_names(self) -> list[str]:
+        """A name per value of the flat observation, in order: ``"slot0.active"`` (a slot row's feature),
+        ``"phi"`` (a global one); the family's module docstring says what each means. Checked against the
+        observation space's size."""
+        names = list(self._observation_names())
+        size = int(np.prod(self.observation_space.shape))
+        if len(names) != size:
+            raise RuntimeError(f"{type(self).__name__} names {len(names)} observation values, its space has {size}")
+        return names
+
     def _extra_info(self) -> dict[str, Any]:
         """The family's lean per-step keys (a new dict each call)."""
         return {}
@@ -160,7 +230,7 @@ class JoulegymEnv(gym.Env):
 
     # --- the template ----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
+        super().reset(seed=check_seed(seed))
         self._begin_episode(check_options(options, self.option_keys))
         self.action_type.reset()
         self._episode_over = False
@@ -198,15 +268,16 @@ class JoulegymEnv(gym.Env):
         action_type = self.action_type
         info["reward_parts"] = dict(zip(self.reward_spec.names, self.last_reward_parts))
         info["repaired"] = bool(action_type.repaired)
-        if action_type.has_mask:
-            info["action_mask"] = action_type.mask()
+        if action_type.has_mask:  # the form action_space.sample(mask=) takes (core.actions.gymnasium_mask)
+            info["action_mask"] = gymnasium_mask(action_type.space, action_type.mask())
         if final or self._every_step_metrics:
             info["metrics"] = self.metrics()
         return info
 
     def action_masks(self) -> np.ndarray:
-        """The valid actions now (flattened; sb3-contrib MaskablePPO), from the action type."""
-        return self.action_type.mask()
+        """The valid actions now, flattened, ``int8`` 0/1 (sb3-contrib MaskablePPO; for a ``Discrete`` space also
+        what ``action_space.sample(mask=)`` takes), from the action type."""
+        return int8_mask(self.action_type.mask())
 
     # --- rendering -------------------------------------------------------------------------------------------
     def render(self):

@@ -1,10 +1,11 @@
-"""Progress of long work (issue 18 item 4): a ``tqdm`` bar on a terminal, plain log lines otherwise.
+"""Progress of long work: a ``tqdm`` bar on a terminal, plain log lines otherwise.
 
 The reproductions, suite evaluation, benchmarks and training call :func:`track` (an iterable) or
 :class:`ProgressLog` (manual ``update``). On an interactive stream a ``tqdm`` bar is drawn; when the stream is
 not a terminal (piped to a file, CI, a subprocess) plain lines ``[desc] k/n what (elapsed s)`` are written: the
-first and last update always, the others at most every ``interval_s`` seconds, so a log file shows that the
-work moves without being flooded. Lines go to ``stderr`` by default, leaving ``stdout`` to the results.
+first update and the one that reaches ``total`` always, the others at most one per ``interval_s`` seconds (updates
+past the total too), and on ``close`` a final line when updates came after the last one, so a log file shows that
+the work moves without being flooded. Lines go to ``stderr`` by default, leaving ``stdout`` to the results.
 ``JOULEGYM_PROGRESS=plain`` forces plain lines, ``=off`` silences both (e.g. inside tests that print tables).
 """
 
@@ -56,6 +57,8 @@ class ProgressLog:
             raise ValueError(f"interval_s must be >= 0, got {interval_s}")
         self.total, self.desc, self.done, self.interval_s = total, desc, 0, interval_s
         self.lines = 0  # plain lines written so far (a caller resets its per-line statistics on a new one)
+        self._reported = 0  # ``done`` at the last count line
+        self._unreported: str | None = None  # ``what`` of the latest update not shown in a line
         self.stream = stream if stream is not None else sys.stderr
         self.start = self._last_line = time.perf_counter()
         mode = progress_mode()
@@ -93,15 +96,24 @@ class ProgressLog:
                 self._bar.set_postfix_str(what, refresh=False)
             self._bar.update(n)
             return
-        last = self.total is not None and self.done >= self.total
-        if self.done == n or last or time.perf_counter() - self._last_line >= self.interval_s:
-            count = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
-            self._line(f"{count} {what}".rstrip())
+        reached = self.total is not None and self.done - n < self.total <= self.done  # this update reached it
+        if self.done == n or reached or time.perf_counter() - self._last_line >= self.interval_s:
+            self._count_line(what)
+        else:
+            self._unreported = what
+
+    def _count_line(self, what: str) -> None:
+        count = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
+        self._line(f"{count} {what}".rstrip())
+        self._reported, self._unreported = self.done, None
 
     def close(self) -> None:
+        """End the work: the bar closes; in plain lines, a final line if updates came after the last one."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+        elif self.plain and self._unreported is not None and self.done != self._reported:
+            self._count_line(self._unreported)
 
     def __enter__(self) -> ProgressLog:
         return self

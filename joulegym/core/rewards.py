@@ -3,9 +3,10 @@
 Every env computes a vector of named *parts* per step, each oriented so that more is better (a
 penalty enters as its negative), and reports it as ``info["reward_parts"]``. The scalar reward is the
 weighted sum ``sum_k w_k part_k``: ``reward=`` picks a named preset of weights (the family's paper
-objective is the default), ``reward_weights={...}`` overrides single weights. Weights are finite and
->= 0 (a negative weight would reward what the part penalises). With ``vector_reward=True`` the env
-returns the parts themselves as the reward (an ``np.ndarray`` inside ``reward_space``), so
+objective is the default), ``reward_weights={...}`` overrides single weights. Weights lie in
+[0, :data:`MAX_WEIGHT`] (a negative weight would reward what the part penalises; the parts are normalised to
+about one per step, so a bounded weighted sum of them stays finite, docs/robustness.md). With
+``vector_reward=True`` the env returns the parts themselves as the reward (an ``np.ndarray`` in ``reward_space``), so
 MO-Gymnasium's wrappers (e.g. ``mo_gymnasium.wrappers.LinearReward``) apply directly.
 """
 
@@ -18,6 +19,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+MAX_WEIGHT = 1e6  # largest reward weight: a weighted sum of parts of magnitude up to 1e290 stays finite
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,9 @@ class RewardSpec:
             if key not in self.names:
                 raise ValueError(f"reward_weights ({origin}) names unknown part {key!r}; parts: {list(self.names)}")
             if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating) \
-                    or not math.isfinite(float(value)) or float(value) < 0:
-                raise ValueError(f"reward_weights[{key!r}] ({origin}) must be a finite number >= 0, got {value!r}")
+                    or not math.isfinite(float(value)) or not 0 <= float(value) <= MAX_WEIGHT:
+                raise ValueError(f"reward_weights[{key!r}] ({origin}) must be a finite number in [0, {MAX_WEIGHT:g}] "
+                                 f"(the parts are normalised to about 1 per step), got {value!r}")
             out[key] = float(value)
         return out
 

@@ -1,4 +1,4 @@
-"""The shell of a family's batched vector env (Gymnasium 1.x ``vector_entry_point``, issue 14).
+"""The shell of a family's batched vector env (Gymnasium 1.x ``vector_entry_point``, docs/architecture.md).
 
 A family that registers ``EnvKind(vector_entry_point=...)`` subclasses :class:`BatchedVectorEnv`: the shell
 builds the N single envs' shared spaces and reward spec, checks the arguments Gymnasium passes, parses
@@ -18,6 +18,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from joulegym.core.actions import ACTION_TOLERANCE
+from joulegym.core.config import check_seed
 from joulegym.core.env import JoulegymEnv
 
 
@@ -170,11 +171,13 @@ class BatchedVectorEnv(VectorEnv):
         if seed is None:
             seeds: list[int | None] = [None] * N
         elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(N)]
+            seeds = [check_seed(int(seed) + i if int(seed) >= 0 else seed) for i in range(N)]
+        elif isinstance(seed, list | tuple) and len(seed) == N:
+            seeds = [check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
         else:
-            seeds = list(seed)
-            if len(seeds) != N:
-                raise ValueError(f"seed must be None, an int or a list of num_envs={N} seeds, got {len(seeds)}")
+            raise ValueError(f"seed must be None, a whole number >= 0 or a list of num_envs={N} seeds, got {seed!r}")
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"reset options must be a dict (e.g. {{'reset_mask': ...}}), got {options!r}")
         options = dict(options) if options else None
         mask = np.ones(N, dtype=bool)
         if options is not None and "reset_mask" in options:
@@ -200,12 +203,18 @@ class BatchedVectorEnv(VectorEnv):
         ``repaired``, the action mask where the action type has one, and ``metrics`` for the instances whose
         episode ended (every present instance with ``info_metrics="every_step"``)."""
         parts: dict[str, Any] = {}
+        every = bool(present.all())
+        given = present.copy()  # one fresh mask per step, shared by the "_key" entries (read-only by convention)
+        # one fresh array holds every part's column (each entry a row view of it)
+        columns = self._parts.T.copy() if every else np.where(present, self._parts.T, 0.0)
         for k, name in enumerate(self.reward_spec.names):
-            parts[name] = np.where(present, self._parts[:, k], 0.0)
-            parts[f"_{name}"] = present.copy()
-        info: dict[str, Any] = {"reward_parts": parts, "_reward_parts": present.copy(),
-                                "repaired": self._repaired & present, "_repaired": present.copy()}
+            parts[name] = columns[k]
+            parts[f"_{name}"] = given
+        info: dict[str, Any] = {"reward_parts": parts, "_reward_parts": given,
+                                "repaired": self._repaired & present, "_repaired": given}
         self._mask_info(info, present)
-        for n in np.flatnonzero(present if self._every_step_metrics else ended):
-            info = self._add_info(info, {"metrics": self.metrics(int(n))}, int(n))
+        which = present if self._every_step_metrics else ended
+        if which.any():
+            for n in np.flatnonzero(which):
+                info = self._add_info(info, {"metrics": self.metrics(int(n))}, int(n))
         return info

@@ -3,22 +3,27 @@
 ::
 
     python evaluate.py                                   # ETF reference policies on tx2-fig5
-    python evaluate.py --env joulegym/ETF-v0 --policies etf,tf,ef,random,ppo:runs/x/model.zip --seeds 10
+    python evaluate.py --env joulegym/ETF-v0 --policies etf,tf,ef,random,ppo:runs/x --seeds 10
+    python evaluate.py --env joulegym/DREAM-tiny-v0 --policies dream-full,random --record   # + an animation each
     python evaluate.py --reproduce etf --out results/etf-paper
     python evaluate.py --suite                           # the leaderboard page (joulegym.evaluation.suite)
     python evaluate.py --suite etf --quick --out results/lb
     python evaluate.py --suite --ray                     # the same, episodes as Ray tasks (--ray ADDR: a cluster)
     python evaluate.py --ship runs/etf-ppo                # a train.py run into joulegym/agents/zoo
 
-Writes into ``--out`` (the run's files are written beside it and moved into place together, replacing a
-previous run's as a whole): ``episodes.csv`` (one row per episode: return, length and the
+Writes into ``--out``, which must be new, empty or the output of an earlier joulegym run (its
+``.joulegym-run.json`` lists the files it wrote; anything else there is refused, never deleted). The run's files
+are written beside it and swapped into place together, replacing the previous run's as a whole
+(:class:`joulegym.core.io.ResultDir`, docs/robustness.md): ``episodes.csv`` (one row per episode: return, length and the
 scalar paper metrics), ``summary.csv``, ``leaderboard.md`` (mean ± std, IQM, bootstrap CI and the
 normalised score: random = 0, best reference policy = 1), ``episode.png`` (one episode per policy)
-and the family's summary figures. ``random`` is added when it is missing, since the score needs it.
+and the family's summary figures; with ``--record``, ``episode-<policy>.gif`` (or ``.mp4``): each policy's first
+episode as an animation of the env's frames (:mod:`joulegym.evaluation.record`). ``random`` is added when it is
+missing, since the score needs it.
 
 Agents: ``ALGO:PATH`` with ``PATH`` a weights-only agent directory (``agent.json`` + ``weights.pt``, or a
-``train.py`` run directory holding ``agent/``), which is safe to load, or a ``model.zip``, which is unpickled
-and can run code: evaluate ``model.zip`` files only from sources you trust.
+``train.py`` run directory holding ``agent/``), which is safe to load. A ``model.zip`` is unpickled when loaded and
+can run code: it is loaded only with ``--unsafe-unpickle-model-zip`` (with a warning), never from the zoo.
 """
 
 from __future__ import annotations
@@ -43,17 +48,24 @@ def prog_name(default: str, console_script: str) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=prog_name("evaluate.py", "joulegym-evaluate"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="Security: a model.zip is unpickled when loaded and can run code; "
-                                            "evaluate third-party agents from weights-only directories.")
+                                     epilog="Security: agents load weights-only (agent.json + weights.pt); a "
+                                            "model.zip is unpickled when loaded and can run code, so it is loaded "
+                                            "only with --unsafe-unpickle-model-zip.")
     parser.add_argument("--env", default=None, help=f"env id (default: the one the agents were trained on, else "
                                                     f"{DEFAULT_ENV})")
-    parser.add_argument("--policies", default="all",
+    parser.add_argument("--policies", default=None,
                         help="comma-separated: reference names (NAME or NAME:key=value), agents ALGO:PATH, or all")
-    parser.add_argument("--seeds", type=int, default=5, help="held-out seeds (episodes) per policy")
-    parser.add_argument("--out", default=None, help="output directory (default results/<env>)")
+    parser.add_argument("--seeds", type=int, default=None, help="held-out seeds (episodes) per policy (default 5)")
+    parser.add_argument("--out", default=None, help="output directory (default results/<env>): new, empty or an "
+                                                    "earlier joulegym run's (nothing else in it is deleted)")
     parser.add_argument("--env-kwargs", default=None, help="JSON dict of gym.make kwargs (default: those the agents "
                                                            "were trained with, from their config.json, else {})")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    parser.add_argument("--record", nargs="?", const="gif", default=None, metavar="FORMAT",
+                        help="also write each policy's first episode as an animation, episode-<policy>.gif (FORMAT "
+                             "gif, the default, or mp4, which needs ffmpeg)")
+    parser.add_argument("--record-frames", type=int, default=None, metavar="N",
+                        help="with --record: at most N frames per animation (default 120)")
     parser.add_argument("--reproduce", metavar="FAMILY", help="recompute the paper's figures of FAMILY instead")
     parser.add_argument("--quick", action="store_true", help="with --reproduce or --suite: a reduced, faster version")
     parser.add_argument("--suite", nargs="*", metavar="FAMILY",
@@ -67,17 +79,65 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                                           "(--zoo) with its provenance and held-out score")
     parser.add_argument("--zoo", default=None, help="with --suite: a directory of shipped agents "
                                                     "(<family>/<scenario>/<algo>/; default joulegym/agents/zoo)")
+    parser.add_argument("--unsafe-unpickle-model-zip", dest="unsafe_unpickle", action="store_true",
+                        help="load agents given as a model.zip (SB3's format, unpickled: it can run code); only for "
+                             "files you trust")
     args = parser.parse_args(argv)
+    _check_modes(parser, args)
+    args.policies = "all" if args.policies is None else args.policies
+    args.seeds = 5 if args.seeds is None else args.seeds
+    return args
+
+
+def _check_modes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """One mode at a time, and no flag the chosen mode would ignore."""
+    modes = [flag for flag, on in (("--suite", args.suite is not None), ("--reproduce", args.reproduce is not None),
+                                   ("--ship", args.ship is not None)) if on]
+    if len(modes) > 1:
+        parser.error(f"{' and '.join(modes)} cannot be combined: choose one")
+    if modes:
+        given = [flag for flag, value in (("--env", args.env), ("--env-kwargs", args.env_kwargs),
+                                          ("--policies", args.policies), ("--seeds", args.seeds)) if value is not None]
+        given += ["--unsafe-unpickle-model-zip"] if args.unsafe_unpickle else []
+        if given:
+            parser.error(f"{modes[0]} runs its fixed policies, envs and seeds: {', '.join(given)} "
+                         f"{'does' if len(given) == 1 else 'do'} not apply "
+                         "(--quick gives a smaller run; evaluate your own policies without --suite/--reproduce)")
+    if args.zoo is not None and args.suite is None and args.ship is None:
+        parser.error("--zoo applies only with --suite or --ship")
+    if args.seeds is not None and args.seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if args.quick and args.reproduce is None and args.suite is None:
         parser.error("--quick applies only with --reproduce FAMILY or --suite [FAMILY ...]")
+    _check_record(parser, args)
     if args.ray is not None and args.suite is None:
         parser.error("--ray applies only with --suite [FAMILY ...]")
-    return args
+
+
+def _check_record(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--record`` and ``--record-frames``: only when evaluating policies on one env, with a writable format."""
+    from joulegym.evaluation.record import RECORD_FRAMES, check_format
+
+    if args.record_frames is not None and args.record is None:
+        parser.error("--record-frames applies only with --record")
+    if args.record is None:
+        return
+    if args.suite is not None or args.reproduce is not None or args.ship is not None:
+        parser.error("--record applies only when evaluating policies on one env (not with --suite, --reproduce or "
+                     "--ship)")
+    try:
+        check_format(args.record)
+    except ValueError as err:
+        parser.error(str(err))
+    args.record_frames = RECORD_FRAMES if args.record_frames is None else args.record_frames
+    if args.record_frames < 1:
+        parser.error(f"--record-frames must be >= 1, got {args.record_frames}")
 
 
 def _agent_tokens(text: str) -> str:
     """``--policies`` with every bare agent path (``runs/x/model.zip``, a run or agent directory) given its
-    algorithm as ``ALGO:PATH``, read from the run's ``agent.json`` / ``config.json`` (issue 18 #3)."""
+    algorithm as ``ALGO:PATH``, read from the run's ``agent.json`` / ``config.json``
+    (docs/tutorials/train-and-evaluate.md)."""
     from joulegym.agents import SB3Policy
 
     tokens = []
@@ -164,7 +224,10 @@ def run(args: argparse.Namespace) -> list[Path]:
     result = ResultDir(args.out or f"results/{args.env.split('/')[-1]}")  # checked before the work
     probe = gym.make(args.env, **env_kwargs)
     family = probe.unwrapped.family
-    entries = parse_policies(args.policies, probe)
+    entries = parse_policies(args.policies, probe, allow_pickle=args.unsafe_unpickle)
+    for entry in entries:  # an agent that cannot be loaded fails now, before any episode
+        if entry.kind == "agent":
+            entry.build()
     probe.close()
     if not any(e.name == "random" for e in entries):
         from joulegym.evaluation.runner import PolicyEntry
@@ -187,6 +250,11 @@ def run(args: argparse.Namespace) -> list[Path]:
                    write_atomic(out / "leaderboard.md", header + table + "\n")]
         if not args.no_plots:
             written += _plots(args.env, family, traces, episodes, out, hooks)
+        if args.record:  # each policy's first evaluation episode (seed and env settings as evaluated)
+            from joulegym.evaluation.record import record_policies
+
+            written += record_policies(args.env, env_kwargs, entries, eval_seeds(1)[0], out, args.record,
+                                       args.record_frames, skip=skipped)
     written = [result.final(p) for p in written]
     print(header + table)
     print("\nwrote " + ", ".join(str(p) for p in written))

@@ -1,8 +1,13 @@
-"""The leaderboard page: ``leaderboard.md`` and a static ``index.html`` from the suite's results (issue 17).
+"""The leaderboard page: ``leaderboard.md`` and a static ``index.html`` from the suite's results
+(docs/leaderboard.md).
 
-The page is one file with its figures as PNG files beside it (``plots/``) and one JSON per policy
-(``provenance/``); its tables sort on a click on a header (a few lines of inline JavaScript, no library), every
-row links to its provenance and, per scenario, to its episode plot, and the command that regenerates every
+Per family: the rules every policy ran under, the two anchors of the normalised score per scenario (named, with
+why), the ranking of the deployable policies that ran on every headline scenario (agents, published heuristics,
+simple baselines) with the paired comparisons against the best heuristic and the best deployable non-learned
+policy, the policies left out of the ranking (partial coverage), the upper bounds (privileged policies) in their own
+table, the per-scenario table with raw metrics beside the scores, the figures and the learning curves. The page is
+one file with its figures as PNG files beside it (``plots/``) and one JSON per policy (``provenance/``); its tables
+sort on a click on a header (a few lines of inline JavaScript, no library), and the command that regenerates every
 number is printed at the top. Nothing on it depends on the time it was made.
 """
 
@@ -11,30 +16,46 @@ from __future__ import annotations
 import html as _html
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from joulegym.evaluation.suite import FamilyResult
 
-METHOD = ("Per scenario, each episode's ranking metric is normalised: random's mean = 0, the best published "
-          "heuristic's mean = 1 (the heuristic is named per scenario). The aggregate is the interquartile mean (IQM) "
-          "over every held-out seed and scenario, with a stratified-bootstrap 95 % CI (2000 replicates; Agarwal et "
-          "al., NeurIPS 2021, the rliable method); P(> best) is the share of held-out seeds on which the policy beats "
-          "the scenario's best heuristic (ties count 1/2; paired by seed, since every policy runs on the same seeds "
-          "and so the same instances), averaged over scenarios, with a seed-resampling 95 % CI.")
+METHOD = ("Every policy runs under the scenario's rules (its budget, what it observes, its profiling costs); a "
+          "policy's own settings may only be parts of its system (e.g. a placement rule). Classes: agent (trained), "
+          "heuristic (published), baseline (simple, deployable), privileged (sees what a deployed system could not: "
+          "an upper bound, in its own table, never an anchor, never ranked). Per scenario the normalised score is "
+          "measured from the zero anchor's score on the same seed (paired), in units of the gap between the zero "
+          "anchor (the family's simple deployable baseline) and the one anchor (its best deployable published "
+          "heuristic), higher is better: the anchors score 0 and 1. The headline is the mean over seeds and "
+          "scenarios (each scenario weighs the same) with a stratified-bootstrap 95 % CI (2000 replicates; Agarwal "
+          "et al., NeurIPS 2021), the IQM beside it; an agent counts every training run x held-out seed. Only "
+          "policies that ran on every headline scenario are ranked. 'vs best heuristic' and 'vs best non-learned' "
+          "are paired by seed: the mean difference (positive: better; raw metric per scenario, normalised units in "
+          "the ranking) with a bootstrap 95 % CI, and wins/ties/losses over the paired runs.")
 
 
-def _num(value: float, digits: int = 3) -> str:
+def _num(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
-    text = f"{value:.{digits}f}"
+    text = f"{float(value):.{digits}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.000"
 
 
-def _sig(value: float) -> str:
+def _sig(value: Any) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
-    return f"{value:.4g}"
+    text = f"{float(value):.4g}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0"
+
+
+def _ci(low: Any, high: Any, digits: int = 3, fmt=None) -> str:
+    fmt = fmt or (lambda v: _num(v, digits))
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def _wtl(row: Any, prefix: str) -> str:
+    return f"{getattr(row, prefix + '_wins')}/{getattr(row, prefix + '_ties')}/{getattr(row, prefix + '_losses')}"
 
 
 def _seeds(seeds: Sequence[int]) -> str:
@@ -44,20 +65,112 @@ def _seeds(seeds: Sequence[int]) -> str:
 
 
 def _header(result: FamilyResult) -> list[str]:
-    """Lines describing one family's benchmark."""
+    """Lines describing one family's benchmark and its rules."""
     bench = result.benchmark
-    normalisers = ", ".join(f"{s}: {bench.best_heuristic[s]}" for s in result.scenarios)
     lines = [f"Metric: {bench.describe_metric()}.",
              f"Env kind `{bench.kind}`; scenarios: {', '.join(result.scenarios)} (generalisation, instances drawn "
              f"per reset: {bench.generalisation if bench.generalisation in result.scenarios else 'not in this run'}).",
-             f"Held-out seeds: {_seeds(result.seeds)} ({len(result.seeds)}); training budget per agent: "
-             f"{bench.training_budget_s / 3600:g} CPU-hour(s); best published heuristic per scenario: {normalisers}."]
+             f"Held-out seeds: {_seeds(result.seeds)} ({len(result.seeds)}); training budget per agent run: "
+             f"{bench.training_budget_s:.0f} CPU-s; model selection on validation seeds "
+             f"{_seeds(bench.validation_seeds)}.",
+             "Rules: every policy runs under the scenario's configuration; " + (
+                 f"a policy's env_config may set only {', '.join(bench.policy_settings)} (parts of its system)."
+                 if bench.policy_settings else "no policy brings env settings of its own.")]
+    if bench.budget is not None:
+        used, limit, rtol = bench.budget
+        lines.append(f"Budget: every episode is checked for {used} <= {limit} x (1 + {rtol:g}).")
     if bench.note:
         lines.append(bench.note)
-    agents = sorted({a.algo for found in result.agents.values() for a in found})
-    lines.append(f"Shipped agents: {', '.join(agents)}." if agents else
-                 "Shipped agents: none yet (joulegym/agents/zoo/<family>/<scenario>/<algo>/).")
+    trained = result.training_notes()
+    lines.append("Shipped agents: " + "; ".join(f"{a} ({n})" for a, n in trained.items()) + "." if trained else
+                 "Shipped agents: none (joulegym/agents/zoo/<family>/<scenario>/<algo>/seed<k>/).")
     return lines
+
+
+def _anchor_rows(result: FamilyResult) -> list[list[str]]:
+    rows = []
+    for row in result.anchors.itertuples():
+        rows.append([row.scenario, row.zero, _sig(row.zero_mean), row.one, _sig(row.one_mean),
+                     "yes" if row.one_beats_zero else "no: the baseline is better (the heuristic scores -1)"])
+    return rows
+
+
+ANCHOR_HEADERS = ("scenario", "zero (simple baseline)", "its mean", "one (best heuristic)", "its mean",
+                  "one beats zero?")
+RANK_HEADERS = ("rank", "policy", "class", "score [95% CI]", "IQM", "vs best heuristic [95% CI]", "W/T/L",
+                "P(> best) [95% CI]", "vs best non-learned [95% CI]", "W/T/L")
+UPPER_HEADERS = ("policy", "scenarios", "score [95% CI]", "IQM", "vs best heuristic [95% CI]", "what it sees")
+
+
+def _ranking_rows(result: FamilyResult) -> list[tuple[str, list[tuple[str, float | None]]]]:
+    rows = []
+    for rank, row in enumerate(result.ranking.to_dict("records"), start=1):
+        rows.append((row["class"], [
+            (str(rank), rank), (row["policy"], None), (row["class"], None),
+            (f"{_num(row['score_mean'])} {_ci(row['score_ci_low'], row['score_ci_high'])}", row["score_mean"]),
+            (_num(row["score_iqm"]), row["score_iqm"]),
+            (f"{_num(row['vs_best_diff_mean'])} {_ci(row['vs_best_diff_ci_low'], row['vs_best_diff_ci_high'])}",
+             row["vs_best_diff_mean"]),
+            (f"{row['vs_best_wins']}/{row['vs_best_ties']}/{row['vs_best_losses']}", row["vs_best_wins"]),
+            (f"{_num(row['vs_best_poi'], 2)} {_ci(row['vs_best_poi_ci_low'], row['vs_best_poi_ci_high'], 2)}",
+             row["vs_best_poi"]),
+            (f"{_num(row['vs_bnl_diff_mean'])} {_ci(row['vs_bnl_diff_ci_low'], row['vs_bnl_diff_ci_high'])}",
+             row["vs_bnl_diff_mean"]),
+            (f"{row['vs_bnl_wins']}/{row['vs_bnl_ties']}/{row['vs_bnl_losses']}", row["vs_bnl_wins"])]))
+    return rows
+
+
+def _upper_rows(result: FamilyResult) -> list[tuple[str, list[tuple[str, float | None]]]]:
+    rows = []
+    for row in result.upper_bounds.to_dict("records"):
+        rows.append(("privileged", [
+            (row["policy"], None), (f"{row['scenarios']}/{len(result.scenarios)}", row["scenarios"]),
+            (f"{_num(row['score_mean'])} {_ci(row['score_ci_low'], row['score_ci_high'])}", row["score_mean"]),
+            (_num(row["score_iqm"]), row["score_iqm"]),
+            (f"{_num(row['vs_best_diff_mean'])} {_ci(row['vs_best_diff_ci_low'], row['vs_best_diff_ci_high'])}",
+             row["vs_best_diff_mean"]),
+            (result.descriptions.get(row["policy"], ""), None)]))
+    return rows
+
+
+def _scenario_headers(result: FamilyResult) -> tuple[str, ...]:
+    bench = result.benchmark
+    headers = ("scenario", "policy", "class", f"{bench.metric} mean ± std", "score [95% CI]",
+               f"vs best heuristic ({bench.metric}) [95% CI]", "W/T/L", "vs best non-learned [95% CI]", "W/T/L")
+    return (*headers, "budget kept") if bench.budget is not None else headers
+
+
+def _raw_diff(row: dict, prefix: str, reference: str) -> str:
+    ci = _ci(row[f"{prefix}_diff_ci_low"], row[f"{prefix}_diff_ci_high"], fmt=_sig)
+    return f"{_sig(row[f'{prefix}_diff_mean'])} {ci} vs {reference}"
+
+
+def _scenario_rows(result: FamilyResult) -> list[tuple[str, list[tuple[str, float | None]]]]:
+    rows = []
+    for row in result.per_scenario.to_dict("records"):
+        cells = [
+            (row["scope"], None), (row["policy"], None), (row["class"], None),
+            (f"{_sig(row['metric_mean'])} ± {_sig(row['metric_std'])}", row["metric_mean"]),
+            (f"{_num(row['score_mean'])} {_ci(row['score_ci_low'], row['score_ci_high'])}", row["score_mean"]),
+            (_raw_diff(row, "vs_best", row["best"]), row["vs_best_diff_mean"]),
+            (f"{row['vs_best_wins']}/{row['vs_best_ties']}/{row['vs_best_losses']}", row["vs_best_wins"]),
+            (_raw_diff(row, "vs_bnl", row["best_non_learned"]), row["vs_bnl_diff_mean"]),
+            (f"{row['vs_bnl_wins']}/{row['vs_bnl_ties']}/{row['vs_bnl_losses']}", row["vs_bnl_wins"])]
+        if result.benchmark.budget is not None:
+            cells.append((f"{row['budget_kept']:.0%}", row["budget_kept"]))
+        rows.append((row["class"], cells))
+    return rows
+
+
+def _partial_lines(result: FamilyResult) -> list[str]:
+    return [f"{policy} ran on {len(covered)} of {len(result.scenarios)} scenarios ({', '.join(covered)}): listed per "
+            "scenario, not ranked" for policy, covered in result.partial.items()]
+
+
+# --- Markdown ---------------------------------------------------------------------------------------------------
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
+            *("| " + " | ".join(str(c).replace("|", "/") for c in r) + " |" for r in rows), ""]
 
 
 def markdown(results: Sequence[FamilyResult], command: str, quick: bool) -> str:
@@ -69,41 +182,39 @@ def markdown(results: Sequence[FamilyResult], command: str, quick: bool) -> str:
         bench = result.benchmark
         out += [f"## {result.name}: {result.descriptor.title}", ""]
         out += [line for text in _header(result) for line in (text, "")]
-        out += ["| rank | policy | kind | scenarios | IQM | 95% CI | mean | P(> best) [95% CI] |",
-                "|---|---|---|---|---|---|---|---|"]
-        for rank, row in enumerate(result.aggregate.itertuples(), start=1):
-            out.append(f"| {rank} | [{row.policy}]({result.provenance.get(row.policy, '')}) | {row.kind} | "
-                       f"{row.scenarios}/{len(result.scenarios)} | {_num(row.score_iqm)} | "
-                       f"[{_num(row.score_ci_low)}, {_num(row.score_ci_high)}] | {_num(row.score_mean)} | "
-                       f"{_num(row.poi_vs_best, 2)} [{_num(row.poi_ci_low, 2)}, {_num(row.poi_ci_high, 2)}] |")
-        out += ["", f"Per scenario ({bench.metric}: mean ± std over seeds; normalised: mean and IQM [95% CI]):", "",
-                f"| scenario | policy | kind | {bench.metric} | normalised mean | IQM [95% CI] |",
-                "|---|---|---|---|---|---|"]
-        for row in result.per_scenario.itertuples():
-            plot = result.episode_plots.get(row.scope)
-            scenario = f"[{row.scope}]({plot})" if plot else row.scope
-            out.append(f"| {scenario} | [{row.policy}]({result.provenance.get(row.policy, '')}) | {row.kind} | "
-                       f"{_sig(row.metric_mean)} ± {_sig(row.metric_std)} | {_num(row.score_mean)} | "
-                       f"{_num(row.score_iqm)} [{_num(row.score_ci_low)}, {_num(row.score_ci_high)}] |")
-        out.append("")
+        out += ["### Anchors", "", f"Zero: {bench.zero_why}", "", f"One: {bench.one_why}", ""]
+        out += _md_table(ANCHOR_HEADERS, _anchor_rows(result))
+        out += ["### Ranking (deployable policies on every headline scenario)", ""]
+        out += _md_table(RANK_HEADERS, [[c for c, _ in cells] for _, cells in _ranking_rows(result)])
+        out += [f"- {line}" for line in _partial_lines(result)] + ([""] if result.partial else [])
+        out += ["### Upper bounds (privileged: not deployable, not ranked)", ""]
+        upper = _upper_rows(result)
+        out += _md_table(UPPER_HEADERS, [[c for c, _ in cells] for _, cells in upper]) if upper else [
+            "None on these scenarios.", ""]
+        out += ["### Per scenario", ""]
+        out += _md_table(_scenario_headers(result), [[c for c, _ in cells] for _, cells in _scenario_rows(result)])
         for caption, path in result.plots.items():
             out += [f"![{caption}]({path})", ""]
+        for label, path in result.curves.items():
+            out += [f"![learning curve {label}]({path})", ""]
         if result.notes:
             out += ["Notes:", ""] + [f"- {n}" for n in result.notes] + [""]
     return "\n".join(out).rstrip() + "\n"
 
 
-_STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em;color:#222}
-code{background:#f3f3f3;padding:.1em .3em}table{border-collapse:collapse;margin:1em 0;font-size:.9em}
+# --- HTML -------------------------------------------------------------------------------------------------------
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em;color:#222}
+code{background:#f3f3f3;padding:.1em .3em}table{border-collapse:collapse;margin:1em 0;font-size:.85em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#eee;cursor:pointer}
 th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}tr.agent{background:#fff4e6}
+tr.privileged{background:#f3eefa}tr.baseline{color:#444}
 img{max-width:100%;display:block;margin:.5em 0}figure{margin:1em 0}.note{color:#555}"""
 
 # Click a header to sort (numbers by their data-v value, text otherwise); the load handler reports how many
 # figures rendered (the page test reads it).
-_SCRIPT = """document.querySelectorAll("table.sortable th").forEach(function(th, col){
+_SCRIPT = """document.querySelectorAll("table.sortable th").forEach(function(th){
   th.addEventListener("click", function(){
-    var table = th.closest("table"), body = table.tBodies[0];
+    var table = th.closest("table"), body = table.tBodies[0], col = th.cellIndex;
     var asc = !th.classList.contains("sorted-asc");
     table.querySelectorAll("th").forEach(function(h){h.classList.remove("sorted-asc", "sorted-desc");});
     th.classList.add(asc ? "sorted-asc" : "sorted-desc");
@@ -130,16 +241,61 @@ def _e(text: object) -> str:
 
 
 def _cell(text: str, value: float | None = None) -> str:
-    if value is None or not math.isfinite(value):
+    if value is None or not isinstance(value, int | float) or not math.isfinite(value):
         return f"<td>{text}</td>"
     return f'<td data-v="{value:.12g}">{text}</td>'
 
 
-def _table(headers: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
-    lines = ['<table class="sortable">', "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) +
+def _table(css: str, headers: Sequence[str], rows: Sequence[tuple[str, Sequence[tuple[str, Any]]]],
+           links: dict[str, str] | None = None, link_column: int = 1) -> list[str]:
+    lines = [f'<table class="sortable {css}">', "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) +
              "</tr></thead>", "<tbody>"]
-    lines += [f'<tr class="{css}">' + "".join(cells) + "</tr>" for css, cells in rows]
+    for row_css, cells in rows:
+        out = []
+        for k, (text, value) in enumerate(cells):
+            shown = _e(text)
+            if links is not None and k == link_column and text in links:
+                shown = f'<a href="{_e(links[text])}">{shown}</a>'
+            out.append(_cell(shown, value))
+        lines.append(f'<tr class="{_e(row_css)}">' + "".join(out) + "</tr>")
     return [*lines, "</tbody>", "</table>"]
+
+
+def _figure(path: str, caption: str, css: str = "") -> str:
+    return (f'<figure class="{css}"><img src="{_e(path)}" alt="{_e(caption)}"><figcaption>{_e(caption)}'
+            "</figcaption></figure>")
+
+
+def _family_html(result: FamilyResult) -> list[str]:
+    bench = result.benchmark
+    body = [f'<section id="{_e(result.name)}">', f"<h2>{_e(result.name)}: {_e(result.descriptor.title)}</h2>"]
+    body += [f'<p class="note">{_e(line)}</p>' for line in _header(result)]
+    body += ["<h3>Anchors</h3>", f"<p><strong>Zero</strong>: {_e(bench.zero_why)}</p>",
+             f"<p><strong>One</strong>: {_e(bench.one_why)}</p>"]
+    body += _table("anchors", ANCHOR_HEADERS, [("anchor", [(c, None) for c in r]) for r in _anchor_rows(result)])
+    body.append("<h3>Ranking: deployable policies on every headline scenario</h3>")
+    body += _table("ranking", RANK_HEADERS, _ranking_rows(result), result.provenance)
+    if result.partial:
+        body.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in _partial_lines(result)) + "</ul>")
+    body.append("<h3>Upper bounds: privileged policies (not deployable, not ranked)</h3>")
+    upper = _upper_rows(result)
+    body += _table("upper-bounds", UPPER_HEADERS, upper, result.provenance, 0) if upper else [
+        "<p>None on these scenarios.</p>"]
+    plot_links = {s: p for s, p in result.episode_plots.items()}
+    body.append(f"<h3>Per scenario</h3><p class=\"note\">{_e(bench.metric)}: mean ± std over seeds (and training "
+                "runs); the scenario links to its episode plot (one episode per policy, first held-out seed).</p>")
+    body += _table("per-scenario", _scenario_headers(result), _scenario_rows(result), plot_links, 0)
+    for caption, path in result.plots.items():
+        body.append(_figure(path, caption, "summary"))
+    if result.curves:
+        body.append("<h3>Learning curves</h3><p class=\"note\">Validation score against training CPU time, from each "
+                    "shipped run's provenance (its training command is there); anchors on the same validation seeds "
+                    "as horizontal lines.</p>")
+        body += [_figure(path, f"learning curve: {label}", "learning-curve") for label, path in result.curves.items()]
+    if result.notes:
+        body.append("<h3>Notes</h3><ul>" + "".join(f"<li>{_e(n)}</li>" for n in result.notes) + "</ul>")
+    body.append("</section>")
+    return body
 
 
 def html(results: Sequence[FamilyResult], command: str, quick: bool) -> str:
@@ -151,42 +307,7 @@ def html(results: Sequence[FamilyResult], command: str, quick: bool) -> str:
                     "leaderboard.</p>")
     body.append("<p>Families: " + ", ".join(f'<a href="#{_e(r.name)}">{_e(r.name)}</a>' for r in results) + "</p>")
     for result in results:
-        bench = result.benchmark
-        body += [f'<section id="{_e(result.name)}">', f"<h2>{_e(result.name)}: {_e(result.descriptor.title)}</h2>"]
-        body += [f'<p class="note">{_e(line)}</p>' for line in _header(result)]
-        rows = []
-        for rank, row in enumerate(result.aggregate.itertuples(), start=1):
-            link = f'<a href="{_e(result.provenance.get(row.policy, ""))}">{_e(row.policy)}</a>'
-            rows.append((row.kind, [
-                _cell(str(rank), rank), _cell(link), _cell(_e(row.kind)),
-                _cell(f"{row.scenarios}/{len(result.scenarios)}", row.scenarios),
-                _cell(_num(row.score_iqm), row.score_iqm),
-                _cell(f"[{_num(row.score_ci_low)}, {_num(row.score_ci_high)}]", row.score_ci_low),
-                _cell(_num(row.score_mean), row.score_mean),
-                _cell(f"{_num(row.poi_vs_best, 2)} [{_num(row.poi_ci_low, 2)}, {_num(row.poi_ci_high, 2)}]",
-                      row.poi_vs_best)]))
-        body += _table(["rank", "policy", "kind", "scenarios", "IQM", "95% CI", "mean", "P(> best) [95% CI]"], rows)
-        rows = []
-        for row in result.per_scenario.itertuples():
-            plot = result.episode_plots.get(row.scope)
-            scenario = f'<a href="{_e(plot)}">{_e(row.scope)}</a>' if plot else _e(row.scope)
-            link = f'<a href="{_e(result.provenance.get(row.policy, ""))}">{_e(row.policy)}</a>'
-            rows.append((row.kind, [
-                _cell(scenario), _cell(link), _cell(_e(row.kind)),
-                _cell(f"{_sig(row.metric_mean)} ± {_sig(row.metric_std)}", row.metric_mean),
-                _cell(_num(row.score_mean), row.score_mean),
-                _cell(f"{_num(row.score_iqm)} [{_num(row.score_ci_low)}, {_num(row.score_ci_high)}]", row.score_iqm),
-                _cell(_e(row.normaliser))]))
-        body.append(f"<h3>Per scenario</h3><p class=\"note\">{_e(bench.metric)}: mean ± std over seeds; the scenario "
-                    "links to its episode plot (one episode per policy, first held-out seed).</p>")
-        body += _table(["scenario", "policy", "kind", bench.metric, "normalised mean", "IQM [95% CI]", "normaliser"],
-                       rows)
-        for caption, path in result.plots.items():
-            body.append(f'<figure><img src="{_e(path)}" alt="{_e(caption)}"><figcaption>{_e(caption)}</figcaption>'
-                        "</figure>")
-        if result.notes:
-            body.append("<h3>Notes</h3><ul>" + "".join(f"<li>{_e(n)}</li>" for n in result.notes) + "</ul>")
-        body.append("</section>")
+        body += _family_html(result)
     body.append('<p id="status" class="note"></p>')
     return ("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<title>joulegym leaderboard</title>\n<style>\n" + _STYLE + "\n</style>\n</head>\n<body>\n" +

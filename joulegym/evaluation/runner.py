@@ -46,12 +46,13 @@ class PolicyEntry:
     kwargs: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
     family: str | None = None  # scopes the reference-policy name (``None``: an unambiguous short name)
+    allow_pickle: bool = False  # an agent given as a model.zip is unpickled only then (--unsafe-unpickle-model-zip)
 
     def build(self) -> baselines.Policy:
         if self.kind == "agent":
             from joulegym.agents import SB3Policy
 
-            return SB3Policy.load(self.path, algo=self.name, name=self.label)
+            return SB3Policy.load(self.path, algo=self.name, name=self.label, allow_pickle=self.allow_pickle)
         return baselines.make(self.name, family=self.family, **self.kwargs)
 
 
@@ -62,11 +63,12 @@ def eval_seeds(n: int) -> list[int]:
     return [EVAL_SEED_BASE + i for i in range(n)]
 
 
-def parse_policies(text: str, env: gym.Env | None = None) -> list[PolicyEntry]:
+def parse_policies(text: str, env: gym.Env | None = None, *, allow_pickle: bool = False) -> list[PolicyEntry]:
     """Parse ``--policies``: comma-separated ``NAME``, ``NAME:key=value:key=value`` or ``ALGO:PATH``.
 
     ``all`` expands to every reference policy that applies to ``env``. ``ALGO`` is an SB3 algorithm
-    name (``ppo``, ``maskable_ppo``, ...) and ``PATH`` a ``model.zip`` (or its run directory).
+    name (``ppo``, ``maskable_ppo``, ...) and ``PATH`` a weights-only agent directory or a ``train.py`` run
+    directory; a ``model.zip`` only with ``allow_pickle`` (it is unpickled).
     """
     from joulegym.agents.algos import ALGOS
 
@@ -80,7 +82,8 @@ def parse_policies(text: str, env: gym.Env | None = None) -> list[PolicyEntry]:
             entries += [PolicyEntry(n, "reference", n, family=family) for n in baselines.applicable(env)]
         elif head.lower().replace("-", "_") in ALGOS and rest:
             label = head if not any(e.label == head for e in entries) else f"{head}:{Path(rest).parent.name}"
-            entries.append(PolicyEntry(label, "agent", head.lower().replace("-", "_"), path=rest))
+            entries.append(PolicyEntry(label, "agent", head.lower().replace("-", "_"), path=rest,
+                                       allow_pickle=allow_pickle))
         else:
             scope = family
             if "/" in head:
@@ -138,9 +141,11 @@ def evaluate(env_id: str, entries: Sequence[PolicyEntry], seeds: Sequence[int],
         # The policy's own settings, then the user's; a recorded trace (the episode plot) needs the full info.
         env = gym.make(env_id, **{**({"info_level": "full"} if record else {}), **env_config_for(policy, env_kwargs)})
         try:
+            # a privileged reference policy is an upper bound: never the normaliser (normalised_scores)
+            kind = "privileged" if entry.kind == "reference" and getattr(policy, "privileged", False) else entry.kind
             for index, seed in enumerate(seeds):
                 row, trace = run_episode(env, policy, seed, record=record and index == 0, env_id=env_id,
-                                         label=entry.label, kind=entry.kind, episode=index)
+                                         label=entry.label, kind=kind, episode=index)
                 rows.append(row)
                 if trace is not None:
                     traces[entry.label] = trace
@@ -202,8 +207,8 @@ def _std(values: np.ndarray) -> float:
 def normalised_scores(summary: pd.DataFrame) -> np.ndarray:
     """``(return - random) / (best reference - random)``; NaN without ``random`` or a reference policy.
 
-    The best reference policy is the reference policy (not ``random``, not an agent) with the highest
-    mean return among those evaluated.
+    The best reference policy is the deployable reference policy (not ``random``, not an agent, not a privileged
+    policy, whose rows have ``kind="privileged"``) with the highest mean return among those evaluated.
     """
     means = summary.set_index("policy")["return_mean"]
     refs = summary[(summary["kind"] == "reference") & (summary["policy"] != "random")]
@@ -221,7 +226,7 @@ def markdown_table(summary: pd.DataFrame, headline: Sequence[str], max_metrics: 
     header = ["policy", "return (mean ± std)", "IQM", "95% CI", "score", *metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for _, row in summary.sort_values("return_mean", ascending=False).iterrows():
-        cells = [str(row["policy"]) + (" (agent)" if row["kind"] == "agent" else ""),
+        cells = [str(row["policy"]) + (f" ({row['kind']})" if row["kind"] in ("agent", "privileged") else ""),
                  f"{row['return_mean']:.4g} ± {row['return_std']:.2g}", f"{row['return_iqm']:.4g}",
                  f"[{row['return_ci_low']:.4g}, {row['return_ci_high']:.4g}]",
                  "n/a" if not np.isfinite(row["score"]) else f"{row['score']:.3f}"]

@@ -1,4 +1,4 @@
-"""Aggregate statistics of normalised scores across seeds and scenarios, the rliable way (issue 17).
+"""Aggregate statistics of normalised scores across seeds and scenarios, the rliable way (docs/leaderboard.md).
 
 Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical Precipice" (NeurIPS 2021): a score
 matrix holds one normalised score per run (here: an evaluation seed) and task (a headline scenario). The
@@ -101,6 +101,20 @@ def performance_profile(scores: np.ndarray, taus: np.ndarray, reps: int = BOOTST
     return fraction, np.quantile(boot, alpha, axis=0), np.quantile(boot, 1.0 - alpha, axis=0)
 
 
+def performance_profile_tasks(tasks: list[np.ndarray], taus: np.ndarray, reps: int = BOOTSTRAP_REPS,
+                              seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`performance_profile` for tasks of unequal numbers of runs (one 1-d array per task)."""
+    tasks = [np.asarray(t, dtype=float).reshape(-1) for t in tasks]
+    taus = np.asarray(taus, dtype=float)
+    every = np.concatenate(tasks)
+    fraction = (every[:, None] > taus[None, :]).mean(axis=0)
+    rng = np.random.default_rng(seed)
+    samples = np.concatenate([t[rng.integers(0, t.size, size=(reps, t.size))] for t in tasks], axis=1)
+    boot = (samples[:, :, None] > taus[None, None, :]).mean(axis=1)
+    alpha = (1.0 - CONFIDENCE) / 2.0
+    return fraction, np.quantile(boot, alpha, axis=0), np.quantile(boot, 1.0 - alpha, axis=0)
+
+
 def _poi(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """P(X > Y) per replicate: x (reps, n, tasks), y (reps, m, tasks) -> (reps,)."""
     greater = (x[:, :, None, :] > y[:, None, :, :]).mean(axis=(1, 2))
@@ -139,6 +153,34 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = BOOTSTR
     p = float(_poi(x[None], y[None])[0])
     boot = _poi(stratified_resample(x, reps, seed), stratified_resample(y, reps, seed + 1))
     return p, float(np.quantile(boot, alpha)), float(np.quantile(boot, 1.0 - alpha))
+
+
+def mean_of_task_means(samples: list[np.ndarray]) -> np.ndarray:
+    """The mean over tasks of each task's mean, per replicate: ``samples`` is one (reps, runs_t) array per task (the
+    tasks may have different numbers of runs); returns (reps,). Each task weighs the same."""
+    return np.mean([s.mean(axis=1) for s in samples], axis=0)
+
+
+def iqm_of_runs(samples: list[np.ndarray]) -> np.ndarray:
+    """The IQM over every run of every task, per replicate (rliable's IQM): (reps,)."""
+    return iqm(np.concatenate(samples, axis=1), axis=1)
+
+
+def stratified_ci(tasks: list[np.ndarray], statistic: Callable[[list[np.ndarray]], np.ndarray],
+                  reps: int = BOOTSTRAP_REPS, confidence: float = CONFIDENCE, seed: int = 0) -> tuple[float, float]:
+    """Percentile stratified-bootstrap CI of ``statistic`` over ``tasks`` (one 1-d array of run scores per task,
+    of any lengths): each replicate resamples every task's runs with replacement, independently per task
+    (:func:`stratified_resample` for tasks of unequal size). NaNs when every task has fewer than two runs."""
+    tasks = [np.asarray(t, dtype=float).reshape(-1) for t in tasks]
+    if not tasks or any(t.size == 0 for t in tasks) or not all(np.isfinite(t).all() for t in tasks):
+        raise ValueError(f"tasks must be non-empty arrays of finite scores, got sizes {[t.size for t in tasks]}")
+    if all(t.size < 2 for t in tasks):
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    samples = [t[rng.integers(0, t.size, size=(reps, t.size))] for t in tasks]
+    values = statistic(samples)
+    alpha = (1.0 - confidence) / 2.0
+    return float(np.quantile(values, alpha)), float(np.quantile(values, 1.0 - alpha))
 
 
 def normalise(values: np.ndarray, random_score: float, best_score: float) -> np.ndarray:

@@ -1,31 +1,32 @@
-"""``evaluate.py --suite [FAMILY ...]``: reference policies and shipped agents on each family's benchmark (issue 17).
+"""``evaluate.py --suite [FAMILY ...]``: every policy and shipped agent on each family's benchmark, under the same
+rules, scored against deployable yardsticks (docs/leaderboard.md).
 
-For each family whose descriptor carries a :class:`~joulegym.core.benchmark.Benchmark`, every reference policy
-that can drive the benchmark's kind (``baselines.applicable``, ``random`` included) and every shipped agent runs
-on every headline scenario from every held-out seed, through the one evaluation loop
-(:func:`joulegym.evaluation.runner.evaluate`). Each episode's ranking metric is normalised per scenario
-(random's mean = 0, the best published heuristic's mean = 1) and aggregated across seeds and scenarios as the
-IQM with a stratified-bootstrap 95 % CI (:mod:`joulegym.evaluation.stats`, rliable's method). ``--quick`` runs
-each benchmark's ``quick_scenarios`` on its first ``quick_seeds`` seeds (CI).
+For each family whose descriptor carries a :class:`~joulegym.core.benchmark.Benchmark`, every reference policy that
+can drive the benchmark's kind (``baselines.applicable``, ``random`` included) and every training run of every
+shipped agent runs on every headline scenario from every held-out seed, through the one evaluation loop
+(:func:`joulegym.evaluation.runner.evaluate`), under the scenario's configuration: a policy's ``env_config`` may
+set only the benchmark's ``policy_settings`` (a ``ValueError`` otherwise), so a budget, what is observable and the
+profiling costs bind every policy alike; where the benchmark has a budget, every episode is checked against it.
+
+Every policy has a class (the page and the CSV show it): ``agent``, ``heuristic`` (published), ``baseline`` (simple,
+deployable) or ``privileged`` (its ``privileged`` flag: an upper bound, in its own table, never an anchor, never
+ranked with deployable policies). Scores are normalised per scenario against two deployable anchors, paired by seed
+(:mod:`joulegym.evaluation.scoring`): the zero (the family's simple baseline) and the one (its best published
+heuristic). The headline is the mean over seeds and scenarios with a stratified-bootstrap 95 % CI (rliable's
+method, :mod:`joulegym.evaluation.stats`), the IQM beside it; "beats the best heuristic?" is a per-seed paired
+difference with a bootstrap CI and a win/tie/loss count, also against the best deployable non-learned policy of
+each scenario. Only policies that ran on every headline scenario are ranked; the others are listed per scenario.
+``--quick`` runs each benchmark's ``quick_scenarios`` on its first ``quick_seeds`` seeds (CI).
 
 Output (``--out``, default ``results/leaderboard``; written beside it and moved into place as a whole, so the
 page never mixes two runs): ``leaderboard.md``, ``leaderboard.csv`` (aggregate and per-scenario rows),
-``episodes.csv`` (one row per episode), ``index.html`` (:mod:`joulegym.evaluation.page`), ``plots/`` (IQM
-intervals, performance profiles, probability of improvement, one episode plot per scenario) and ``provenance/``
-(one JSON per policy and family). The same code, seeds and agents give the same files: nothing time-dependent is
-written (wall times go to the progress lines only).
+``episodes.csv`` (one row per episode), ``index.html`` (:mod:`joulegym.evaluation.page`), ``plots/``
+(:mod:`joulegym.evaluation.figures`: score intervals, performance profiles, probability of improvement, learning
+curves, one episode plot per scenario) and ``provenance/`` (one JSON per policy and family). The same code, seeds
+and agents give the same files: nothing time-dependent is written (wall times go to the progress lines only).
 
-Shipped agents (the zoo): ``joulegym/agents/zoo/<family>/<scenario>/<algo>/`` holding a weights-only agent
-(``agent.json`` + ``weights.pt``, what ``train.py`` writes into ``OUT/agent/``; or a ``model.zip``, unpickled on
-load) and ``provenance.json`` (:data:`PROVENANCE_KEYS`)::
-
-    {"format": 1, "family": "etf", "scenario": "tx2-fig5", "env_id": "joulegym/ETF-tx2-fig5-v0",
-     "env_kwargs": {}, "algo": "ppo", "seed": 0, "timesteps": 200000, "wall_time_s": 3412.5,
-     "command": "python train.py --env joulegym/ETF-tx2-fig5-v0 --algo ppo --seed 0 ...",
-     "commit": "<git commit>", "score": {"metric": "F_S", "mean": 0.43, "eval_seeds": [10000, ...]}}
-
-``--zoo DIR`` reads another directory of the same layout. ``evaluate.py --ship RUN_DIR`` (:func:`ship_agent`)
-puts a finished ``train.py`` run there, measuring and recording its held-out score.
+The zoo of shipped agents, its provenance and ``evaluate.py --ship RUN_DIR`` (:func:`ship_agent`) are in
+:mod:`joulegym.evaluation.zoo`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,131 +45,54 @@ import pandas as pd
 
 from joulegym.core.benchmark import Benchmark
 from joulegym.core.family import FamilyDescriptor, env_id, families, get_family
-from joulegym.evaluation import stats
+from joulegym.evaluation import scoring, stats
 from joulegym.evaluation.runner import PolicyEntry, evaluate
+from joulegym.evaluation.zoo import (  # noqa: F401  (the suite's zoo API, re-exported)
+    PROVENANCE_FILE,
+    PROVENANCE_FORMAT,
+    PROVENANCE_KEYS,
+    ZooAgent,
+    ZooRun,
+    benchmark_scenario,
+    default_zoo,
+    find_agents,
+    git_commit,
+    read_provenance,
+    ship_run,
+)
 
 DEFAULT_OUT = "results/leaderboard"
-PROVENANCE_FILE = "provenance.json"
-PROVENANCE_FORMAT = 1
-PROVENANCE_KEYS = ("format", "family", "scenario", "env_id", "algo", "seed", "command", "commit", "wall_time_s",
-                   "score")
-BEST = "best heuristic"  # the label of the per-scenario best published heuristic in comparisons
+BEST = "best heuristic"  # the label of the per-scenario one anchor in comparisons
+NO_RUN = -1  # the ``run`` of a reference policy's episodes (agents: their training seed)
 
 
-# --- shipped agents ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ZooAgent:
-    """One shipped agent: its directory and provenance."""
-
-    family: str
-    scenario: str
-    algo: str
-    path: Path
-    provenance: dict[str, Any]
-
-    def entry(self) -> PolicyEntry:
-        return PolicyEntry(self.algo, "agent", self.algo, path=str(self.path))
-
-
-def default_zoo() -> Path:
-    """The packaged zoo, ``joulegym/agents/zoo``."""
-    return Path(str(resources.files("joulegym.agents").joinpath("zoo")))
-
-
-def find_agents(zoo: Path, family: str, scenario: str, expected_env_id: str) -> list[ZooAgent]:
-    """The agents shipped for ``family``/``scenario`` under ``zoo`` (sorted by algorithm).
-
-    :raises ValueError: naming the file and the field, for an agent directory without a valid provenance, an
-        unknown algorithm or a provenance that describes another env.
-    """
-    from joulegym.agents.algos import ALGOS
-    from joulegym.agents.weights import is_weights_dir
-
-    base = Path(zoo) / family / scenario
-    if not base.is_dir():
-        return []
-    agents = []
-    for directory in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        if directory.name not in ALGOS:
-            raise ValueError(f"zoo agent {str(directory)!r}: the directory name must be an algorithm, one of "
-                             f"{sorted(ALGOS)}")
-        if not (is_weights_dir(directory) or (directory / "model.zip").is_file()):
-            raise ValueError(f"zoo agent {str(directory)!r} holds neither agent.json + weights.pt nor model.zip")
-        provenance = read_provenance(directory / PROVENANCE_FILE)
-        for key, want in (("family", family), ("scenario", scenario), ("algo", directory.name),
-                          ("env_id", expected_env_id)):
-            if provenance[key] != want:
-                raise ValueError(f"{directory / PROVENANCE_FILE}: {key}={provenance[key]!r}, expected {want!r} "
-                                 "(the directory it lies in)")
-        agents.append(ZooAgent(family, scenario, directory.name, directory, provenance))
-    return agents
-
-
-def read_provenance(path: Path) -> dict[str, Any]:
-    """A zoo agent's ``provenance.json``, checked for :data:`PROVENANCE_KEYS`."""
-    if not path.is_file():
-        raise ValueError(f"zoo agent {str(path.parent)!r} has no {PROVENANCE_FILE}")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err.msg})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: must hold a JSON object with keys {list(PROVENANCE_KEYS)}")
-    missing = [k for k in PROVENANCE_KEYS if k not in data]
-    if missing:
-        raise ValueError(f"{path}: missing keys {missing}; required: {list(PROVENANCE_KEYS)}")
-    if data["format"] != PROVENANCE_FORMAT:
-        raise ValueError(f"{path}: format={data['format']!r}, expected {PROVENANCE_FORMAT}")
-    return data
-
-
-def benchmark_scenario(scenario_id: str) -> tuple[FamilyDescriptor, str]:
-    """The family and benchmark scenario whose suite env id is ``scenario_id``.
-
-    :raises ValueError: if no family's benchmark runs that id (listing the ids that are).
-    """
-    known = []
-    for descriptor in families():
-        bench = descriptor.benchmark
-        if bench is None:
-            continue
-        version = descriptor.kind(bench.kind).version
-        for scenario in bench.scenarios:
-            known.append(env_id(bench.kind, scenario, version))
-            if known[-1] == scenario_id:
-                return descriptor, scenario
-    raise ValueError(f"env {scenario_id!r} is not a benchmark scenario; the suite runs {known}")
-
-
+# --- one agent's score (provenance, --ship) ----------------------------------------------------------------------
 def agent_score(agent: PolicyEntry, descriptor: FamilyDescriptor, scenario: str,
                 seeds: Sequence[int] | None = None) -> dict[str, Any]:
-    """The agent's benchmark score on ``scenario``: the mean metric and the normalised IQM over ``seeds`` (the
-    benchmark's held-out seeds by default), normalised against random and the best heuristic on the same seeds."""
+    """The agent's benchmark score on ``scenario`` over ``seeds`` (the benchmark's held-out seeds by default): its
+    mean metric and mean normalised score against the scenario's anchors on the same seeds."""
     bench = descriptor.benchmark
     assert bench is not None
     seeds = tuple(seeds) if seeds is not None else bench.eval_seeds
     scenario_id = env_id(bench.kind, scenario, descriptor.kind(bench.kind).version)
-    entries = [agent, *(PolicyEntry(n, "reference", n, family=descriptor.name)
-                        for n in dict.fromkeys(("random", bench.best_heuristic[scenario])))]
+    anchors = dict.fromkeys((bench.zero[scenario], bench.best_heuristic[scenario]))
+    entries = [agent, *(PolicyEntry(n, "reference", n, family=descriptor.name) for n in anchors)]
     episodes, _, _ = evaluate(scenario_id, entries, seeds, record=False)
-    scored, _ = _normalise(_episode_rows(episodes, descriptor.name, scenario, bench), bench, (scenario,))
+    rows = _episode_rows(episodes, descriptor.name, scenario, bench).assign(run=NO_RUN)
+    scored, _, _ = scoring.normalise(rows, bench, (scenario,))
     mine = scored[scored["policy"] == agent.label]
     return {"metric": bench.metric, "mean": float(mine["metric"].mean()),
-            "normalised_iqm": float(stats.iqm(mine["normalised"].to_numpy())), "eval_seeds": list(seeds)}
+            "normalised_mean": float(mine["normalised"].mean()), "eval_seeds": list(seeds)}
 
 
 def ship_agent(run_dir: str | Path, zoo: str | Path | None = None, commit: str | None = None) -> Path:
-    """Copy a finished ``train.py`` run's weights-only agent into the zoo with its ``provenance.json``.
-
-    The run must be complete, trained on a benchmark scenario's id with no env kwargs and a training seed below
-    :data:`~joulegym.core.benchmark.TRAINING_SEED_LIMIT`; its score on the held-out seeds is measured and recorded.
-    Returns the agent's zoo directory.
-    """
-    import shutil
-
-    from joulegym.agents.weights import AGENT_FILE, WEIGHTS_FILE, is_weights_dir
-    from joulegym.core.benchmark import TRAINING_SEED_LIMIT
-    from joulegym.core.io import write_atomic
+    """``evaluate.py --ship RUN_DIR``: copy a finished ``train.py`` run's weights-only agent into the zoo as run
+    ``seed<k>`` with a format-2 provenance and its measured held-out score. The run must be complete, trained on a
+    benchmark scenario's id with no env kwargs and a training seed below the validation seeds. A run without a
+    validation record (plain ``train.py``) is shipped with ``"validation": null``; the training protocol
+    (:mod:`joulegym.protocol`) ships with model selection and learning curves."""
+    from joulegym.agents.weights import is_weights_dir
+    from joulegym.core.benchmark import VALIDATION_SEED_BASE
 
     run_dir = Path(run_dir)
     config_path = run_dir / "config.json"
@@ -180,36 +103,23 @@ def ship_agent(run_dir: str | Path, zoo: str | Path | None = None, commit: str |
         raise ValueError(f"{config_path}: the run is not complete (\"complete\": false); finish it with --resume")
     if config.get("env_kwargs"):
         raise ValueError(f"{config_path}: env_kwargs={config['env_kwargs']!r}; the benchmark runs scenarios as named")
-    if not 0 <= int(config["seed"]) < TRAINING_SEED_LIMIT:
-        raise ValueError(f"{config_path}: seed={config['seed']!r} must be in [0, {TRAINING_SEED_LIMIT})")
+    if not 0 <= int(config["seed"]) < VALIDATION_SEED_BASE:
+        raise ValueError(f"{config_path}: seed={config['seed']!r} must be in [0, {VALIDATION_SEED_BASE}) (the "
+                         "validation and held-out seeds are above)")
     descriptor, scenario = benchmark_scenario(config["env_id"])
     algo = config["algo"]
     score = agent_score(PolicyEntry(algo, "agent", algo, path=str(run_dir / "agent")), descriptor, scenario)
-    target = Path(zoo if zoo is not None else default_zoo()) / descriptor.name / scenario / algo
-    target.mkdir(parents=True, exist_ok=True)
-    for name in (AGENT_FILE, WEIGHTS_FILE):
-        shutil.copyfile(run_dir / "agent" / name, target / name)
     command = (f"python train.py --env {config['env_id']} --algo {algo} --seed {config['seed']} "
                f"--timesteps {config['timesteps']} --n-envs {config.get('n_envs', 1)}")
-    provenance = {"format": PROVENANCE_FORMAT, "family": descriptor.name, "scenario": scenario,
-                  "env_id": config["env_id"], "env_kwargs": {}, "algo": algo, "seed": int(config["seed"]),
+    cpu = config.get("cpu_seconds")
+    provenance = {"family": descriptor.name, "scenario": scenario, "env_id": config["env_id"], "env_kwargs": {},
+                  "algo": algo, "seed": int(config["seed"]), "command": command,
+                  "commit": commit if commit is not None else git_commit(),
                   "timesteps": int(config.get("num_timesteps", config["timesteps"])),
-                  "wall_time_s": float(config.get("train_seconds", float("nan"))), "command": command,
-                  "commit": commit if commit is not None else _git_commit(), "hyperparams": config.get("hyperparams"),
-                  "versions": config.get("versions"), "score": score}
-    write_atomic(target / PROVENANCE_FILE, json.dumps(provenance, indent=2, sort_keys=True) + "\n")
-    return target
-
-
-def _git_commit() -> str:
-    import subprocess
-
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False,
-                              cwd=Path(__file__).resolve().parent)
-    except OSError:
-        return "unknown"
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+                  "wall_time_s": float(config.get("train_seconds", float("nan"))), "cpu_seconds": cpu,
+                  "train_cpu_seconds": cpu, "cpu_budget_s": None, "hyperparams": config.get("hyperparams"),
+                  "versions": config.get("versions"), "validation": None, "score": score}
+    return ship_run(run_dir / "agent", provenance, zoo)
 
 
 # --- progress ---------------------------------------------------------------------------------------------------
@@ -245,18 +155,41 @@ class FamilyResult:
     benchmark: Benchmark
     scenarios: tuple[str, ...]
     seeds: tuple[int, ...]
-    episodes: pd.DataFrame  # one row per episode
-    aggregate: pd.DataFrame  # one row per policy, ranked
+    episodes: pd.DataFrame  # one row per episode (and training run)
+    aggregate: pd.DataFrame  # one row per policy that ran on every scenario, deployable ranked first
     per_scenario: pd.DataFrame  # one row per (scenario, policy)
+    anchors: pd.DataFrame  # one row per scenario: zero, one, their means and gap
+    partial: dict[str, list[str]] = field(default_factory=dict)  # policy -> the scenarios it ran on (not ranked)
     plots: dict[str, str] = field(default_factory=dict)  # caption -> path relative to the page
+    curves: dict[str, str] = field(default_factory=dict)  # "scenario: algo" -> learning-curve figure path
     episode_plots: dict[str, str] = field(default_factory=dict)  # scenario -> path
     provenance: dict[str, str] = field(default_factory=dict)  # policy label -> path
     notes: list[str] = field(default_factory=list)
     agents: dict[str, list[ZooAgent]] = field(default_factory=dict)  # scenario -> shipped agents run on it
+    descriptions: dict[str, str] = field(default_factory=dict)  # reference policy -> its registry description
 
     @property
     def name(self) -> str:
         return self.descriptor.name
+
+    @property
+    def ranking(self) -> pd.DataFrame:
+        """The deployable policies that ran on every scenario, ranked by the headline score."""
+        return self.aggregate[self.aggregate["class"].isin(scoring.DEPLOYABLE)].reset_index(drop=True)
+
+    @property
+    def upper_bounds(self) -> pd.DataFrame:
+        """The privileged policies (upper bounds, not deployable)."""
+        return self.aggregate[self.aggregate["class"] == "privileged"].reset_index(drop=True)
+
+    def training_notes(self) -> dict[str, str]:
+        """Agent label -> how its runs were trained (per scenario when they differ)."""
+        notes: dict[str, list[str]] = {}
+        for scenario, found in self.agents.items():
+            for agent in found:
+                notes.setdefault(agent.algo, []).append(
+                    f"{scenario}: {agent.training_note(self.benchmark.training_budget_s)}")
+        return {algo: "; ".join(texts) for algo, texts in notes.items()}
 
 
 def suite_families(names: Sequence[str]) -> list[FamilyDescriptor]:
@@ -277,17 +210,43 @@ def suite_families(names: Sequence[str]) -> list[FamilyDescriptor]:
     return chosen
 
 
-def _entries(descriptor: FamilyDescriptor, scenario_id: str) -> list[PolicyEntry]:
+def reference_entries(descriptor: FamilyDescriptor, scenario_id: str) -> list[tuple[PolicyEntry, str]]:
+    """Every reference policy that can drive ``scenario_id``, with its class; each policy's ``env_config`` is
+    checked against the benchmark's rules (:meth:`~joulegym.core.benchmark.Benchmark.check_env_config`) and the
+    anchors must be deployable.
+
+    :raises ValueError: a policy whose ``env_config`` sets a scenario key, an unclassified deployable policy, or a
+        privileged anchor.
+    """
     import gymnasium as gym
 
     from joulegym import baselines
 
+    bench = descriptor.benchmark
+    assert bench is not None
     env = gym.make(scenario_id)
     try:
         names = baselines.applicable(env)
     finally:
         env.close()
-    return [PolicyEntry(n, "reference", n, family=descriptor.name) for n in names]
+    out = []
+    for name in names:
+        policy = baselines.make(name, family=descriptor.name)
+        bench.check_env_config(name, getattr(policy, "env_config", None))
+        out.append((PolicyEntry(name, "reference", name, family=descriptor.name),
+                    bench.policy_class(name, bool(getattr(policy, "privileged", False)))))
+    classes = {e.label: c for e, c in out}
+    for scenario in bench.scenarios:
+        if env_id(bench.kind, scenario, descriptor.kind(bench.kind).version) != scenario_id:
+            continue
+        for role, name in (("zero", bench.zero[scenario]), ("one", bench.best_heuristic[scenario])):
+            if name not in classes:
+                raise ValueError(f"{descriptor.name} benchmark, scenario {scenario!r}: the {role} anchor {name!r} is "
+                                 f"not a registered policy that drives {scenario_id}; registered: {sorted(classes)}")
+            if classes[name] == "privileged":
+                raise ValueError(f"{descriptor.name} benchmark, scenario {scenario!r}: the {role} anchor {name!r} is "
+                                 "privileged; an anchor must be deployable")
+    return out
 
 
 def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, progress: Progress | None = None,
@@ -295,6 +254,8 @@ def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, prog
     """Run ``descriptor``'s benchmark. Returns the results and the recorded first episode per scenario and policy
     (for the episode plots). ``evaluate_fn`` runs the episodes: :func:`~joulegym.evaluation.runner.evaluate`, or
     with ``--ray`` the same function fanned out as Ray tasks (:class:`joulegym.integrations.parallel.RayEvaluate`)."""
+    from joulegym import baselines
+
     bench = descriptor.benchmark
     assert bench is not None
     version = descriptor.kind(bench.kind).version
@@ -304,81 +265,78 @@ def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, prog
     traces: dict[str, dict] = {}
     notes: list[str] = []
     agents: dict[str, list[ZooAgent]] = {}
+    descriptions: dict[str, str] = {}
     for scenario in scenarios:
         scenario_id = env_id(bench.kind, scenario, version)
         agents[scenario] = find_agents(zoo, descriptor.name, scenario, scenario_id) if zoo is not None else []
-        entries = _entries(descriptor, scenario_id) + [a.entry() for a in agents[scenario]]
+        runs = [(entry, cls, NO_RUN) for entry, cls in reference_entries(descriptor, scenario_id)]
+        runs += [(entry, "agent", seed) for agent in agents[scenario] for seed, entry in agent.entries()]
+        descriptions.update({e.label: baselines.spec(e.name, descriptor.name).description
+                             for e, cls, _ in runs if cls != "agent"})
         traces[scenario] = {}
-        for entry in entries:
+        for entry, cls, run in runs:
             start = time.perf_counter()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", UserWarning)
-                try:
-                    episodes, _, skipped = evaluate_fn(scenario_id, [entry], seeds, record=False)
-                except ValueError as err:
-                    if "can drive" not in str(err):
-                        raise
-                    episodes, skipped = None, [entry.label]
-                if not skipped:
-                    # the episode plot: the first seed again, recorded with the full info (same seed, same episode)
-                    _, recorded, _ = evaluate_fn(scenario_id, [entry], seeds[:1], record=True)
-                    traces[scenario].update(recorded)
-            if skipped:
-                reason = next((str(w.message) for w in caught if "skipping" in str(w.message)), "not applicable")
-                notes.append(f"{scenario}: {reason}")
+            episodes, recorded, skipped = _run_entry(evaluate_fn, scenario_id, entry, seeds,
+                                                     record=run in (NO_RUN, _first_run(agents[scenario], entry)))
+            traces[scenario].update(recorded)
+            if skipped is not None:
+                notes.append(f"{scenario}: {skipped}")
             else:
-                rows.append(_episode_rows(episodes, descriptor.name, scenario, bench))
+                rows.append(_episode_rows(episodes, descriptor.name, scenario, bench).assign(**{"class": cls,
+                                                                                                "run": run}))
             if progress is not None:
-                progress.step(f"{descriptor.name}/{scenario} {entry.label}"
+                label = entry.label + (f" (training seed {run})" if run != NO_RUN else "")
+                progress.step(f"{descriptor.name}/{scenario} {label}"
                               f"{' skipped' if skipped else f' x {len(seeds)} seeds'}", time.perf_counter() - start)
     episodes = pd.concat(rows, ignore_index=True)
-    episodes, normaliser_notes = _normalise(episodes, bench, scenarios)
-    notes += normaliser_notes
-    notes += truncation_notes(episodes)
-    per_scenario = _per_scenario(episodes, bench, scenarios)
-    aggregate = _aggregate(episodes, bench, scenarios)
-    return FamilyResult(descriptor, bench, scenarios, seeds, episodes, aggregate, per_scenario, notes=notes,
-                        agents=agents), traces
+    episodes, anchors, anchor_notes = scoring.normalise(episodes, bench, scenarios)
+    notes += anchor_notes + truncation_notes(episodes) + budget_notes(episodes, bench)
+    per_scenario = per_scenario_table(episodes, bench, scenarios)
+    aggregate, partial = aggregate_table(episodes, bench, scenarios)
+    return FamilyResult(descriptor, bench, scenarios, seeds, episodes, aggregate, per_scenario, anchors, partial,
+                        notes=notes, agents=agents, descriptions=descriptions), traces
+
+
+def _first_run(agents: list[ZooAgent], entry: PolicyEntry) -> int:
+    """The training seed of the run whose first episode is recorded for the episode plot (one per agent)."""
+    return next((a.runs[0].seed for a in agents if a.algo == entry.label), NO_RUN)
+
+
+def _run_entry(evaluate_fn: Callable, scenario_id: str, entry: PolicyEntry,
+               seeds: Sequence[int], record: bool) -> tuple[pd.DataFrame | None, dict, str | None]:
+    """One policy's episodes (and, if ``record``, its first episode recorded for the plot), or why it was skipped."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            episodes, _, skipped = evaluate_fn(scenario_id, [entry], seeds, record=False)
+        except ValueError as err:
+            if "can drive" not in str(err):
+                raise
+            episodes, skipped = None, [entry.label]
+        recorded: dict = {}
+        if not skipped and record:
+            # the episode plot: the first seed again, recorded with the full info (same seed, same episode)
+            _, recorded, _ = evaluate_fn(scenario_id, [entry], seeds[:1], record=True)
+    if skipped:
+        return None, {}, next((str(w.message) for w in caught if "skipping" in str(w.message)), "not applicable")
+    return episodes, recorded, None
 
 
 def _episode_rows(episodes: pd.DataFrame, family: str, scenario: str, bench: Benchmark) -> pd.DataFrame:
     metrics = [dict(row) for _, row in episodes.iterrows()]
     out = pd.DataFrame({
         "family": family, "scenario": scenario, "env_id": episodes["env_id"], "policy": episodes["policy"],
-        "kind": episodes["kind"], "seed": episodes["seed"].astype(int), "return": episodes["return"],
+        "seed": episodes["seed"].astype(int), "return": episodes["return"],
         "length": episodes["length"].astype(int), "metric": [bench.value(m) for m in metrics]})
     for key in bench.metric_terms:
         out[key] = episodes[key].to_numpy(dtype=float)
+    if bench.budget is not None:
+        for key in bench.budget[:2]:
+            out[key] = episodes[key].to_numpy(dtype=float)
+        out["budget_kept"] = [float(bench.budget_kept(m)) for m in metrics]
     # an episode cut by the env's horizon (PowerFlow: jobs still running) reports metrics over what finished
     out["truncated"] = episodes["truncated"].to_numpy(dtype=float) if "truncated" in episodes else 0.0
     return out
-
-
-def _normalise(episodes: pd.DataFrame, bench: Benchmark, scenarios: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
-    """Add ``normalised``: per scenario, random's mean metric -> 0 and the best heuristic's -> 1."""
-    notes = []
-    episodes = episodes.copy()
-    episodes["normalised"] = np.nan
-    sign = 1.0 if bench.higher_is_better else -1.0
-    for scenario in scenarios:
-        here = episodes["scenario"] == scenario
-        means = episodes[here].groupby("policy", sort=True)["metric"].mean()
-        best = bench.best_heuristic[scenario]
-        for needed in ("random", best):
-            if needed not in means.index:
-                raise ValueError(f"scenario {scenario!r}: policy {needed!r} did not run, so the score cannot be "
-                                 "normalised")
-        try:
-            episodes.loc[here, "normalised"] = stats.normalise(episodes.loc[here, "metric"].to_numpy(),
-                                                               means["random"], means[best])
-        except ValueError as err:
-            raise ValueError(f"scenario {scenario!r}: {err}") from None
-        published = [h for h in bench.heuristics if h in means.index and h != best]
-        better = [h for h in published if sign * (means[h] - means[best]) > 1e-12 * max(1.0, abs(means[best]))]
-        if better:
-            notes.append(f"{scenario}: published heuristic(s) {better} beat the normaliser {best!r} on these seeds "
-                         f"({', '.join(f'{h} {means[h]:.4g}' for h in better)} vs {means[best]:.4g})")
-    return episodes, notes
 
 
 def truncation_notes(episodes: pd.DataFrame) -> list[str]:
@@ -388,21 +346,43 @@ def truncation_notes(episodes: pd.DataFrame) -> list[str]:
             "what finished" for (scenario, policy), count in cut.items()]
 
 
-def _per_scenario(episodes: pd.DataFrame, bench: Benchmark, scenarios: Sequence[str]) -> pd.DataFrame:
+def budget_notes(episodes: pd.DataFrame, bench: Benchmark) -> list[str]:
+    """One note per scenario and policy with episodes that broke the scenario's budget (deployable policies run
+    under it, so a note here is a bug in the env's enforcement or a policy setting it)."""
+    if bench.budget is None:
+        return []
+    used, limit, rtol = bench.budget
+    broke = episodes[episodes["budget_kept"] < 1].groupby(["scenario", "policy"], sort=False)
+    return [f"{scenario}: {len(rows)} episode(s) of {policy} broke the budget ({used} up to "
+            f"{rows[used].max():.6g} > {limit} {rows[limit].iloc[0]:.6g} x (1 + {rtol:g}))"
+            for (scenario, policy), rows in broke]
+
+
+# --- the tables -------------------------------------------------------------------------------------------------
+def per_scenario_table(episodes: pd.DataFrame, bench: Benchmark, scenarios: Sequence[str]) -> pd.DataFrame:
+    """One row per (scenario, policy): class, raw metric, normalised score, and the paired comparisons against the
+    scenario's best heuristic and its best deployable non-learned policy (raw metric units; positive: better)."""
     records = []
     for scenario in scenarios:
         group = episodes[episodes["scenario"] == scenario]
-        best = bench.best_heuristic[scenario]
+        one = bench.best_heuristic[scenario]
+        bnl = scoring.best_non_learned(episodes, scenario, bench.higher_is_better)
         for policy, rows in group.groupby("policy", sort=False):
             scores = rows["normalised"].to_numpy(dtype=float)
-            agg = stats.aggregate(scores[:, None])
+            low, high = stats.stratified_ci([scores], stats.mean_of_task_means)
             record = {"family": rows["family"].iloc[0], "scope": scenario, "policy": policy,
-                      "kind": rows["kind"].iloc[0], "runs": len(rows), "scenarios": 1,
-                      "metric_mean": float(rows["metric"].mean()), "metric_std": _std(rows["metric"]),
-                      "score_mean": agg["mean"], "score_iqm": agg["iqm"], "score_ci_low": agg["iqm_ci_low"],
-                      "score_ci_high": agg["iqm_ci_high"], "normaliser": best}
+                      "class": rows["class"].iloc[0], "runs": int(rows["run"].nunique()), "episodes": len(rows),
+                      "scenarios": 1, "metric_mean": float(rows["metric"].mean()), "metric_std": _std(rows["metric"]),
+                      "score_mean": float(scores.mean()), "score_ci_low": low, "score_ci_high": high,
+                      "score_iqm": stats.iqm(scores), "zero": bench.zero[scenario], "best": one,
+                      "best_non_learned": bnl}
+            for prefix, reference in (("vs_best", one), ("vs_bnl", bnl)):
+                found = scoring.paired(episodes, scenario, policy, reference, "metric", bench.higher_is_better)
+                record.update({f"{prefix}_{k}": v for k, v in found.items() if k != "pairs"})
             for key in bench.metric_terms:
                 record[f"{key}_mean"] = float(rows[key].mean())
+            if "budget_kept" in rows:
+                record["budget_kept"] = float(rows["budget_kept"].mean())
             records.append(record)
     frame = pd.DataFrame(records)
     order = frame["scope"].map({s: i for i, s in enumerate(scenarios)})
@@ -415,141 +395,46 @@ def _std(values: pd.Series) -> float:
     return 0.0 if std <= 1e-12 * max(1.0, float(np.max(np.abs(values)))) else std
 
 
-def score_matrix(episodes: pd.DataFrame, policy: str, scenarios: Sequence[str]) -> tuple[np.ndarray, list[str]]:
-    """``policy``'s normalised scores as (seeds, scenarios) over the scenarios it ran on (and their names)."""
-    rows = episodes[episodes["policy"] == policy]
-    covered = [s for s in scenarios if (rows["scenario"] == s).any()]
-    table = rows.pivot_table(index="seed", columns="scenario", values="normalised", aggfunc="first")
-    return table[covered].to_numpy(dtype=float), covered
-
-
-def best_matrix(episodes: pd.DataFrame, bench: Benchmark, scenarios: Sequence[str]) -> np.ndarray:
-    """The per-scenario best published heuristic's normalised scores, (seeds, scenarios)."""
-    columns = []
-    for scenario in scenarios:
-        rows = episodes[(episodes["scenario"] == scenario) & (episodes["policy"] == bench.best_heuristic[scenario])]
-        columns.append(rows.sort_values("seed")["normalised"].to_numpy(dtype=float))
-    return np.column_stack(columns)
-
-
-def _aggregate(episodes: pd.DataFrame, bench: Benchmark, scenarios: Sequence[str]) -> pd.DataFrame:
-    records = []
-    best = best_matrix(episodes, bench, scenarios)
+def aggregate_table(episodes: pd.DataFrame, bench: Benchmark,
+                    scenarios: Sequence[str]) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """One row per policy that ran on every scenario (deployable ranked by the headline mean, then the privileged
+    ones), and the policies left out with the scenarios they ran on."""
+    references = {"vs_best": dict(bench.best_heuristic),
+                  "vs_bnl": {s: scoring.best_non_learned(episodes, s, bench.higher_is_better) for s in scenarios}}
+    records, partial = [], {}
     for policy, rows in episodes.groupby("policy", sort=False):
-        matrix, covered = score_matrix(episodes, policy, scenarios)
-        agg = stats.aggregate(matrix)
-        columns = [list(scenarios).index(s) for s in covered]
-        # paired by seed: every policy runs on the same seeds (the same instance and draws), see stats
-        p, low, high = stats.probability_of_improvement(matrix, best[:, columns], paired=True)
-        records.append({"family": rows["family"].iloc[0], "scope": "all", "policy": policy,
-                        "kind": rows["kind"].iloc[0], "runs": int(matrix.size), "scenarios": len(covered),
-                        "metric_mean": np.nan, "metric_std": np.nan, "score_mean": agg["mean"],
-                        "score_iqm": agg["iqm"], "score_ci_low": agg["iqm_ci_low"], "score_ci_high": agg["iqm_ci_high"],
-                        "normaliser": "per scenario", "poi_vs_best": p, "poi_ci_low": low, "poi_ci_high": high})
+        tasks, covered = scoring.score_tasks(episodes, policy, scenarios)
+        if len(covered) < len(scenarios):
+            partial[str(policy)] = covered
+            continue
+        low, high = stats.stratified_ci(tasks, stats.mean_of_task_means)
+        iqm_low, iqm_high = stats.stratified_ci(tasks, stats.iqm_of_runs)
+        record = {"family": rows["family"].iloc[0], "scope": "all", "policy": policy, "class": rows["class"].iloc[0],
+                  "runs": int(rows["run"].nunique()), "episodes": len(rows), "scenarios": len(covered),
+                  "score_mean": stats.mean_of_task_means([t[None, :] for t in tasks])[0], "score_ci_low": low,
+                  "score_ci_high": high, "score_iqm": stats.iqm(np.concatenate(tasks)), "score_iqm_ci_low": iqm_low,
+                  "score_iqm_ci_high": iqm_high, "metric_mean": np.nan, "metric_std": np.nan,
+                  "zero": "per scenario", "best": "per scenario", "best_non_learned": "per scenario"}
+        for prefix, refs in references.items():
+            found = scoring.paired_over_scenarios(episodes, scenarios, policy, refs)
+            record.update({f"{prefix}_{k}": v for k, v in found.items()})
+        records.append(record)
     frame = pd.DataFrame(records)
-    return frame.sort_values(["score_iqm", "score_mean", "policy"], ascending=[False, False, True],
-                             kind="mergesort").reset_index(drop=True)
+    if frame.empty:
+        return frame, partial
+    frame["_deployable"] = ~frame["class"].eq("privileged")
+    frame = frame.sort_values(["_deployable", "score_mean", "policy"], ascending=[False, False, True],
+                              kind="mergesort").drop(columns="_deployable").reset_index(drop=True)
+    return frame, partial
 
 
-# --- plots ------------------------------------------------------------------------------------------------------
+# --- provenance -------------------------------------------------------------------------------------------------
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-def write_plots(result: FamilyResult, traces: dict[str, dict], out: Path) -> list[Path]:
-    """The family's IQM-interval, performance-profile, probability-of-improvement and episode plots."""
-    from joulegym.core.io import save_figure
-    from joulegym.evaluation.hooks import hooks_for
-    from joulegym.evaluation.plots import reward_plot
-
-    plots = out / "plots"
-    plots.mkdir(exist_ok=True)
-    written = []
-    name = result.name
-    for caption, fig, file in (
-            ("IQM of the normalised score with stratified-bootstrap 95 % CIs", _iqm_plot(result), f"{name}-iqm.png"),
-            ("Performance profile: fraction of runs above a normalised score", _profile_plot(result),
-             f"{name}-profile.png"),
-            ("Probability of improvement over the best published heuristic", _poi_plot(result), f"{name}-poi.png")):
-        written.append(save_figure(fig, plots / file))
-        result.plots[caption] = f"plots/{file}"
-    hooks = hooks_for(name)
-    version = result.descriptor.kind(result.benchmark.kind).version
-    for scenario in result.scenarios:
-        scenario_id = env_id(result.benchmark.kind, scenario, version)
-        recorded = traces.get(scenario, {})
-        if not recorded:
-            continue
-        fig = hooks.episode_plot(recorded, scenario_id) if hooks.episode_plot else reward_plot(recorded, scenario_id)
-        file = f"{name}-{_slug(scenario)}-episode.png"
-        written.append(save_figure(fig, plots / file))
-        result.episode_plots[scenario] = f"plots/{file}"
-    return written
-
-
-def _iqm_plot(result: FamilyResult):
-    from joulegym.core.plotting import new_figure
-
-    frame = result.aggregate.iloc[::-1]
-    fig, axes = new_figure(1, 1, size=(6.4, 0.6 + 0.32 * len(frame)))
-    ax = axes[0, 0]
-    y = np.arange(len(frame))
-    colours = ["tab:orange" if k == "agent" else "tab:blue" for k in frame["kind"]]
-    ax.hlines(y, frame["score_ci_low"], frame["score_ci_high"], colors=colours, lw=6, alpha=0.5)
-    ax.plot(frame["score_iqm"], y, "k|", ms=12)
-    ax.axvline(0.0, color="grey", lw=0.8, ls=":")
-    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_yticks(y, [f"{p} ({s}/{len(result.scenarios)})" if s < len(result.scenarios) else p
-                      for p, s in zip(frame["policy"], frame["scenarios"], strict=True)])
-    ax.set_xlabel(f"normalised {result.benchmark.metric} (random = 0, best heuristic = 1): IQM, 95 % CI")
-    ax.set_title(f"{result.name}: {len(result.scenarios)} scenarios x {len(result.seeds)} seeds")
-    fig.tight_layout()
-    return fig
-
-
-def _profile_plot(result: FamilyResult):
-    from joulegym.core.plotting import new_figure
-
-    scores = result.episodes["normalised"].to_numpy(dtype=float)
-    low, high = min(0.0, float(np.min(scores))), max(1.0, float(np.max(scores)))
-    margin = 0.05 * (high - low)
-    taus = np.linspace(low - margin, high + margin, 101)
-    fig, axes = new_figure(1, 1, size=(6.4, 4.0))
-    ax = axes[0, 0]
-    for policy in result.aggregate["policy"]:
-        matrix, _ = score_matrix(result.episodes, policy, result.scenarios)
-        fraction, band_low, band_high = stats.performance_profile(matrix, taus)
-        line, = ax.plot(taus, fraction, lw=1.2, label=policy)
-        ax.fill_between(taus, band_low, band_high, color=line.get_color(), alpha=0.15)
-    ax.set_xlabel(f"normalised {result.benchmark.metric} tau")
-    ax.set_ylabel("fraction of runs with score > tau")
-    ax.set_title(f"{result.name}: performance profiles (95 % bands)")
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    return fig
-
-
-def _poi_plot(result: FamilyResult):
-    from joulegym.core.plotting import new_figure
-
-    frame = result.aggregate.iloc[::-1]
-    fig, axes = new_figure(1, 1, size=(6.4, 0.6 + 0.32 * len(frame)))
-    ax = axes[0, 0]
-    y = np.arange(len(frame))
-    ax.hlines(y, frame["poi_ci_low"], frame["poi_ci_high"], colors="tab:green", lw=6, alpha=0.5)
-    ax.plot(frame["poi_vs_best"], y, "k|", ms=12)
-    ax.axvline(0.5, color="grey", lw=0.8, ls="--")
-    ax.set_xlim(-0.02, 1.02)
-    ax.set_yticks(y, list(frame["policy"]))
-    ax.set_xlabel(f"P(policy > {BEST}) per run, averaged over scenarios (95 % CI)")
-    ax.set_title(f"{result.name}: probability of improvement")
-    fig.tight_layout()
-    return fig
-
-
-# --- provenance -------------------------------------------------------------------------------------------------
 def write_provenance(result: FamilyResult, out: Path) -> list[Path]:
-    """One JSON per policy: how a reference policy is built, or every shipped agent's provenance."""
+    """One JSON per policy: how a reference policy is built (and its class), or every shipped run's provenance."""
     import joulegym
     from joulegym import baselines
     from joulegym.core.io import write_atomic
@@ -557,22 +442,23 @@ def write_provenance(result: FamilyResult, out: Path) -> list[Path]:
     folder = out / "provenance" / result.name
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for _, row in result.aggregate.iterrows():
-        policy = row["policy"]
-        if row["kind"] == "agent":
-            data: dict[str, Any] = {"kind": "agent", "family": result.name, "algo": policy, "scenarios": {
-                s: a.provenance for s, found in result.agents.items() for a in found if a.algo == policy}}
+    bench = result.benchmark
+    for policy, rows in result.episodes.groupby("policy", sort=False):
+        cls = rows["class"].iloc[0]
+        if cls == "agent":
+            data: dict[str, Any] = {"class": "agent", "family": result.name, "algo": policy, "scenarios": {
+                s: {f"seed{r.seed}": r.provenance for r in a.runs}
+                for s, found in result.agents.items() for a in found if a.algo == policy}}
         else:
             spec = baselines.spec(policy, result.name)
-            data = {"kind": "reference", "family": result.name, "policy": policy,
+            data = {"class": cls, "family": result.name, "policy": policy,
                     "factory": f"{spec.factory.__module__}.{getattr(spec.factory, '__qualname__', spec.factory)}",
-                    "description": spec.description,
-                    "joulegym_version": joulegym.__version__,
-                    "best_heuristic_on": [s for s in result.scenarios if result.benchmark.best_heuristic[s] == policy],
-                    "published": policy in result.benchmark.heuristics}
-        path = folder / f"{_slug(policy)}.json"
+                    "description": spec.description, "joulegym_version": joulegym.__version__,
+                    "zero_on": [s for s in result.scenarios if bench.zero[s] == policy],
+                    "one_on": [s for s in result.scenarios if bench.best_heuristic[s] == policy]}
+        path = folder / f"{_slug(str(policy))}.json"
         written.append(write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"))
-        result.provenance[policy] = f"provenance/{result.name}/{path.name}"
+        result.provenance[str(policy)] = f"provenance/{result.name}/{path.name}"
     return written
 
 
@@ -588,14 +474,22 @@ def command_line(names: Sequence[str], quick: bool, out: str, zoo: str | None) -
     return " ".join(parts)
 
 
+CSV_FIRST = ("family", "scope", "policy", "class", "runs", "episodes", "scenarios", "score_mean", "score_ci_low",
+             "score_ci_high", "score_iqm", "metric_mean", "metric_std", "zero", "best", "vs_best_diff_mean",
+             "vs_best_diff_ci_low", "vs_best_diff_ci_high", "vs_best_wins", "vs_best_ties", "vs_best_losses",
+             "best_non_learned", "vs_bnl_diff_mean", "vs_bnl_diff_ci_low", "vs_bnl_diff_ci_high", "vs_bnl_wins",
+             "vs_bnl_ties", "vs_bnl_losses")
+
+
 def leaderboard_csv(results: Sequence[FamilyResult]) -> pd.DataFrame:
+    """Aggregate rows (``scope`` = ``all``, every-scenario policies only) and per-scenario rows of every family.
+    ``vs_best_*`` / ``vs_bnl_*``: the paired difference against the best heuristic / the best deployable
+    non-learned policy (raw metric per scenario; normalised units in the aggregate rows)."""
     frames = []
     for result in results:
         frames += [result.aggregate, result.per_scenario]
-    frame = pd.concat(frames, ignore_index=True)
-    first = ["family", "scope", "policy", "kind", "runs", "scenarios", "score_iqm", "score_ci_low", "score_ci_high",
-             "score_mean", "poi_vs_best", "poi_ci_low", "poi_ci_high", "metric_mean", "metric_std", "normaliser"]
-    return frame[[c for c in first if c in frame] + [c for c in frame.columns if c not in first]]
+    frame = pd.concat([f for f in frames if not f.empty], ignore_index=True)
+    return frame[[c for c in CSV_FIRST if c in frame] + [c for c in frame.columns if c not in CSV_FIRST]]
 
 
 def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path | None = None,
@@ -605,20 +499,23 @@ def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path
     ``evaluate_fn``: see :func:`run_family` (the files are the same whichever runs the episodes)."""
     import joulegym  # noqa: F401  (registers the ids)
     from joulegym.core.io import ResultDir, write_atomic, write_csv
-    from joulegym.evaluation import page
+    from joulegym.evaluation import figures, page
 
     descriptors = suite_families(names)
     out_text = str(out) if out is not None else (DEFAULT_OUT + ("-quick" if quick else ""))
-    result_dir = ResultDir(out_text)  # checked before the work
     zoo_path = Path(zoo) if zoo is not None else default_zoo()
+    if not zoo_path.is_dir():
+        raise ValueError(f"--zoo {str(zoo_path)!r} is not a directory; it must hold shipped agents as "
+                         "<family>/<scenario>/<algo>/ (agent.json + weights.pt + provenance.json)")
+    result_dir = ResultDir(out_text)  # checked before the work
     command = command_line([d.name for d in descriptors], quick, out_text, None if zoo is None else str(zoo))
     total = 0
     for d in descriptors:
         assert d.benchmark is not None
         for scenario in d.benchmark.scenario_names(quick):
-            total += len(_entries(d, env_id(d.benchmark.kind, scenario, d.kind(d.benchmark.kind).version)))
-            total += len(find_agents(zoo_path, d.name, scenario,
-                                     env_id(d.benchmark.kind, scenario, d.kind(d.benchmark.kind).version)))
+            scenario_id = env_id(d.benchmark.kind, scenario, d.kind(d.benchmark.kind).version)
+            total += len(reference_entries(d, scenario_id))
+            total += sum(len(a.runs) for a in find_agents(zoo_path, d.name, scenario, scenario_id))
     progress = Progress(total, stream)
     progress.note(f"suite: {', '.join(d.name for d in descriptors)}{' (quick)' if quick else ''}: {total} policy runs")
     runs = [run_family(d, quick, zoo_path, progress, evaluate_fn) for d in descriptors]
@@ -627,7 +524,7 @@ def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path
         written = []
         for result, traces in runs:
             if plots:
-                written += write_plots(result, traces, tmp)
+                written += figures.write_plots(result, traces, tmp)
             written += write_provenance(result, tmp)
         episodes = pd.concat([r.episodes for r in results], ignore_index=True)
         written.append(write_csv(episodes, tmp / "episodes.csv"))

@@ -1,4 +1,4 @@
-"""Paper value beside ours, with a verdict (issue 18 item 4): the table every ``--reproduce`` report ends with.
+"""Paper value beside ours, with a verdict: the table every ``--reproduce`` report ends with.
 
 A verdict is ``reproduced`` when ours equals the paper's value to the paper's printed precision
 (``exact_tol``), ``within tolerance`` inside the tolerance the family's docs page gives for that claim

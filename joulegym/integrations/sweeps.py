@@ -1,5 +1,4 @@
-"""``train.py --sweep SWEEP.yaml [--ray-address ADDR]``: a grid or random search as Ray Tune trials (issue 19 item 1;
-docs/ray.md).
+"""``train.py --sweep SWEEP.yaml [--ray-address ADDR]``: a grid or random search as Ray Tune trials (docs/ray.md).
 
 Each trial is one ``train.py`` run: the trial calls the training function ``train.py`` itself calls
 (``joulegym.training.train``, passed in by the CLI) with its own run directory ``OUT/trials/<trial id>/run/`` (the
@@ -154,6 +153,16 @@ def _check_values(space: dict[str, Any], origin: str) -> None:
     for algo in _listed(space.get("algo", "ppo")):
         if not isinstance(algo, str) or algo.lower().replace("-", "_") not in ALGOS:
             raise ValueError(f"{origin}: space.algo: {algo!r} is not one of {sorted(ALGOS)}")
+    from joulegym.agents.algos import check_algo_supports
+
+    for env_id in _listed(space["env"]):  # every listed algorithm must act in every listed env (before Ray starts)
+        action_space = gym.make(env_id).action_space
+        for algo in _listed(space.get("algo", "ppo")):
+            try:
+                check_algo_supports(algo.lower().replace("-", "_"), action_space)
+            except ValueError as err:
+                raise ValueError(f"{origin}: space.algo: {algo!r} cannot train on space.env {env_id!r}: "
+                                 f"{err}") from None
     for seed in _listed(space.get("seed", 0)):
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < TRAINING_SEED_LIMIT:
             raise ValueError(f"{origin}: space.seed: {seed!r} must be an integer in [0, {TRAINING_SEED_LIMIT}) "
@@ -270,8 +279,13 @@ def run_sweep(sweep_path: str | Path, *, train_fn: Callable, score_fn: Callable,
     if not resume and out_dir.is_dir() and any(out_dir.iterdir()):
         raise ValueError(f"--out {str(out_dir)!r} is not empty: pass --resume to continue the sweep there")
     out_dir.mkdir(parents=True, exist_ok=True)
-    with ray_session(address, num_cpus=num_cpus, object_store_memory=object_store_memory):
+    with ray_session(address, num_cpus=num_cpus, object_store_memory=object_store_memory) as ray:
         from ray import tune
+
+        offered = float(ray.cluster_resources().get("CPU", 0.0))
+        if sweep["cpus_per_trial"] > offered:  # Tune would wait for them forever
+            raise ValueError(f"{sweep_path}: cpus_per_trial={sweep['cpus_per_trial']} is more than the Ray cluster "
+                             f"offers ({offered:g} CPUs); use at most {offered:g}")
 
         trainable = tune.with_resources(
             tune.with_parameters(run_trial, train_fn=train_fn, score_fn=score_fn, root=str(out_dir),

@@ -83,9 +83,10 @@ FAMILY = FamilyDescriptor(
     reference_policy="dream-full",
     evaluation="joulegym.evaluation.dream",
     docs="docs/families/dream.md",
+    benchmark_script="benchmarks/bench_dream.py",
     contract_id="joulegym/DREAM-tiny-v0",
     trajectory_pins=("joulegym/DREAM-tiny-v0", "joulegym/DREAMParams-tiny-v0"),
-    # Leaderboard (issue 17): the Table 3 workloads on Fig. 7(a)'s SoC and random-mix, ranked by the episode's
+    # Leaderboard (docs/leaderboard.md): Table 3 workloads on Fig. 7(a)'s SoC and random-mix, ranked by the episode's
     # UXCost (final info["metrics"]["uxcost"], eq. 3). The published heuristics are Table 4's schedulers (DREAM's
     # variants and the baselines). best_heuristic is the one with the lowest mean UXCost over the ten eval seeds
     # 10000-10009, measured on the simulator (same metrics as the env episode, docs §6) with the per-model
@@ -96,9 +97,17 @@ FAMILY = FamilyDescriptor(
     benchmark=Benchmark(
         kind="DREAM", scenarios=(*WORKLOADS, "random-mix"), generalisation="random-mix",
         metric="UXCost", metric_terms={"uxcost": 1.0}, higher_is_better=False,
-        heuristics=("dream-full", "dream-smartdrop", "dream-mapscore", "planaria", "veltair", "fcfs"),
+        heuristics=("dream-full", "dream-smartdrop", "dream-mapscore", "mapscore-fixed", "planaria", "veltair",
+                    "fcfs", "fcfs-static"),
+        baselines=("random-dispatch", "edf"),
+        zero="random-dispatch",
+        zero_why="random-dispatch: a random ready frame's next layer on a random idle sub-accelerator (it never waits "
+                 "and never drops): the dispatcher with no scheduling policy; random, which also waits and drops at "
+                 "random, is 50 times worse and kept as a row.",
         best_heuristic={"vr-gaming": "dream-full", "ar-call": "veltair", "drone-outdoor": "veltair",
                         "drone-indoor": "planaria", "ar-social": "dream-full", "random-mix": "dream-full"},
+        one_why="the published scheduler (Table 4) with the lowest mean UXCost on the held-out seeds (measured above).",
+        zoo_algo="maskable_ppo",
         quick_scenarios=("ar-call",),
         note="UXCost of a 2 s episode (eq. 3, lower is better) on the Table 3 workloads on 4K 1WS+2OS; the best "
              "published scheduler is DREAM-Full on VR_Gaming, AR_Social and random-mix, Veltair on AR_Call and "

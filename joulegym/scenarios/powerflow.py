@@ -134,20 +134,34 @@ FAMILY = FamilyDescriptor(
     reference_policy="powerflow",
     evaluation="joulegym.evaluation.powerflow",
     docs="docs/families/powerflow.md",
+    benchmark_script="benchmarks/bench_powerflow.py",
     contract_id="joulegym/PowerFlow-tiny-v0",
     trajectory_pins=("joulegym/PowerFlow-tiny-v0",),
-    # The leaderboard (issue 17): average JCT, every policy under the scenario's power budget eta G P_max (the
-    # paper's setting of Figs. 7/10; energy is reported beside it, and the equal-energy curves are
-    # ``evaluate.py --reproduce powerflow``). small100 is the base of the Fig. 7/10 reproduction (docs §13); every
-    # scenario draws its Gavel jobs per reset, small100 is the designated generalisation one. alibaba1901
-    # (Figs. 7-9) is left out for time: 17-23 s per episode on the 2-core machine under load, over 30 minutes for
-    # 12 policies x 10 seeds.
+    # The leaderboard (docs/leaderboard.md): average JCT, every policy under the scenario's rules: its power budget
+    # eta G P_max (enforced by the env's repair), its fitted predictor and its pre-run/profiling life-cycle; a
+    # policy brings only its placement rule (and Gandiva its suspend/resume cost). The paper's own evaluation
+    # (baselines unconstrained on true profiles, compared at equal energy) is ``evaluate.py --reproduce
+    # powerflow``. small100 is the base of the Fig. 7/10 reproduction (docs §13); every scenario draws its Gavel
+    # jobs per reset, small100 is the designated generalisation one. alibaba1901 (Figs. 7-9) is left out for time:
+    # 17-23 s per episode on the 2-core machine under load, over 30 minutes for 12 policies x 10 seeds. The anchors
+    # were measured under these rules on seeds 10000-10009 (mean avg JCT, h): small100 FIFO 2.309, PowerFlow
+    # 0.923, strict 0.946, AFS 1.084; tiny FIFO 1.521, strict 0.739, PowerFlow 0.763, AFS 0.819.
     benchmark=Benchmark(
         kind="PowerFlow", scenarios=("small100", "tiny"), generalisation="small100", metric="avg JCT (h)",
         metric_terms={"avg_jct_h": 1.0}, higher_is_better=False,
-        heuristics=("powerflow", "gandiva", "gandiva-zeus", "tiresias", "tiresias-zeus", "afs"),
-        best_heuristic={"small100": "afs", "tiny": "afs"},
+        heuristics=("powerflow", "powerflow-strict", "gandiva", "gandiva-zeus", "tiresias", "tiresias-zeus", "afs"),
+        baselines=("fifo", "fifo-backfill"),
+        zero="fifo",
+        zero_why="fifo: strict FIFO with each job's requested GPUs at f_max under the cluster's power cap (the env "
+                 "lowers frequencies to fit): the scheduler a practitioner starts with.",
+        best_heuristic={"small100": "powerflow", "tiny": "powerflow-strict"},
+        one_why="the published scheduler with the lowest mean average JCT on the held-out seeds under the same rules: "
+                "PowerFlow (paper §5.2) on small100 (0.923 h; AFS 1.084 h), PowerFlow with its hard power check on "
+                "tiny (0.739 h; faithful 0.763 h, AFS 0.819 h).",
+        policy_settings=("placement", "switch_overhead_s"),
+        budget=("max_job_power_w", "power_limit_w", 1e-3),  # the env's repair keeps job power within PL (1 + 1e-3)
+        zoo_algo="maskable_ppo",
         quick_scenarios=("tiny",),
-        note="Ranked by average JCT at the scenario's power budget; AFS runs at f_max and spends more energy than "
-             "PowerFlow (see total_energy_kwh), so the JCT ranking alone does not show PowerFlow's energy saving."),
+        note="Ranked by average JCT under the scenario's power budget; energy is reported beside it "
+             "(total_energy_kwh in episodes.csv)."),
 )

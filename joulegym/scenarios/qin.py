@@ -92,9 +92,10 @@ FAMILY = FamilyDescriptor(
     reference_policy="qin",
     evaluation="joulegym.evaluation.qin",
     docs="docs/families/qin.md",
+    benchmark_script="benchmarks/bench_qin.py",
     contract_id="joulegym/QinCluster-paper-rw-v0",
     trajectory_pins=("joulegym/QinCluster-tiny-v0", "joulegym/Qin-tiny-v0", "joulegym/QinNode-node-splash2-fft-v0"),
-    # The leaderboard (issue 17): the makespan (the paper's JCT, A17) of Table 4's three 100-job mixes on the five
+    # The leaderboard (docs/leaderboard.md): makespan (the paper's JCT, A17) of Table 4's three 100-job mixes on five
     # workers; every scenario draws its jobs per reset, paper-rw is the designated generalisation one. The best
     # heuristic per scenario is the one with the lowest mean makespan on the held-out seeds 10000-10009 (measured:
     # RW qin 1075 s < Kubernetes 1111 < Paragon 1138 < Mage 1146; LC qin 1161 < Paragon 1180; TB Paragon 1092 <
@@ -102,8 +103,16 @@ FAMILY = FamilyDescriptor(
     benchmark=Benchmark(
         kind="QinCluster", scenarios=("paper-rw", "paper-lc", "paper-tb"), generalisation="paper-rw",
         metric="makespan (s)", metric_terms={"makespan_s": 1.0}, higher_is_better=False,
-        heuristics=("qin", "kubernetes", "paragon", "mage"),
+        heuristics=("qin", "qin-perf", "qin-energy", "qin-edp", "qin-d1", "qin-dac", "kubernetes", "paragon",
+                    "mage"),
+        baselines=("drain-time", "least-loaded", "round-robin"),
+        zero="drain-time",
+        zero_why="drain-time: each job to the server whose queue drains first, the env's own one-line greedy: the "
+                 "simple deployable rule a practitioner tries first.",
         best_heuristic={"paper-rw": "qin", "paper-lc": "qin", "paper-tb": "paragon"},
+        one_why="the published scheduler with the lowest mean makespan on the held-out seeds (measured above).",
+        policy_settings=("action_mode", "admission", "scheduler_latency_s"),
+        zoo_algo="maskable_ppo",
         quick_scenarios=("paper-rw",),
         note="Ranked by makespan (the paper's JCT) with the Linux-like node policy; energy and EDP are reported "
              "beside it (Qin's energy and EDP variants are separate policies)."),

@@ -1,4 +1,4 @@
-"""Public traces and profiles on demand (issue 18): a registry of every public file the package can read, each
+"""Public traces and profiles on demand (docs/api/datasets.md): a registry of each public file the package reads, each
 with its original URL, licence, sha256 and size, fetched with `pooch <https://www.fatiando.org/pooch>`_ into a
 user cache directory.
 
@@ -17,8 +17,11 @@ its sha256. ``philly-24h`` has no file of its own upstream: it is derived locall
 row submitted on 2017-10-13, in time order: the PowerFlow paper's "1,901 jobs in 24 h" stand-in, docs/families/
 powerflow.md) and checked against its own sha256.
 
-The env never downloads: a real-trace scenario resolves its file with :func:`resolve` (present, or a
-``ValueError`` naming the fetch command).
+The env never downloads: a real-trace scenario resolves its file with :func:`resolve` (present with its
+registered sha256, or a ``ValueError`` naming the fetch command). A file whose bytes differ from the registry
+(damaged, truncated or changed) is never used: ``data list`` reports it as corrupt. ``fetch`` replaces such a
+copy only when joulegym wrote it (the folder's :data:`DATA_MARKER` lists what it fetched); a file someone else put
+there, e.g. in a ``$JOULEGYM_DATA`` folder of one's own, is reported and left as it is (docs/robustness.md).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pathlib import Path
 DATA_DIR_ENV = "JOULEGYM_DATA"
 DATA_URL_ENV = "JOULEGYM_DATA_URL"
 FETCH_COMMAND = "python -m joulegym data fetch"
+DATA_MARKER = ".joulegym-data.json"  # in the data folder: {"files": {relpath: sha256}} of what fetch wrote
 
 
 @dataclass(frozen=True)
@@ -303,20 +307,89 @@ def paths(name: str, root: str | os.PathLike[str] | None = None) -> list[Path]:
     return [base / ds.relpath(f) for f in ds.files]
 
 
+_VERIFIED: dict[tuple[str, int, int, int], str] = {}  # (path, size, mtime_ns, inode) -> sha256: hashed once
+
+
+def _file_ok(path: Path, file: DataFile) -> bool | None:
+    """True when ``path`` holds ``file``'s registered bytes (size and sha256), False when it holds others,
+    None when there is no file."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    if not path.is_file():
+        return False
+    if stat.st_size != file.size:
+        return False
+    key = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    if key not in _VERIFIED:
+        _VERIFIED[key] = _sha256(path)
+    return _VERIFIED[key] == file.sha256
+
+
+def status(name: str, root: str | os.PathLike[str] | None = None) -> str:
+    """``"present"`` (every file with its registered sha256), ``"corrupt"`` (a file is there with other bytes:
+    never used) or ``"absent"``."""
+    found = [_file_ok(p, f) for p, f in zip(paths(name, root), dataset(name).files)]
+    if all(found):
+        return "present"
+    return "corrupt" if any(ok is False for ok in found) else "absent"
+
+
 def is_present(name: str, root: str | os.PathLike[str] | None = None) -> bool:
-    """Every file of ``name`` is there with its registered size (the sha256 is checked when fetching)."""
-    ds = dataset(name)
-    return all(p.is_file() and p.stat().st_size == f.size for p, f in zip(paths(name, root), ds.files))
+    """Every file of ``name`` is there with its registered size and sha256."""
+    return status(name, root) == "present"
 
 
 def resolve(name: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """The (first) file of dataset ``name``, which must be present; else a ``DataError`` naming the exact fetch
-    command and the folder searched. Never downloads (envs stay offline)."""
-    if not is_present(name, root):
+    """The (first) file of dataset ``name``, which must be present with its registered sha256; else a
+    ``DataError`` naming the file, the exact fetch command and the folder searched. Never downloads (envs stay
+    offline) and never uses a corrupt copy."""
+    state = status(name, root)
+    if state == "corrupt":
+        ds = dataset(name)
+        bad = next(p for p, f in zip(paths(name, root), ds.files) if _file_ok(p, f) is False)
+        raise DataError(f"dataset {name!r}: {bad} does not match its registered size and sha256 (a damaged, "
+                        f"truncated or changed copy; not used): run `{FETCH_COMMAND} {name}` (it replaces a copy "
+                        "joulegym fetched) or replace the file")
+    if state != "present":
         where = Path(root) if root is not None else data_dir()
         raise DataError(f"dataset {name!r} is not in {where}: run `{FETCH_COMMAND} {name}` (or set "
                         f"{DATA_DIR_ENV} to a folder holding {dataset(name).relpath(dataset(name).files[0])})")
     return paths(name, root)[0]
+
+
+def _fetched(base: Path) -> dict[str, str]:
+    """What ``fetch`` wrote into ``base`` (relpath -> sha256), from its :data:`DATA_MARKER`."""
+    import json
+
+    try:
+        files = json.loads((base / DATA_MARKER).read_text()).get("files")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+
+
+def _record_fetched(base: Path, relpath: str, sha256: str) -> None:
+    import json
+
+    files = {**_fetched(base), relpath: sha256}
+    tmp = base / f".{DATA_MARKER}.tmp{os.getpid()}"
+    tmp.write_text(json.dumps({"format": 1, "files": dict(sorted(files.items()))}, indent=1) + "\n")
+    tmp.replace(base / DATA_MARKER)  # atomic: the list is whole or the previous one
+
+
+def _clear_bad_copy(name: str, ds: Dataset, file: DataFile, base: Path) -> None:
+    """Before a download: remove a corrupt copy of ``file`` joulegym fetched; refuse to touch anyone else's."""
+    target = base / ds.relpath(file)
+    if _file_ok(target, file) is not False:
+        return
+    if _fetched(base).get(ds.relpath(file)) == file.sha256 and target.is_file():
+        target.unlink()  # joulegym wrote it; its bytes changed since: never kept
+        return
+    raise DataError(f"dataset {name!r}: {target} does not match its registered size and sha256 {file.sha256} and "
+                    "was not written by joulegym, so it was left as it is (and is not used): move or delete it, then "
+                    "fetch again")
 
 
 def _sha256(path: Path) -> str:
@@ -361,6 +434,10 @@ def fetch(name: str, root: str | os.PathLike[str] | None = None, base_url: str |
     out = []
     for file in ds.files:
         target = base / ds.relpath(file)
+        if _file_ok(target, file):
+            out.append(target)
+            continue
+        _clear_bad_copy(name, ds, file, base)
         url = _url(ds, file, base_url)
         try:
             path = pooch.retrieve(url, known_hash=f"sha256:{file.sha256}", fname=target.name, path=target.parent,
@@ -375,6 +452,7 @@ def fetch(name: str, root: str | os.PathLike[str] | None = None, base_url: str |
             raise DataError(f"dataset {name!r}: could not download {url} ({type(err).__name__}: {err}). Offline? "
                             f"Copy the file to {target}, or set {DATA_DIR_ENV} to a folder holding "
                             f"{ds.relpath(file)}, or {DATA_URL_ENV} to a mirror") from None
+        _record_fetched(base, ds.relpath(file), file.sha256)
         out.append(Path(path))
     return out
 
@@ -385,8 +463,9 @@ def _derive(ds: Dataset, base: Path) -> Path:
     provenance notes) and check it against the registered sha256."""
     (file,) = ds.files
     target = base / ds.relpath(file)
-    if target.is_file() and _sha256(target) == file.sha256:
+    if _file_ok(target, file):
         return target
+    _clear_bad_copy(ds.name, ds, file, base)
     if ds.name != "philly-24h":  # pragma: no cover - the registry has one derived dataset
         raise DataError(f"dataset {ds.name!r}: no recipe to derive it")
     source = resolve(ds.derived_from or "", base)
@@ -407,10 +486,12 @@ def _derive(ds: Dataset, base: Path) -> Path:
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_bytes(data)
     tmp.replace(target)
+    _record_fetched(base, ds.relpath(file), file.sha256)
     return target
 
 
 def listing(root: str | os.PathLike[str] | None = None) -> list[dict[str, object]]:
     """One row per dataset for ``python -m joulegym data list``."""
-    return [{"name": d.name, "files": len(d.files), "size": d.size, "present": is_present(d.name, root),
+    return [{"name": d.name, "files": len(d.files), "size": d.size, "status": (state := status(d.name, root)),
+             "present": state == "present",
              "licence": d.licence, "source": d.source, "description": d.description} for d in DATASETS.values()]

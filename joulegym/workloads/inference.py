@@ -98,6 +98,49 @@ class InferenceApp:
         return time_s, (self.power_w if self.power_w is not None else power_w)
 
 
+def _number_list(name: str, value: Any, low: float, high: float, *, whole: bool = False) -> list[Any]:
+    kind = "whole numbers" if whole else "numbers"
+    if not isinstance(value, list | tuple) or not value:
+        raise ValueError(f"{name} must be a non-empty list of {kind} in [{low:g}, {high:g}], got {value!r}")
+    for k, item in enumerate(value):
+        ok = not isinstance(item, bool) and isinstance(item, int | float | np.integer | np.floating) and \
+            low <= float(item) <= high and (not whole or float(item) == int(item))
+        if not ok:
+            raise ValueError(f"{name}[{k}] must be a {kind[:-1]} in [{low:g}, {high:g}], got {item!r}")
+    return [int(v) for v in value] if whole else [float(v) for v in value]
+
+
+MAX_INITIAL_APPS = 1000  # apps beyond the env's slots queue for one (random_mix)
+
+
+def check_mix(mix: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of :func:`random_mix` given as an env's ``mix``, checked (each error names
+    ``mix.<key>`` and what is allowed); ``models`` are checked against the device by the env."""
+    out = dict(mix)
+    if "models" in out and (not isinstance(out["models"], list | tuple) or not out["models"]
+                            or not all(isinstance(m, str) for m in out["models"])):
+        raise ValueError(f"mix.models must be a non-empty list of model names, got {out['models']!r}")
+    if "weights" in out:
+        out["weights"] = _number_list("mix.weights", out["weights"], 1e-6, 1e6)
+    if "initial_apps" in out:
+        out["initial_apps"] = _number_list("mix.initial_apps", out["initial_apps"], 0, MAX_INITIAL_APPS,
+                                           whole=True)
+    for key, low, high in (("arrival_rate", 1e-9, 1e3), ("mean_lifetime", 1.0, 1e9)):
+        value = out.get(key, low)
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating) or not (
+                low <= float(value) <= high):
+            raise ValueError(f"mix.{key} must be a number in [{low:g}, {high:g}], got {value!r}")
+        if key in out:
+            out[key] = float(value)
+    if out.get("demand_load") is not None:
+        load = _number_list("mix.demand_load", out["demand_load"], 0.0, 1.0)
+        if len(load) != 2 or load[0] > load[1]:
+            raise ValueError(f"mix.demand_load must be [low, high] with 0 <= low <= high <= 1, got "
+                             f"{mix['demand_load']!r}")
+        out["demand_load"] = load
+    return out
+
+
 def random_mix(
     rng: np.random.Generator,
     device: Device,

@@ -27,7 +27,10 @@ random order (§7). Arrivals are a batch at t = 0 (A26) or Poisson(lambda).
 A user workload file (:func:`load_jobs`) is CSV (header line) or JSON (a list of objects, or
 ``{"jobs": [...]}``) with the fields ``app`` (required, a catalog name), ``arrival_s`` (default 0),
 ``size_instr`` or ``runtime_s`` (one of them; runtime on the reference core) and ``threads`` (default:
-the app's). Errors name the file, the 1-based line and the field.
+the app's). Errors name the file, the 1-based line and the field. Bounds (docs/robustness.md): ``arrival_s`` in
+[0, :data:`MAX_ARRIVAL_S`] (the simulator's horizon is ten times longer, so every job can arrive and run), a
+reference runtime in [:data:`MIN_RUNTIME_S`, :data:`MAX_RUNTIME_S`] (from ``runtime_s`` or ``size_instr``), and
+``threads`` in [1, :data:`MAX_THREADS`]; each column once, each JSON key once.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ REFERENCE_SERVER = "i5-4690"  # §4.2 reference core
 REFERENCE_MHZ = 3500.0
 CATALOG_SEED = 2024  # seed of the stored catalog draw (qin_catalog_data)
 JOB_FIELDS = ("app", "arrival_s", "size_instr", "runtime_s", "threads")
+# Bounds of a job table (docs/robustness.md): every reward part stays finite and every job arrives within the
+# simulator's horizon (QinConfig.horizon_s = 1e7 s).
+MAX_ARRIVAL_S = 1e6  # of a workload file's job
+MIN_RUNTIME_S, MAX_RUNTIME_S = 1e-3, 1e6  # a workload file's job, on the reference core
+MIN_TABLE_RUNTIME_S, MAX_TABLE_RUNTIME_S = 1e-6, 1e10  # any job table (generated sizes scaled by size_scale too)
+MAX_THREADS = 1024  # the env's max_threads / max_cores bound
 
 # Loading of the 15 SoIs on the latent (compute, memory, io) of docs/families/qin.md §4.2, in SOI_NAMES order [ASSUME].
 SOI_LOADINGS = np.array([
@@ -259,8 +268,12 @@ class QinJobs:
             raise ValueError("arrival_s must be sorted (ascending)")
         if not np.all(np.isfinite(self.size_instr)) or np.any(self.size_instr <= 0):
             raise ValueError("size_instr must be finite and > 0 instructions")
-        if np.any(self.threads < 1):
-            raise ValueError("threads must be >= 1")
+        runtime = self.reference_runtime_s if n else np.zeros(0)
+        if np.any(runtime < MIN_TABLE_RUNTIME_S) or np.any(runtime > MAX_TABLE_RUNTIME_S):
+            raise ValueError(f"size_instr must give a reference runtime in [{MIN_TABLE_RUNTIME_S:g}, "
+                             f"{MAX_TABLE_RUNTIME_S:g}] s per job, got {runtime.min():.3g} to {runtime.max():.3g} s")
+        if np.any(self.threads < 1) or np.any(self.threads > MAX_THREADS):
+            raise ValueError(f"threads must be whole numbers in [1, {MAX_THREADS}]")
 
     @property
     def n_jobs(self) -> int:
@@ -385,19 +398,18 @@ def generate_jobs(mix: str | Sequence[str], n_jobs: int, *, seed: int | np.rando
 
 
 # --- user workload files ------------------------------------------------------------------------------------
-def _parse_number(source: str, line: int, name: str, raw: Any, *, integer: bool = False,
-                  allow_zero: bool = False) -> float:
-    what = "a whole number >= 1" if integer else ("a finite number >= 0" if allow_zero else "a finite number > 0")
+def _parse_number(source: str, line: int, name: str, raw: Any, low: float, high: float, *,
+                  integer: bool = False) -> float:
+    """``raw`` as a number in ``[low, high]`` (a whole one with ``integer``); ``ValueError`` naming the file, the
+    line, the field and the range otherwise."""
+    what = f"a {'whole' if integer else 'finite'} number in [{low:g}, {high:g}]"
     try:
         if isinstance(raw, bool):
             raise ValueError
         value = float(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{source} line {line}: {name} must be {what}, got {raw!r}") from None
-    bad = not math.isfinite(value) or (value < 0 if allow_zero else value <= 0)
-    if integer:
-        bad = bad or value != int(value) or value < 1
-    if bad:
+    if not (math.isfinite(value) and low <= value <= high) or (integer and value != int(value)):
         raise ValueError(f"{source} line {line}: {name} must be {what}, got {raw!r}")
     return value
 
@@ -413,26 +425,30 @@ def _job_row(source: str, line: int, record: Mapping[str, Any], catalog: QinCata
         raise ValueError(f"{source} line {line}: app must be a catalog name {list(catalog.names)}, got {name!r}")
     app = catalog.index(name.strip())
     present = {key: value for key, value in record.items() if value is not None and value != ""}
-    arrival = _parse_number(source, line, "arrival_s", present.get("arrival_s", 0.0), allow_zero=True)
+    arrival = _parse_number(source, line, "arrival_s", present.get("arrival_s", 0.0), 0.0, MAX_ARRIVAL_S)
     if ("size_instr" in present) == ("runtime_s" in present):
         raise ValueError(f"{source} line {line}: give exactly one of size_instr and runtime_s")
-    if "size_instr" in present:
-        size = _parse_number(source, line, "size_instr", present["size_instr"])
+    per_instr = float(catalog.reference_seconds_per_instruction[app])
+    if "size_instr" in present:  # bounded as the reference runtime it gives
+        size = _parse_number(source, line, "size_instr", present["size_instr"], MIN_RUNTIME_S / per_instr,
+                             MAX_RUNTIME_S / per_instr)
     else:
-        runtime = _parse_number(source, line, "runtime_s", present["runtime_s"])
-        size = runtime / catalog.reference_seconds_per_instruction[app]
-    threads = int(_parse_number(source, line, "threads", present.get("threads", catalog.threads[app]),
-                                integer=True))
+        runtime = _parse_number(source, line, "runtime_s", present["runtime_s"], MIN_RUNTIME_S, MAX_RUNTIME_S)
+        size = runtime / per_instr
+    threads = int(_parse_number(source, line, "threads", present.get("threads", catalog.threads[app]), 1,
+                                MAX_THREADS, integer=True))
     return app, arrival, size, threads
 
 
 def _json_records(source: str, text: str) -> list[tuple[int, Any]]:
     """The job objects of a JSON file, each with the line its object starts on."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=lambda pairs: _unique_keys(source, pairs))
     try:
-        document = json.loads(text)
+        document = decoder.decode(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{source} line {error.lineno}: not valid JSON ({error.msg})") from None
+    except RecursionError:
+        raise ValueError(f"{source}: JSON nested too deeply; a workload is a list of flat job objects") from None
     if isinstance(document, dict):
         if set(document) != {"jobs"} or not isinstance(document["jobs"], list):
             raise ValueError(f"{source} line 1: a JSON workload is a list of jobs or {{\"jobs\": [...]}}")
@@ -451,6 +467,14 @@ def _json_records(source: str, text: str) -> list[tuple[int, Any]]:
         records.append((text.count("\n", 0, position) + 1, record))
         position = end
     return records
+
+
+def _unique_keys(source: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"{source}: a job object gives {repeated} twice; give each field once")
+    return dict(pairs)
 
 
 def load_jobs(path: str | os.PathLike, *, catalog: QinCatalog | None = None) -> QinJobs:
@@ -481,6 +505,9 @@ def load_jobs(path: str | os.PathLike, *, catalog: QinCatalog | None = None) -> 
         if header is None:
             raise ValueError(f"{source} line 1: empty file; expected a header with fields {list(JOB_FIELDS)}")
         header = [name.strip() for name in header]
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            raise ValueError(f"{source} line 1: column(s) {repeated} appear more than once; give each column once")
         unknown = [name for name in header if name not in JOB_FIELDS]
         if unknown:
             raise ValueError(f"{source} line 1: unknown column(s) {unknown}; allowed: {list(JOB_FIELDS)}")

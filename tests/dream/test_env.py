@@ -75,7 +75,7 @@ def test_mask_matches_the_simulator_state_and_repairs_to_wait():
 def test_invalid_part_only_under_the_penalty_preset():
     env = gym.make("joulegym/DREAM-v0", reward="uxcost-penalty", **SHORT)
     _obs, info = env.reset(seed=0)
-    bad = int(np.flatnonzero(~info["action_mask"])[0])
+    bad = int(np.flatnonzero(info["action_mask"] == 0)[0])
     _, reward, _, _, info = env.step(bad)
     assert info["repaired"] and info["reward_parts"]["invalid"] == -0.01
     assert reward == pytest.approx(info["reward_parts"]["dlv"] + info["reward_parts"]["energy"] - 0.01)

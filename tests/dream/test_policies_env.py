@@ -192,7 +192,7 @@ def test_lighter_subnets_are_masked_away_from_the_switch_point():
     base = env.unwrapped
     V, seen_open, seen_closed = base.action_type.V, 0, 0
     for _ in range(300):
-        mask = base.action_masks()
+        mask = base.action_masks().astype(bool)  # int8 0/1: boolean indexing below
         for k, task in base._occupied:
             row = mask[k * 3 * V: (k + 1) * 3 * V].reshape(3, V)
             if not row[:, 0].any():

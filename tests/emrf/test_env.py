@@ -151,7 +151,7 @@ def _structure(value):
 def test_one_structure_per_info_key_for_the_whole_episode(env_id):
     """Every per-step key has the same type (and dtype/shape) at reset and at every step, including windows
     where no user has work; only the core's ``metrics`` is added at the end."""
-    env = gym.make(env_id)
+    env = gym.make(env_id, info_level="full")
     _, first = env.reset(seed=1)
     expected = {k: _structure(v) for k, v in first.items()}
     assert isinstance(first["reference_allocations"], ReferenceAllocations)
@@ -340,7 +340,7 @@ def test_arrival_inside_the_window_through_the_env():
 def test_arrival_given_zero_weight_waits_outside_the_measures():
     """The EMRF policy's ω is 0 on the slot idle at the decision: the arrival waits (no rate, no floor
     violation counted for it) and is active at the next decision."""
-    env = _late_pair_env("weights")
+    env = _late_pair_env("weights", info_level="full")
     obs, info = env.reset(seed=0)
     emrf = policy("emrf")
     emrf.reset(env)
@@ -356,7 +356,7 @@ def test_arrival_given_zero_weight_waits_outside_the_measures():
 
 
 def test_toy_step_info():
-    env = gym.make("joulegym/EMRF-toy-ex1-v0", info_metrics="every_step")
+    env = gym.make("joulegym/EMRF-toy-ex1-v0", info_metrics="every_step", info_level="full")
     _, info = env.reset(seed=0)
     f = np.asarray(info["reference_allocations"]["emrf"])
     _, reward, _, _, info = env.step((f / f.max()).astype(np.float32))
@@ -376,8 +376,8 @@ def test_toy_step_info():
 
 
 def test_reference_allocations_in_info():
-    """info["reference_allocations"]: what every reference policy would allocate now."""
-    env = gym.make("joulegym/EMRF-toy-ex2-v0")
+    """info["reference_allocations"] (``info_level="full"``): what every reference policy would allocate now."""
+    env = gym.make("joulegym/EMRF-toy-ex2-v0", info_level="full")
     _, info = env.reset(seed=0)
     caps, xi, w = (100.0, 800.0), [0.1, 0.4, 0.5], [1.0, 1.0, 1.0]
     refs = {k: np.asarray(v)[:3] for k, v in info["reference_allocations"].items()}
@@ -559,7 +559,7 @@ def test_dynamic_scenario_arrivals_inside_windows_and_emrf_saturates(kind):
     set changes inside windows, and the EMRF policy's allocation is feasible and saturates a device in every
     window with work: at the decision (planned F, decision xi_hat) and in every segment of the window
     (delivered rates, true xi: the re-scaled/re-solved allocation after an arrival or departure)."""
-    env = gym.make(f"joulegym/{kind}-apu-dynamic-v0")
+    env = gym.make(f"joulegym/{kind}-apu-dynamic-v0", info_level="full")
     base = env.unwrapped
     sim = base.sim
     caps = np.array(base.capacities)

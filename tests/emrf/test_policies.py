@@ -70,7 +70,8 @@ def test_reference_action_reproduces_emrf_exactly(kind, scenario):
     Exactly (to 1e-12) the env's solver (the closed form), and to 1e-9 of C_tot emrf_allocate's default
     scipy HiGHS solution; on the base id and every named scenario, over several windows.
     """
-    env = gym.make(f"joulegym/{kind}-{scenario}-v0" if scenario else f"joulegym/{kind}-v0", horizon=4)
+    env = gym.make(f"joulegym/{kind}-{scenario}-v0" if scenario else f"joulegym/{kind}-v0", horizon=4,
+                   info_level="full")
     base = env.unwrapped
     emrf = policy("emrf")
 
@@ -88,7 +89,7 @@ def test_reference_action_reproduces_emrf_exactly(kind, scenario):
         np.testing.assert_allclose(got[active], emrf_allocate(caps, xi, w, inputs["eta"]), rtol=0,
                                    atol=1e-9 * sum(caps))
         # the observation alone (float32) gives the same allocation up to float32 round-off
-        np.testing.assert_allclose(base.allocation_for(emrf.act(obs, {}))[active], expected, rtol=2e-4, atol=1e-3)
+        np.testing.assert_allclose(base.allocation_for(emrf.act(obs, None))[active], expected, rtol=2e-4, atol=1e-3)
 
     episode = rollout(env, Probe(emrf, check), seed=11)
     assert episode.length >= 1
@@ -96,7 +97,7 @@ def test_reference_action_reproduces_emrf_exactly(kind, scenario):
 
 @pytest.mark.parametrize(("name", "func"), [("drf", drf_allocate), ("wfq", wfq_allocate)])
 def test_baseline_actions_reproduce_their_allocations(name, func):
-    env = gym.make("joulegym/EMRF-apu-m1-v0")
+    env = gym.make("joulegym/EMRF-apu-m1-v0", info_level="full")
     baseline = policy(name)
     obs, info = env.reset(seed=0)
     baseline.reset(env)

@@ -22,7 +22,7 @@ def test_ppo_trains_on_emrf_and_is_evaluated_with_the_front(tmp_path):
     config = json.loads((run / "config.json").read_text())
     assert config["algo"] == "ppo" and config["env_id"] == "joulegym/EMRF-v0"
     out = tmp_path / "ev"
-    assert evaluate_main(["--env", "joulegym/EMRF-v0", "--policies", f"emrf,drf,wfq,ppo:{run / 'model.zip'}",
+    assert evaluate_main(["--env", "joulegym/EMRF-v0", "--policies", f"emrf,drf,wfq,ppo:{run}",
                           "--seeds", "2", "--out", str(out)]) == 0
     episodes = pd.read_csv(out / "episodes.csv")
     agent = episodes[episodes["policy"] == "ppo"]
@@ -43,7 +43,7 @@ def test_every_action_mode_trains_and_evaluates(tmp_path, kind, algo):
     assert train_main(["--env", env_id, "--algo", algo, "--timesteps", "300", "--out", str(run),
                        "--no-progress-bar", "--no-tensorboard"]) == 0
     out = tmp_path / "ev"
-    assert evaluate_main(["--env", env_id, "--policies", f"emrf,{algo}:{run / 'model.zip'}", "--seeds", "1",
+    assert evaluate_main(["--env", env_id, "--policies", f"emrf,{algo}:{run}", "--seeds", "1",
                           "--out", str(out), "--no-plots"]) == 0
     episodes = pd.read_csv(out / "episodes.csv")
     assert set(episodes["policy"]) == {"emrf", algo, "random"}

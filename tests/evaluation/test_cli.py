@@ -29,7 +29,8 @@ def test_evaluate_writes_leaderboard_csv_and_plot(tmp_path, capsys):
     (["--reproduce", "nofamily"], "is unknown; families"),
 ])
 def test_bad_arguments_exit_2_with_a_message(tmp_path, capsys, args, message):
-    assert main([*args, "--out", str(tmp_path / "x"), "--seeds", "1"]) == 2
+    seeds = [] if "--reproduce" in args else ["--seeds", "1"]
+    assert main([*args, "--out", str(tmp_path / "x"), *seeds]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -57,7 +58,9 @@ def test_out_problems_are_reported_before_any_work(tmp_path, capsys):
 def test_a_new_run_replaces_the_previous_files_as_a_whole(tmp_path):
     out = tmp_path / "ev"
     out.mkdir()
-    (out / "stale.csv").write_text("from another run")
+    assert main(["--policies", "etf,random", "--seeds", "1", "--out", str(out)]) == 0
+    assert (out / "episode.png").is_file()
     assert main(["--policies", "etf,random", "--seeds", "1", "--out", str(out), "--no-plots"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["episodes.csv", "leaderboard.md", "summary.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [".joulegym-run.json", "episodes.csv", "leaderboard.md",
+                                                     "summary.csv"]  # the earlier run's episode.png went with it
     assert not list(tmp_path.glob(".ev.*"))  # no temporary directory left behind

@@ -1,4 +1,4 @@
-"""CLI mistakes get one-line errors naming what is allowed (exit 2), or the right thing happens (issue 18 item 3):
+"""CLI mistakes get one-line errors naming what is allowed (exit 2), or the right thing happens (docs/robustness.md):
 policy kwarg typos, an agent loaded as the wrong algorithm, a bare model path, ``--quick`` alone, family names
 in any case, rl-zoo3 ``lin_`` schedules, evaluation on the agent's training env and the command train.py prints."""
 
@@ -100,7 +100,7 @@ def test_trained_with_schedule_and_wrong_algorithm_is_refused(ppo_run, tmp_path)
     for spec, wanted in ((f"sac:{run}", "'ppo' agent, not 'sac'"),
                          (f"a2c:{run / 'model.zip'}", "holds a 'ppo' model, not 'a2c'")):
         line = _one_line_error(_run("evaluate.py", "--policies", spec, "--seeds", "1", "--no-plots", "--out",
-                                    str(tmp_path / "o")))
+                                    str(tmp_path / "o"), "--unsafe-unpickle-model-zip"))
         assert wanted in line, line
 
 
@@ -113,13 +113,17 @@ def test_printed_command_is_complete_and_bare_model_path_evaluates(ppo_run, tmp_
     assert argv[argv.index("--policies") + 1] == f"random,ppo:{run / 'agent'}" and "--out" in argv
     proc = _run(*argv[1:], "--seeds", "1", "--no-plots")  # the printed command, as printed, runs
     assert proc.returncode == 0, proc.stderr
-    # a bare model.zip: the algorithm and the training env come from the run's config.json
+    # a bare model.zip: the algorithm and the training env come from the run's config.json; loaded only when the
+    # user says it may be unpickled, with a warning
     out = tmp_path / "bare"
-    proc = _run("evaluate.py", "--policies", f"{run / 'model.zip'}", "--seeds", "1", "--no-plots", "--out", str(out))
+    refused = _run("evaluate.py", "--policies", f"{run / 'model.zip'}", "--seeds", "1", "--no-plots", "--out", str(out))
+    assert "--unsafe-unpickle-model-zip" in _one_line_error(refused) and not out.exists()
+    proc = _run("evaluate.py", "--policies", f"{run / 'model.zip'}", "--seeds", "1", "--no-plots", "--out", str(out),
+                "--unsafe-unpickle-model-zip")
     assert proc.returncode == 0, proc.stderr
     board = (out / "leaderboard.md").read_text()
     assert board.startswith(f"# {ENV_ID}") and json.dumps(ENV_KWARGS) in board and "| ppo" in board
-    assert "warning" not in proc.stderr
+    assert "trained on" not in proc.stderr and "unpickling" in proc.stderr
 
 
 def test_told_another_env_warns(ppo_run, capsys):

@@ -1,8 +1,9 @@
-"""The leaderboard page in a real browser: headless Chromium renders ``index.html`` (issue 17).
+"""The leaderboard page in a real browser: headless Chromium renders ``index.html`` (docs/leaderboard.md).
 
-Checks that every table and figure renders (the page's load handler counts the images with a decoded size), that
-a screenshot is not blank, that no console message (an uncaught error) is logged, and that a click on a header
-sorts its table. Needs Debian's ``chromium`` (``.ci/run`` installs it where apt is available; set
+Checks that every table and figure renders (the page's load handler counts the images with a decoded size), among
+them the upper-bounds table (PowerFlow's oracle) and a learning-curve figure (a shipped agent with a validation
+record), that a screenshot is not blank, that no console message (an uncaught error) is logged, and that a click
+on a header sorts its table. Needs Debian's ``chromium`` (``.ci/run`` installs it where apt is available; set
 ``JOULEGYM_CHROMIUM`` to another binary); skipped, saying so, where no browser is installed.
 """
 
@@ -57,29 +58,58 @@ def _render(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def quick_page(tmp_path_factory) -> Path:
+    """The quick page of ETF and PowerFlow (its oracle is privileged) with a zoo holding an ETF agent of two
+    training runs, each with a validation curve in its provenance (untrained: the page is under test)."""
+    import json
+
+    import gymnasium as gym
+
+    from joulegym.agents.algos import make_model
+    from joulegym.agents.weights import save_weights
+    from joulegym.core.family import env_id
+
     out = tmp_path_factory.mktemp("page") / "leaderboard"
-    run_suite(["etf"], quick=True, out=out, zoo=out.parent / "no-zoo")
+    scenario_id = env_id("ETF", "tx2-fig6-random")
+    for seed in (0, 1):
+        folder = out.parent / "zoo" / "etf" / "tx2-fig6-random" / "ppo" / f"seed{seed}"
+        model = make_model("ppo", gym.make(scenario_id), seed=seed, hyperparams={"n_steps": 64, "batch_size": 64})
+        save_weights(model, "ppo", folder)
+        curve = [[10.0 * k, 1000 * k, 0.45 + 0.03 * k + 0.01 * seed] for k in range(1, 6)]
+        (folder / "provenance.json").write_text(json.dumps({
+            "format": 2, "family": "etf", "scenario": "tx2-fig6-random", "env_id": scenario_id, "env_kwargs": {},
+            "algo": "ppo", "seed": seed, "command": "test fixture", "commit": "none", "wall_time_s": 60.0,
+            "cpu_seconds": 55.0, "train_cpu_seconds": 50.0, "cpu_budget_s": 50.0, "score": {"mean": None},
+            "validation": {"seeds": list(range(9000, 9010)), "metric": "F_S", "curve": curve,
+                           "reference": {"tf": 0.59, "etf": 0.65}}}))
+    run_suite(["etf", "powerflow"], quick=True, out=out, zoo=out.parent / "zoo")
     return out / "index.html"
 
 
 @needs_browser
 def test_index_html_renders_tables_and_every_image(quick_page, tmp_path):
-    # the test's own script clicks the IQM header (ascending) and records the column, after the page's load handler
+    # the test's own script clicks the score header of the first ranking (ascending) and records the column, after
+    # the page's load handler
     html = quick_page.read_text()
     probe = quick_page.with_name("probe.html")
     probe.write_text(html.replace("</body>", """<script>window.addEventListener("load", function(){
-  var table = document.querySelector("table.sortable");
-  table.tHead.rows[0].cells[4].click();
+  var table = document.querySelector("table.sortable.ranking");
+  table.tHead.rows[0].cells[3].click();
   document.body.dataset.sortedIqm = Array.prototype.map.call(table.tBodies[0].rows,
-    function(r){ return r.cells[4].dataset.v; }).join(",");
+    function(r){ return r.cells[3].dataset.v; }).join(",");
 });</script></body>"""))
     dom, console = _render(probe, tmp_path)
     images = len(re.findall(r"<img ", html))
-    assert images >= 3 and f'data-images-loaded="{images}/{images}"' in dom  # every figure decoded
+    assert images >= 7 and f'data-images-loaded="{images}/{images}"' in dom  # every figure decoded
     assert console == []  # no uncaught error, no console output at all
-    tables = re.findall(r'<table class="sortable">', dom)
-    rows = re.findall(r"<tr class=\"(?:reference|agent)\">", dom)
-    assert len(tables) == 2 and len(rows) >= 6  # aggregate and per-scenario tables, one row per policy at least
+    assert len(re.findall(r'<figure class="learning-curve"><img', dom)) == 1  # the ETF agent's curve
+    for css in ("anchors", "ranking", "per-scenario"):  # one of each per family
+        assert len(re.findall(rf'<table class="sortable {css}">', dom)) == 2, css
+    [upper] = re.findall(r'<table class="sortable upper-bounds">(.*?)</table>', dom, re.S)  # PowerFlow's only
+    assert re.findall(r'<tr class="privileged"><td>(?:<a [^>]*>)?([^<]+)', upper) == ["powerflow-oracle"]
+    ranking = re.findall(r'<table class="sortable ranking">(.*?)</table>', dom, re.S)
+    assert all('class="privileged"' not in table for table in ranking)  # upper bounds are never ranked
+    rows = re.findall(r'<tr class="(?:heuristic|baseline|agent)">', dom)
+    assert len(rows) >= 20  # ranking and per-scenario rows of both families
     iqm = [float(v) for v in re.search(r'data-sorted-iqm="([^"]*)"', dom).group(1).split(",")]
     assert iqm == sorted(iqm) and iqm != sorted(iqm, reverse=True)  # the page ranks descending; a click sorts up
 
@@ -110,7 +140,8 @@ def test_the_checks_catch_a_broken_page(quick_page, tmp_path):
 
 def test_page_escapes_text_and_prints_the_command(quick_page):
     html = quick_page.read_text()
-    assert "python evaluate.py --suite etf --quick" in html
-    assert html.count("<table") == html.count("</table>") == 2 and "<script>" in html
+    assert "python evaluate.py --suite etf powerflow --quick" in html
+    assert html.count("<table") == html.count("</table>") == 7 and "<script>" in html  # 3 per family + 1 upper
+    assert "zero (simple baseline)" in html and "one (best heuristic)" in html
     assert page_module._e('<a & "b">') == "&lt;a &amp; &quot;b&quot;&gt;"
     assert page_module._num(-1e-9) == "0.000" and page_module._num(float("nan")) == "n/a"

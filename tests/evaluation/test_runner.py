@@ -75,6 +75,19 @@ def test_normalised_score_needs_random_and_a_reference():
     assert np.isnan(normalised_scores(frame)).all()
 
 
+def test_a_privileged_policy_is_never_the_normaliser():
+    """PowerFlow's oracle reads the true profiles: its rows say so and the best deployable reference is the 1."""
+    from joulegym.evaluation.runner import PolicyEntry, evaluate
+
+    entries = [PolicyEntry(n, "reference", n, family="powerflow") for n in ("powerflow-oracle", "fifo")]
+    frame, _, _ = evaluate("joulegym/PowerFlow-tiny-v0", entries, [10_000], record=False)
+    assert dict(zip(frame["policy"], frame["kind"], strict=True)) == {"powerflow-oracle": "privileged",
+                                                                      "fifo": "reference"}
+    summary = pd.DataFrame({"policy": ["random", "fifo", "powerflow-oracle"],
+                            "kind": ["reference", "reference", "privileged"], "return_mean": [0.0, 1.0, 3.0]})
+    assert normalised_scores(summary).tolist() == [0.0, 1.0, 3.0]
+
+
 def test_iqm_and_bootstrap():
     values = np.array([0.0, 1.0, 2.0, 3.0, 100.0, 4.0, 5.0, 6.0])
     assert iqm(values) == pytest.approx(np.mean([2.0, 3.0, 4.0, 5.0]))

@@ -13,9 +13,10 @@ from gymnasium.utils.env_checker import check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import joulegym  # noqa: F401  (registers the ids)
+from joulegym.baselines.powerflow import paper_env_config
 from joulegym.baselines.powerflow_simulate import simulate
-from joulegym.core.actions import NO_DECISION
-from joulegym.core.policy import env_config_for, make
+from joulegym.core.actions import NO_DECISION, flat_mask
+from joulegym.core.policy import make
 from joulegym.core.rollout import ActionSequencePolicy, rollout
 from joulegym.envs.powerflow import SimConfig
 from joulegym.envs.powerflow.env import SIM_SETTINGS
@@ -23,7 +24,7 @@ from joulegym.scenarios import registered_ids
 from joulegym.scenarios.powerflow import SCENARIOS
 from joulegym.workloads import dl_jobs
 from joulegym.workloads.traces import JobTrace
-from tests.probe import WatchDecisions
+from tests.probe import Observe
 from tests.reference_data import REF
 
 IDS = registered_ids("powerflow")
@@ -47,9 +48,10 @@ def make_env(env_id: str, **kw):
 
 
 def _episode(env_id: str, policy: str, seed: int, **kw):
-    """A full episode of ``policy`` (its own env_config under ``kw``), with every observation."""
+    """A full episode of ``policy`` (the paper's settings for it and its env_config, under ``kw``), with every
+    observation."""
     pol = pf(policy) if policy != "random" else make("random")
-    env = make_env(env_id, **env_config_for(pol, kw))
+    env = make_env(env_id, **paper_env_config(pol, kw))
     observations = []
     episode = rollout(env, pol, seed, record=True, on_step=lambda obs, r, info: observations.append(obs))
     return episode, np.array(observations), env
@@ -117,8 +119,8 @@ def test_masked_out_micro_action_is_a_flagged_no_op():
     env = gym.make(TINY, action_mode="micro")
     _, info = env.reset(seed=0)
     base = env.unwrapped
-    mask = info["action_mask"]
-    bad = int(np.flatnonzero(~mask)[0])
+    mask = info["action_mask"]  # micro mode: Discrete, an int8 0/1 mask
+    bad = int(np.flatnonzero(mask == 0)[0])
     now = base.sim.now
     assert base.action_type.decode(bad) is NO_DECISION and base.action_type.repaired
     _, reward, _, _, info = env.step(bad)
@@ -241,9 +243,9 @@ def test_masked_action_is_repaired_and_flagged():
     env2.step(bad)
     np.testing.assert_array_equal(env2.unwrapped.sim.n, base.sim.n)  # deterministic repair
     mask = base.action_masks()
-    assert mask.shape == (int(np.sum(env.action_space.nvec)),) and mask.dtype == bool
-    np.testing.assert_array_equal(mask, info1["action_mask"])
-    mask[:] = False  # a fresh array every call
+    assert mask.shape == (int(np.sum(env.action_space.nvec)),) and mask.dtype == np.int8
+    np.testing.assert_array_equal(mask, np.concatenate(info1["action_mask"]))  # the info: one array per sub-space
+    mask[:] = 0  # a fresh array every call
     assert base.action_masks().any()
 
 
@@ -256,7 +258,8 @@ def test_reference_actions_are_valid():
         assert flagged == episode.metrics["placement_shrinks"], policy
         assert flagged == (1 if policy == "powerflow" else 0), policy  # one job halved around a profiling one
         for info, action in zip(episode.infos[:-1], episode.infos[1:]):
-            assert info["action_mask"].dtype == bool and action["action_mask"].shape == info["action_mask"].shape
+            assert all(m.dtype == np.int8 for m in info["action_mask"])  # one int8 array per sub-space
+            assert [m.shape for m in action["action_mask"]] == [m.shape for m in info["action_mask"]]
 
 
 def test_request_mode_runs_requests_that_are_not_powers_of_two():
@@ -265,15 +268,15 @@ def test_request_mode_runs_requests_that_are_not_powers_of_two():
         dl_jobs.gavel_trace(4, seed=0).to_dataframe().assign(num_gpus=[3, 6, 1, 5], submit_time_s=[0, 0, 0, 0])))
     held: dict[int, set[int]] = {}
 
-    def watch(sim, decision, _):
+    def watch(sim, decision):
         for j in sim.running.tolist():
             held.setdefault(j, set()).add(int(sim.n[j]))
 
     for mode, expected in (("request", {0: {3}, 1: {6}, 2: {1}, 3: {5}}), ("alloc", {0: {2}, 1: {4}, 2: {1}, 3: {4}})):
         held.clear()
         pol = pf("fifo")
-        env = gym.make("joulegym/PowerFlow-v0", action_mode=mode, **env_config_for(pol))
-        episode = rollout(env, WatchDecisions(pol, watch), 0, options={"trace": jobs})
+        env = gym.make("joulegym/PowerFlow-v0", action_mode=mode, **paper_env_config(pol))
+        episode = rollout(env, Observe(pol, watch), 0, options={"trace": jobs})
         assert episode.terminated and held == expected, mode
 
 
@@ -356,7 +359,7 @@ def _env_vs_simulate(policy: str, seed: int, forward_wakeups: bool = True):
     """One ``tiny`` episode of ``policy`` through gym.make (alloc mode, 16 slots, the policy's env_config) next to
     ``simulate`` on the same trace and settings."""
     pol = pf(policy)
-    env = gym.make(TINY, **env_config_for(pol))
+    env = gym.make(TINY, **paper_env_config(pol))
     env.reset(seed=seed)
     base = env.unwrapped
     jobs = base.sim.jobs
@@ -395,8 +398,9 @@ def test_request_wakeup_rejects_bad_times():
 
 
 def test_policies_have_one_interface():
-    """``reset``/``act`` and ``env_config`` only: the decision logic is private, and no module of the env imports the
-    policies or their registry (a policy by name comes from the family-scoped registry, a layer above:
+    """``reset``/``act``, ``env_config`` (its system: placement) and ``paper_config`` (the paper's evaluation
+    conditions) only: the decision logic is private, and no module of the env imports the policies or their
+    registry (a policy by name comes from the family-scoped registry, a layer above:
     ``joulegym.baselines.powerflow_simulate``)."""
     import ast
     import pkgutil
@@ -408,13 +412,14 @@ def test_policies_have_one_interface():
         pol = pf(name)
         public = {n for n in dir(pol) if not n.startswith("_")}
         gandiva = name.startswith("gandiva")
-        assert public == {"name", "privileged", "reset", "act", "env_config"} | (
+        assert public == {"name", "privileged", "reset", "act", "env_config", "paper_config"} | (
             {"mode", "ee_freq_mode", "oracle"} if name.startswith("powerflow") else
             {"f_mhz"} if name == "afs" else {"f_mhz", "zeus", "zeus_eta", "max_power_w", "preemptive", "backfill"}
             | ({"time_slicing", "migration", "quantum_s", "switch_s"} if gandiva else set()))
         # Gandiva's suspend/resume cost is part of the system: its own (flat) reconfiguration overhead
-        assert set(pol.env_config) == {"profiling", "predictor", "placement", "power_constraint"} | (
-            {"switch_overhead_s"} if gandiva else set())
+        assert set(pol.env_config) == {"placement"} | ({"switch_overhead_s"} if gandiva else set())
+        assert set(pol.paper_config) == {"profiling", "predictor", "power_constraint"}
+        assert pol.privileged == (name == "powerflow-oracle")  # only the oracle reads the true profiles
     for info in pkgutil.iter_modules(package.__path__):
         tree = ast.parse(inspect.getsource(importlib.import_module(f"{package.__name__}.{info.name}")))
         imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
@@ -441,7 +446,7 @@ def test_copies_finish_the_episode_like_the_original(mode):
     import pickle
 
     pol = pf("powerflow")
-    env = gym.make(TINY, action_mode=mode, **env_config_for(pol)).unwrapped
+    env = gym.make(TINY, action_mode=mode, **paper_env_config(pol)).unwrapped
     obs, info = env.reset(seed=6)
     pol.reset(env, seed=6)
     for _ in range(8):
@@ -456,7 +461,8 @@ def test_copies_finish_the_episode_like_the_original(mode):
             other_obs, other_reward, other_term, other_trunc, other_info = other.step(action)
             np.testing.assert_array_equal(other_obs, obs)
             assert (other_reward, other_term, other_trunc) == (reward, terminated, truncated)
-            np.testing.assert_array_equal(other_info.get("action_mask", []), info.get("action_mask", []))
+            np.testing.assert_array_equal(flat_mask(other_info.get("action_mask", [])),
+                                          flat_mask(info.get("action_mask", [])))
     assert terminated and all(other.metrics() == env.metrics() for other in copies)
 
 

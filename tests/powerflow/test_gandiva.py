@@ -31,6 +31,10 @@ class _Starts:
     def env_config(self):
         return self.policy.env_config
 
+    @property
+    def paper_config(self):
+        return self.policy.paper_config
+
     def reset(self, env, seed=None) -> None:
         self.policy.reset(env, seed)
         self.sim = env.unwrapped.sim

@@ -17,6 +17,7 @@ import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
+from joulegym.baselines.powerflow import paper_env_config
 from joulegym.core.rollout import rollout
 
 # 24 jobs in 4 slots on one 8-GPU node: every policy below overflowed within the first hours; before the fix they
@@ -26,7 +27,8 @@ JOBS, SLOTS = 24, 4
 
 def _env(policy_name: str) -> tuple[gym.Env, object]:
     policy = baselines.make(policy_name, family="powerflow")
-    env = gym.make("joulegym/PowerFlow-tiny-v0", max_slots=SLOTS, trace={"num_jobs": JOBS}, **policy.env_config)
+    env = gym.make("joulegym/PowerFlow-tiny-v0", max_slots=SLOTS, trace={"num_jobs": JOBS},
+                   **paper_env_config(policy))
     return env, policy
 
 

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 import joulegym.baselines.powerflow_simulate as simulate_module
+from joulegym.baselines.powerflow import paper_env_config
 from joulegym.baselines.powerflow_simulate import simulate
-from joulegym.core.policy import env_config_for, make
+from joulegym.core.policy import make
 from joulegym.core.rollout import rollout
 from joulegym.envs.powerflow import ClusterSpec
 from joulegym.workloads import dl_jobs
 from joulegym.workloads.traces import JobTrace
-from tests.probe import WatchDecisions
+from tests.probe import Observe
 
 POLICIES = ["powerflow", "powerflow-strict", "powerflow-oracle", "gandiva", "tiresias", "gandiva-zeus",
             "tiresias-zeus", "afs", "fifo"]
@@ -36,7 +37,7 @@ def small_trace(seed: int = 0, n: int = 30) -> JobTrace:
     return dl_jobs.gavel_trace(n, seed=seed, mean_interarrival_s=200.0, duration_scale=0.05, max_gpus=16)
 
 
-def checked_apply(policy, cluster: ClusterSpec) -> WatchDecisions:
+def checked_apply(policy, cluster: ClusterSpec) -> Observe:
     """``policy`` wrapped so that across every decision the simulator applies a profiling/restarting (pinned) job is
     never moved or re-profiled and no job holds GPUs that do not exist; ``.applied`` counts the decisions."""
 
@@ -44,16 +45,14 @@ def checked_apply(policy, cluster: ClusterSpec) -> WatchDecisions:
         ready = sim.ready_jobs()
         return {int(j): (sim.gpus[int(j)], sim.profile_until[int(j)]) for j in ready[sim.pinned_mask(ready)]}
 
-    def check(sim, decision, pinned):
-        wrapped.applied += 1
-        for j, (gpus, until) in pinned.items():
+    def check(sim, decision):
+        for j, (gpus, until) in wrapped.state.items():  # the pinned jobs as the decision found them
             assert sim.gpus[j] == gpus and sim.profile_until[j] == until
         held = [g for j in sim.running for g in sim.gpus[int(j)]]
         assert len(held) == len(set(held)) and all(0 <= g < cluster.num_gpus for g in held)
         assert int(sim.n.sum()) <= cluster.num_gpus
 
-    wrapped = WatchDecisions(policy, check, before=pinned_now)
-    wrapped.applied = 0
+    wrapped = Observe(policy, check, before=pinned_now)
     return wrapped
 
 
@@ -64,7 +63,7 @@ def test_conservation_and_capacity(policy):
     pol = make(policy, family="powerflow")
     cluster = ClusterSpec(2, 8)
     env = gym.make("joulegym/PowerFlow-v0", nodes=2, eta=0.7, max_slots=len(jobs), action_mode="request",
-                   **env_config_for(pol))
+                   **paper_env_config(pol))
     checked = checked_apply(pol, cluster)
     episode = rollout(env, checked, 0, options={"trace": jobs})
     sim = checked.sim

@@ -10,8 +10,8 @@ import pytest
 
 import joulegym.envs.powerflow.cluster as cluster
 import joulegym.envs.powerflow.simulator as simulator
-from joulegym.baselines.generic import _sample_multidiscrete
 from joulegym.baselines.powerflow_simulate import simulate
+from joulegym.core.policy import _sample_multidiscrete
 from joulegym.envs.powerflow import ClusterSpec
 from joulegym.workloads import dl_jobs
 

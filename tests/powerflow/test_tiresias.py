@@ -25,6 +25,10 @@ class _Placements:
     def env_config(self):
         return self.policy.env_config
 
+    @property
+    def paper_config(self):
+        return self.policy.paper_config
+
     def reset(self, env, seed=None) -> None:
         self.policy.reset(env, seed)
         sim = env.unwrapped.sim

@@ -8,6 +8,7 @@ import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
+from joulegym.core.actions import flat_mask
 from joulegym.core.family import register_family
 from joulegym.core.rollout import rollout
 from joulegym.envs.qin.env import QinClusterEnv, QinHierarchicalEnv, QinNodeEnv
@@ -195,7 +196,8 @@ def test_node_spaces_and_mask():
     obs, info = env.reset(seed=0)
     assert env.action_space == gym.spaces.MultiDiscrete([9] * 16 + [4] * 8)
     assert env.observation_space.contains(obs)
-    mask = info["action_mask"]
+    assert [m.shape for m in info["action_mask"]] == [(9,)] * 16 + [(4,)] * 8  # one int8 array per sub-space
+    mask = flat_mask(info["action_mask"])
     rows = mask[: 16 * 9].reshape(16, 9)
     assert rows[:4, :4].all() and not rows[:4, 4:8].any() and rows[:, 8].all()  # 4 threads x 4 cores + keep
     assert not rows[4:, :8].any()  # no thread in slots 4..15

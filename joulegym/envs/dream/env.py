@@ -100,7 +100,7 @@ import numpy as np
 
 from joulegym.core.actions import ActionType, validated_box_list, validated_discrete_action
 from joulegym.core.config import check_bool, check_choice, check_int, check_number, check_positive
-from joulegym.core.env import JoulegymEnv
+from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.core.slots import SlotRows, SlotTable
@@ -127,12 +127,20 @@ SLOT_BASE = ("valid",)
 SLOT_TAIL = ("leaf", "drop_allowed", "slack", "to_go", "min_to_go", "urgency", "queued", "done_fraction",
              *(f"next_lat_{a}" for a in range(A_MAX)), *(f"next_energy_{a}" for a in range(A_MAX)),
              *(f"resident_{a}" for a in range(A_MAX)), "started", "running")
-SLOT_FEATURES = len(SLOT_BASE) + M_MAX + len(SLOT_TAIL)
-ACC_FEATURES = 6
-MODEL_FEATURES = 5
-GLOBAL_FEATURES = 3 + len(WORKLOADS) + 3
-PARAM_MODEL_FEATURES = 4
-PARAM_GLOBAL_FEATURES = 2 + len(WORKLOADS) + 6
+SLOT_NAMES = (*SLOT_BASE, *(f"model_{m}" for m in range(M_MAX)), *SLOT_TAIL)
+ACC_NAMES = ("present", "idle", "busy_ms", "pes", "ws", "os")
+MODEL_NAMES = ("present", "dlv_rate", "drops", "outstanding", "energy")
+GLOBAL_NAMES = ("time", "cascade_p", "log1p_overflow", *(f"workload_{w}" for w in WORKLOADS), "accelerators",
+                "total_pes", "switched")
+PARAM_MODEL_NAMES = ("present", "dlv_rate", "energy", "drop_rate")
+PARAM_GLOBAL_NAMES = ("alpha", "beta", *(f"workload_{w}" for w in WORKLOADS), "time", "since_change",
+                      "outstanding", "dlv_rate", "energy_rate", "log10_uxcost")
+SLOT_FEATURES = len(SLOT_NAMES)
+ACC_FEATURES = len(ACC_NAMES)
+MODEL_FEATURES = len(MODEL_NAMES)
+GLOBAL_FEATURES = len(GLOBAL_NAMES)
+PARAM_MODEL_FEATURES = len(PARAM_MODEL_NAMES)
+PARAM_GLOBAL_FEATURES = len(PARAM_GLOBAL_NAMES)
 _T = {name: i for i, name in enumerate(SLOT_TAIL, start=len(SLOT_BASE) + M_MAX)}  # tail feature -> column
 _DYNAMIC = np.array([_T[n] for n in ("drop_allowed", "slack", "to_go", "min_to_go", "urgency", "queued")])
 
@@ -252,6 +260,8 @@ class DreamEnv(SlotRows, JoulegymEnv):
     """DREAM's scheduling problem (module docstring): ``DREAM-v0`` (dispatch) and ``DREAMParams-v0`` (params)."""
 
     family = "dream"
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("t_s", "overflow", "alpha", "beta", "window_uxcost")
+    full_info_keys: ClassVar[tuple[str, ...]] = ("uxcost_so_far", "dlv_rate_so_far", "drops", "workload", "hw")
     slot_features = SLOT_FEATURES
     action_types = ACTION_TYPES
     dispatch_parts = (
@@ -676,6 +686,19 @@ class DreamEnv(SlotRows, JoulegymEnv):
             self._last_change_s = float(self.config["switch_at_s"])
         return -ux, -math.log(max(ux, LOG_UX_FLOOR))
 
+    def _max_episode_steps(self) -> int | None:
+        """``params``: one window per step; ``dispatch``: one decision point per step, as many as events (None)."""
+        return int(self.n_windows) if self.action_mode == "params" else None
+
+    def _observation_names(self) -> list[str]:
+        """The module docstring's observation: ``dispatch`` per slot, accelerator, model position and global;
+        ``params`` per model position, each accelerator's busy share and global."""
+        if self.action_mode == "params":
+            return (row_names("model", M_MAX, PARAM_MODEL_NAMES) + [f"acc{a}.busy" for a in range(A_MAX)]
+                    + list(PARAM_GLOBAL_NAMES))
+        return (row_names("slot", self.K, SLOT_NAMES) + row_names("acc", A_MAX, ACC_NAMES)
+                + row_names("model", M_MAX, MODEL_NAMES) + list(GLOBAL_NAMES))
+
     def _observe_params(self) -> np.ndarray:
         obs = np.zeros(self.observation_space.shape[0], dtype=np.float32)
         last = self.last_window
@@ -829,9 +852,12 @@ def gantt_figure(sim: Any, title: str = "", t_range: tuple[float, float] | None 
     ax.set_xlim(lo * 1e3, hi * 1e3)
     ax.set_ylim(-0.6, n_acc + 0.6)
     ax.set_xlabel("time (ms)")
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     handles = [Patch(color=colors[m], label=names[m]) for m in range(len(names))]
+    handles += [Line2D([], [], marker="x", ls="", color="black", label="drop (model's colour)"),
+                Line2D([], [], marker="v", ls="", color="white", markeredgecolor="red", label="deadline miss")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     if title:
         ax.set_title(title)

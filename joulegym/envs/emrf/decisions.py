@@ -20,8 +20,12 @@ from joulegym.envs.emrf.allocation import (
     residual_core,
 )
 
-SLOT_FEATURES = 10  # observation features per user slot (the env's module docstring lists them)
-GLOBAL_FEATURES = 7
+SLOT_FEATURE_NAMES = ("active", "xi_hat", "weight_share", "fair_share", "f_max", "f_solo", "job_remaining",
+                      "jobs_left", "last_allocation", "last_fairness_ratio")  # the env's module docstring's order
+GLOBAL_FEATURE_NAMES = ("eta_target", "delta_bound", "last_U_cpu", "last_U_gpu", "cpu_capacity_share",
+                        "active_fraction", "time")
+SLOT_FEATURES = len(SLOT_FEATURE_NAMES)  # observation features per user slot
+GLOBAL_FEATURES = len(GLOBAL_FEATURE_NAMES)
 REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "max-utilisation", "fair-share")
 DERIVED_CACHE_SIZE = 4096  # distinct (active set, xi_hat, w, eta) kept per env
 ENVY_NUMPY_FROM = 12  # users from which the numpy envy count is cheaper than the Python one (docs §11)

@@ -47,20 +47,22 @@ Starting state      the scenario's users (``apu-random``: drawn from the seed; �
                     ``eta_choices`` when set).
 Termination         every job of every user is done (finite-job scenarios, e.g. ``apu-m1``).
 Truncation          after ``horizon`` windows (default 200).
-Info                (one structure per key for the whole episode, reset included) ``allocation`` (F
-                    per slot at the window start), ``delivered`` (mean GFLOPS per slot over the
-                    window), ``utilisation`` / ``U_cpu`` / ``U_gpu``, ``soft_fairness`` (Δ),
-                    ``delta_bound`` (δ(η_target), Theorem 1 corrected), ``si_violations`` (users with
-                    F_i < S_i), ``ef_violations`` (envious pairs), ``reference_allocations`` (what each
-                    reference policy would allocate now: ``emrf`` (η_target), ``drf``,
-                    ``drf-progressive``, ``wfq``, ``static-partition`` (S scaled until a device
-                    saturates), ``max-utilisation`` (EMRF at η = 0); and ``fair-share`` S; tuples per
-                    slot; always a :class:`ReferenceAllocations`), ``scheduler_inputs`` (exact inputs
-                    for reference policies; tuples per slot), ``eta`` (η used), ``eta_target``,
-                    ``arrivals_joined`` / ``arrivals_waited`` (users that got work inside the window
-                    and joined at once / waited; ``arrivals_readmitted``: waiting users that joined
-                    later in the window). The core adds ``reward_parts``, ``repaired`` (always False:
-                    every action in the space is valid) and ``metrics`` (episode end).
+Info                (one structure per key for the whole episode, reset included) lean (the default):
+                    ``allocation`` (F per slot at the window start), ``delivered`` (mean GFLOPS per
+                    slot over the window), ``utilisation`` / ``U_cpu`` / ``U_gpu``, ``soft_fairness``
+                    (Δ), ``delta_bound`` (δ(η_target), Theorem 1 corrected), ``si_violations`` (users
+                    with F_i < S_i), ``ef_violations`` (envious pairs), ``eta`` (η used),
+                    ``eta_target``, ``arrivals_joined`` / ``arrivals_waited`` (users that got work
+                    inside the window and joined at once / waited; ``arrivals_readmitted``: waiting
+                    users that joined later in the window). ``info_level="full"`` adds
+                    ``scheduler_inputs`` (exact inputs for reference policies; tuples per slot; the
+                    policies read ``env.unwrapped.scheduler_inputs()`` without it) and
+                    ``reference_allocations`` (what each reference policy would allocate now: ``emrf``
+                    (η_target), ``drf``, ``drf-progressive``, ``wfq``, ``static-partition`` (S scaled
+                    until a device saturates), ``max-utilisation`` (EMRF at η = 0); and ``fair-share``
+                    S; tuples per slot; always a :class:`ReferenceAllocations`). The core adds
+                    ``reward_parts``, ``repaired`` (always False: every action in the space is valid)
+                    and ``metrics`` (episode end).
 ==================  ==========================================================================
 
 Invalid actions (wrong shape, NaN, out of bounds, junk types) raise ``ValueError`` naming the action
@@ -68,6 +70,9 @@ space (docs page, assumption A19).
 
 Version history (the dynamics, rewards and observations of every id are those of v0 throughout):
 
+- v0, info: ``info_level`` is honoured: ``scheduler_inputs`` and ``reference_allocations`` need
+  ``info_level="full"`` (the lean default had every key); the reference policies read the same exact inputs from
+  ``env.unwrapped.scheduler_inputs()`` without them, so their actions are unchanged.
 - v0 (core migration): one class with four action types instead of a subclass per mode; config keys ``lam``,
   ``beta`` and ``reward="vector"`` replaced by the core's ``reward_weights`` and ``vector_reward``
   (the default ``floor`` reward is bit for bit the same); ``info["reward_vector"]`` replaced by
@@ -90,8 +95,8 @@ import numpy as np
 
 from joulegym.core.actions import ActionType, validated_box_list, validated_discrete_action
 from joulegym.core.cache import BoundedCache
-from joulegym.core.env import JoulegymEnv
-from joulegym.core.plotting import new_figure
+from joulegym.core.env import JoulegymEnv, row_names
+from joulegym.core.plotting import legend_outside, new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.envs.emrf.allocation import (
     algorithm1_fill_core,
@@ -103,7 +108,9 @@ from joulegym.envs.emrf.config import EMRFSetup
 from joulegym.envs.emrf.decisions import (
     DERIVED_CACHE_SIZE,
     ENVY_NUMPY_FROM,
+    GLOBAL_FEATURE_NAMES,
     GLOBAL_FEATURES,
+    SLOT_FEATURE_NAMES,
     SLOT_FEATURES,
     Derived,
     ReferenceAllocations,
@@ -237,6 +244,10 @@ class EMRFEnv(JoulegymEnv):
     """EMRF APU-sharing env; see the module docstring for spaces, reward and termination."""
 
     family: ClassVar[str] = "emrf"
+    lean_info_keys: ClassVar[tuple[str, ...]] = (
+        "allocation", "delivered", "utilisation", "U_cpu", "U_gpu", "soft_fairness", "delta_bound", "si_violations",
+        "ef_violations", "eta", "eta_target", "arrivals_joined", "arrivals_waited", "arrivals_readmitted")
+    full_info_keys: ClassVar[tuple[str, ...]] = ("scheduler_inputs", "reference_allocations")
     action_types: ClassVar[Mapping[str, type[ActionType]]] = {
         "weights": WeightsAction, "residual_weights": ResidualWeightsAction, "knob": KnobAction,
         "knob_discrete": KnobDiscreteAction,
@@ -604,6 +615,13 @@ class EMRFEnv(JoulegymEnv):
         np.minimum(obs, 1.0, out=obs)
         return obs
 
+    def _max_episode_steps(self) -> int:
+        return int(self.config["horizon"])  # one window per step; finite jobs may end it sooner
+
+    def _observation_names(self) -> list[str]:
+        """The module docstring's "Observation": 10 per user slot, then 7 globals."""
+        return row_names("user", self.max_users, SLOT_FEATURE_NAMES) + list(GLOBAL_FEATURE_NAMES)
+
     def scheduler_inputs(self) -> dict[str, Any]:
         """Exact inputs of the reference algorithms for the current window (tuples per slot)."""
         sim = self.sim
@@ -640,7 +658,8 @@ class EMRFEnv(JoulegymEnv):
         return d.diag.put(f, (si, ef))
 
     def _extra_info(self) -> dict[str, Any]:
-        """The per-step info keys (module docstring, "Info"); the same keys and types at reset and every step."""
+        """The lean per-step info keys (module docstring, "Info"); the same keys and types at reset and every
+        step."""
         si, ef = self._last_diag
         joined, waited, readmitted = self._last_arrivals
         return {
@@ -652,9 +671,11 @@ class EMRFEnv(JoulegymEnv):
             "si_violations": int(si), "ef_violations": int(ef),
             "eta": float(self._last_eta), "eta_target": float(self.eta_target),
             "arrivals_joined": int(joined), "arrivals_waited": int(waited), "arrivals_readmitted": int(readmitted),
-            "scheduler_inputs": self.scheduler_inputs(),
-            "reference_allocations": self.reference_allocations(),
         }
+
+    def _diagnostic_info(self) -> dict[str, Any]:
+        """``info_level="full"``: the reference policies' exact inputs and what each would allocate now."""
+        return {"scheduler_inputs": self.scheduler_inputs(), "reference_allocations": self.reference_allocations()}
 
     def metrics(self) -> dict[str, Any]:
         """The paper's metrics over the episode so far (docs/families/emrf.md §2 "Metrics")."""
@@ -717,15 +738,16 @@ class EMRFEnv(JoulegymEnv):
         ax.bar(labels, cpu, label="CPU GFLOPS")
         ax.bar(labels, gpu, bottom=cpu, label="GPU GFLOPS")
         ax.set_ylabel("allocation (GFLOPS)")
-        ax.legend(fontsize=7)
+        ax.set_ylim(0, 1.1 * max([c + g for c, g in zip(cpu, gpu)] + [1e-9]))  # every bar whole, with headroom
+        legend_outside(ax)  # beside the axes: never over a bar
         ax.tick_params(axis="x", labelsize=7, rotation=45)
         ax2 = axes[0, 1]
         if self._history:
             hist = np.array(self._history)
             ax2.plot(hist[:, 0], hist[:, 1], label="U_cpu")
             ax2.plot(hist[:, 0], hist[:, 2], label="U_gpu")
-            ax2.legend(fontsize=7)
-        ax2.set_ylim(0, 1.05)
+            legend_outside(ax2)
+        ax2.set_ylim(0, 1.1)  # a line at full utilisation stays inside the axes
         ax2.set_xlabel("time (s)")
         ax2.set_ylabel("utilisation")
         fig.suptitle(f"EMRF ({self.action_mode}), t = {sim.time:.1f} s", fontsize=9)

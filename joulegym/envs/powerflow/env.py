@@ -78,34 +78,42 @@ from joulegym.core.config import (
     check_number,
     check_positive,
 )
-from joulegym.core.env import JoulegymEnv
-from joulegym.core.plotting import new_figure
+from joulegym.core.env import JoulegymEnv, row_names
+from joulegym.core.plotting import legend_outside, new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.core.slots import SlotRows, SlotTable
 from joulegym.envs.powerflow.actions import ACTION_TYPES
 from joulegym.envs.powerflow.cluster import ClusterSpec
 from joulegym.envs.powerflow.interface import OVERHEAD_MODES, PLACEMENTS, PREDICTORS, Decision, SimConfig
-from joulegym.envs.powerflow.simulator import PowerFlowSim
+from joulegym.envs.powerflow.simulator import DONE, PowerFlowSim
 from joulegym.workloads import dl_jobs, dl_models
 from joulegym.workloads.traces import FORMATS, JobTrace
 
-SLOT_FEATURES = 26
-GLOBAL_FEATURES = 14
+SCALING_NS = (2, 4, 8, 16, 32, 64)
+EVENTS = ("arrival", "completion", "profiling")
+SLOT_FEATURE_NAMES = (  # docs/families/powerflow.md §10 "Observation", in order
+    "valid", *(f"model_{name}" for name in dl_models.MODEL_NAMES), "log2_batch_size", "log2_requested_gpus",
+    "remaining_fraction", "log1p_remaining_hours", "log1p_age_hours", "in_prerun", "pinned", "running", "gpus",
+    "frequency", "f_ee", *(f"scaling_{n}" for n in SCALING_NS), "power_at_f_ee", "power_at_f_max",
+    "energy_ratio_f_ee")
+GLOBAL_FEATURE_NAMES = ("free_gpus", "allocated_gpus", "cluster_power", "eta", "occupied_slots", "log1p_overflow",
+                        "time", "day_sin", "day_cos", "energy_rate", "powered_nodes",
+                        *(f"last_event_{event}" for event in EVENTS))
+SLOT_FEATURES = len(SLOT_FEATURE_NAMES)
+GLOBAL_FEATURES = len(GLOBAL_FEATURE_NAMES)
 POWER_MODES = ("repair", "penalty", "none")
 TRACE_KINDS = ("gavel", "alibaba", "motivating", "file")
 MAX_JOBS = 200_000  # jobs of a generated trace and slots K (a 10x margin over the largest public traces used here)
 TRACE_KEYS = ("kind", "num_jobs", "duration_scale", "mean_interarrival_s", "size_multiplier", "rho", "span_s", "hint",
               "dataset")
 N_CAP = 64  # largest per-job allocation the alloc action can express (docs §10)
-# Size bounds (found by fuzzing the config): far above every scenario (the largest is 16 x 8), small enough
+# Size bounds (docs/robustness.md, the fuzz test): far above every scenario (the largest is 16 x 8), small enough
 # that the per-GPU tables and the observation stay in memory. Our choice, not the paper's.
 MAX_GPUS = 65_536  # nodes x gpus_per_node
 MAX_GPUS_PER_NODE = 1024
 MAX_DURATION_SCALE = 1e6  # trace.duration_scale: x1e6 of a 60,000 s Gavel job is already ~1,900 years
 P_MAX_RANGE_W = (1.0, 10_000.0)  # p_max_w: per-GPU training power of any real accelerator lies well inside
-SCALING_NS = (2, 4, 8, 16, 32, 64)
 SIM_SETTINGS = tuple(SimConfig.__dataclass_fields__)  # every simulator setting is a config key (eta included)
-EVENTS = ("arrival", "completion", "profiling")
 _DYNAMIC = slice(8, 16)  # the per-slot features that change while a job sits in its slot
 
 
@@ -113,6 +121,7 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
     """GPUs and frequency per DL training job under a cluster power budget (module docstring)."""
 
     family = "powerflow"
+    lean_info_keys: ClassVar[tuple[str, ...]] = ("event", "overflow", "overflow_steps")
     slot_features = SLOT_FEATURES
     action_types = ACTION_TYPES
     reward_parts = (
@@ -415,6 +424,13 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         self._obs = obs.copy() if self.action_mode == "micro" else obs  # kept apart from what the caller gets
         return obs
 
+    def _max_episode_steps(self) -> int:
+        return int(self.config["max_steps"])  # the step guard of _truncated; most episodes end long before it
+
+    def _observation_names(self) -> list[str]:
+        """docs §10 "Observation": 26 per slot, then 14 globals."""
+        return row_names("slot", self.K, SLOT_FEATURE_NAMES) + list(GLOBAL_FEATURE_NAMES)
+
     def _compute_obs(self) -> np.ndarray:
         sim = self.sim
         K = self.K
@@ -476,10 +492,17 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         axes[0, 0].step(t, self.sim._alloc_log, where="post")
         axes[0, 0].set_ylabel("GPUs allocated")
         axes[0, 0].set_ylim(0, self.cluster.num_gpus * 1.05)
-        axes[1, 0].step(t, np.array(self.sim._power_log) / 1000.0, where="post")
-        axes[1, 0].axhline(self.sim.power_limit / 1000.0, color="r", ls="--", label="budget")
+        power_kw = np.array(self.sim._power_log) / 1000.0
+        budget_kw = self.sim.power_limit / 1000.0
+        axes[1, 0].step(t, power_kw, where="post", label="cluster power")
+        axes[1, 0].axhline(budget_kw, color="r", ls="--", label="budget")
+        axes[1, 0].set_ylim(0, 1.1 * max(budget_kw, float(power_kw.max()) if power_kw.size else 0.0, 1e-9))
         axes[1, 0].set_ylabel("cluster power (kW)")
         axes[1, 0].set_xlabel("time (h)")
-        axes[1, 0].legend(loc="upper right")
+        legend_outside(axes[1, 0])  # the budget line and the steps stay visible
+        sim = self.sim
+        done = int(np.count_nonzero(sim.status == DONE))
+        fig.suptitle(f"PowerFlow ({self.action_mode}): t = {sim.now / 3600.0:.2f} h, {done} of {len(sim.jobs)} jobs "
+                     f"done, eta = {self.config['eta']:g}", fontsize=9)
         fig.tight_layout()
         return fig

@@ -1,0 +1,267 @@
+"""The zoo's training protocol (docs/leaderboard.md, "Training protocol"): train an algorithm on a benchmark
+scenario for several training seeds, each to a CPU-time budget, select each seed's model on the validation seeds,
+score it on the held-out test seeds and ship every seed into the zoo with its provenance; and tune hyperparameters
+with Optuna on the validation seeds within a stated budget (rl-zoo3's mechanism: a TPE sampler and a median pruner
+on the intermediate validation scores).
+
+Seeds: training seeds are below :data:`~joulegym.core.benchmark.VALIDATION_SEED_BASE` (9000); model selection uses
+the benchmark's validation seeds (9000-9009); the score is on its held-out seeds (>= 10000). ::
+
+    python -m joulegym.protocol train --env joulegym/ETF-tx2-fig6-random-v0 --algo sac --seeds 0 1 2 \\
+        --out runs/protocol/etf-sac                   # 3 runs x 3600 training CPU-s, validation every 10000 steps
+    python -m joulegym.protocol ship runs/protocol/etf-sac   # into joulegym/agents/zoo/etf/tx2-fig6-random/sac/
+    python -m joulegym.tuning --env joulegym/PowerFlow-tiny-v0 --algo maskable_ppo --trials 20 \\
+        --trial-cpu-budget 600 --out runs/tune/pf-mppo     # writes best.yml, usable as --hyperparams
+
+CPU time is the process's (every thread) plus its ended children's (:func:`joulegym.training.cpu_seconds`). The
+budget counts training only: the validation episodes' CPU time is measured apart and recorded beside it
+(``cpu_seconds`` = training + validation), so the evaluation frequency does not change how much an agent learns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_EVAL_EVERY = 10_000  # environment steps between validations
+TIMESTEP_CAP = 10**9  # the budget, not a step count, ends a protocol run
+PROTOCOL_FILE = "protocol.json"
+
+
+def benchmark_for(env_id: str) -> tuple[Any, str, Any]:
+    """``(descriptor, scenario, benchmark)`` of a benchmark scenario's env id (``ValueError`` otherwise)."""
+    from joulegym.evaluation.zoo import benchmark_scenario
+
+    descriptor, scenario = benchmark_scenario(env_id)
+    return descriptor, scenario, descriptor.benchmark
+
+
+def validation_score(model: Any, env_id: str, bench: Any, seeds: tuple[int, ...]) -> float:
+    """The mean ranking metric of ``model``'s deterministic policy over ``seeds`` (one episode each)."""
+    import gymnasium as gym
+
+    from joulegym.agents import SB3Policy
+    from joulegym.core.rollout import rollout
+
+    policy = SB3Policy(model, name="validation")
+    env = gym.make(env_id)
+    try:
+        return float(sum(bench.value(rollout(env, policy, s).metrics) for s in seeds) / len(seeds))
+    finally:
+        env.close()
+
+
+def reference_scores(descriptor: Any, scenario: str, env_id: str, seeds: tuple[int, ...]) -> dict[str, float]:
+    """The scenario's anchors' mean ranking metric on ``seeds`` (the learning curves' horizontal lines)."""
+    from joulegym.evaluation.runner import PolicyEntry, evaluate
+
+    bench = descriptor.benchmark
+    names = dict.fromkeys((bench.zero[scenario], bench.best_heuristic[scenario]))
+    entries = [PolicyEntry(n, "reference", n, family=descriptor.name) for n in names]
+    frame, _, _ = evaluate(env_id, entries, seeds, record=False)
+    values = [bench.value(row) for row in frame.to_dict("records")]
+    frame = frame.assign(metric=values)
+    return {name: float(frame.loc[frame["policy"] == name, "metric"].mean()) for name in names}
+
+
+def make_callback(env_id: str, bench: Any, algo: str, budget_s: float, eval_every: int, best_dir: Path,
+                  on_eval: Any = None) -> Any:
+    """The SB3 callback of a protocol run: validation every ``eval_every`` steps (and at the end), the best model
+    saved weights-only into ``best_dir``, training stopped when its CPU seconds (validation excluded) reach
+    ``budget_s``. ``on_eval(point)`` is called after each validation (Optuna's pruning)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from joulegym.agents.weights import save_weights
+    from joulegym.training import cpu_seconds
+
+    better = (lambda a, b: a > b) if bench.higher_is_better else (lambda a, b: a < b)
+
+    class Protocol(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.curve: list[tuple[float, int, float]] = []
+            self.best: tuple[float, int, float] | None = None
+            self.validation_cpu = 0.0
+            self.stopped_by: str | None = None
+            self._last = 0
+
+        def _on_training_start(self) -> None:
+            self._start = cpu_seconds()
+
+        def train_cpu(self) -> float:
+            return cpu_seconds() - self._start - self.validation_cpu
+
+        def validate(self) -> None:
+            spent, before = self.train_cpu(), cpu_seconds()
+            score = validation_score(self.model, env_id, bench, bench.validation_seeds)
+            self.validation_cpu += cpu_seconds() - before
+            point = (round(spent, 3), int(self.num_timesteps), score)
+            self.curve.append(point)
+            if self.best is None or better(score, self.best[2]):
+                self.best = point
+                save_weights(self.model, algo, best_dir)
+            if on_eval is not None and on_eval(point) is False:
+                self.stopped_by = "pruned"
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps - self._last >= eval_every:
+                self._last = self.num_timesteps
+                self.validate()
+            if self.stopped_by is None and self.train_cpu() >= budget_s:
+                self.stopped_by = "budget"
+            return self.stopped_by is None
+
+        def _on_training_end(self) -> None:
+            if not self.curve or self.curve[-1][1] != self.num_timesteps:
+                self.validate()
+
+    return Protocol()
+
+
+def train_seed(env_id: str, algo: str, seed: int, out: Path, *, budget_s: float, eval_every: int = DEFAULT_EVAL_EVERY,
+               hyperparams_file: str | None = None, n_envs: int | None = None, command: str = "",
+               reference: dict[str, float] | None = None, on_eval: Any = None, test: bool = True) -> dict[str, Any]:
+    """One protocol run (training seed ``seed``) into ``out``: train to the CPU budget with validation, then score
+    the selected model on the held-out seeds. Writes ``out/protocol.json`` (the run's zoo provenance) and returns
+    it."""
+    from joulegym.core.benchmark import VALIDATION_SEED_BASE
+    from joulegym.core.io import write_atomic
+    from joulegym.evaluation.runner import PolicyEntry
+    from joulegym.evaluation.zoo import git_commit
+    from joulegym.training import train
+
+    descriptor, scenario, bench = benchmark_for(env_id)
+    from joulegym.agents.algos import load_hyperparams, split_run_keys
+
+    envs = n_envs or int(split_run_keys(load_hyperparams(algo, env_id, hyperparams_file))[1].get("n_envs", 1))
+    if not (0 <= seed and seed + envs <= VALIDATION_SEED_BASE):  # env i of a vector env trains from seed + i
+        raise ValueError(f"--seeds: training seed {seed} with {envs} env(s) must stay in [0, {VALIDATION_SEED_BASE}) "
+                         f"(the validation seeds {VALIDATION_SEED_BASE}+ and the held-out seeds are above)")
+    if not (budget_s > 0 and eval_every >= 1):
+        raise ValueError(f"--cpu-budget must be > 0 and --eval-every >= 1, got {budget_s} and {eval_every}")
+    callback = make_callback(env_id, bench, algo, budget_s, eval_every, out / "best", on_eval)
+    train(env_id, algo, TIMESTEP_CAP, seed, out, n_envs, {}, hyperparams_file, progress_bar=False,
+          tensorboard=False, overwrite=True, callbacks=(callback,))
+    config = json.loads((out / "config.json").read_text())
+    provenance: dict[str, Any] = {
+        "format": 2, "family": descriptor.name, "scenario": scenario, "env_id": env_id, "env_kwargs": {},
+        "algo": config["algo"], "seed": seed, "command": command, "commit": git_commit(),
+        "wall_time_s": config["train_seconds"], "cpu_seconds": config["cpu_seconds"],
+        "train_cpu_seconds": round(callback.curve[-1][0], 3), "cpu_budget_s": budget_s,
+        "stopped_by": callback.stopped_by or "timesteps", "timesteps": callback.best[1],
+        "total_timesteps": config["num_timesteps"], "hyperparams": config["hyperparams"],
+        "versions": config["versions"],
+        "validation": {"seeds": list(bench.validation_seeds), "metric": bench.metric, "eval_every": eval_every,
+                       "curve": [list(p) for p in callback.curve],
+                       "selected": dict(zip(("cpu_s", "timesteps", "metric"), callback.best, strict=True)),
+                       "reference": reference or {}},
+        "score": None}
+    if test:
+        from joulegym.evaluation.suite import agent_score
+
+        provenance["score"] = agent_score(PolicyEntry(config["algo"], "agent", config["algo"], path=str(out / "best")),
+                                          descriptor, scenario)
+    write_atomic(out / PROTOCOL_FILE, json.dumps(provenance, indent=2, sort_keys=True, default=str) + "\n")
+    return provenance
+
+
+def seed_command(env_id: str, algo: str, seed: int, out: str | Path, budget_s: float, eval_every: int,
+                 hyperparams_file: str | None, n_envs: int | None) -> str:
+    """The command that reruns one protocol seed (its provenance's ``command``)."""
+    parts = ["python", "-m", "joulegym.protocol", "train", "--env", env_id, "--algo", algo, "--seeds", str(seed),
+             "--cpu-budget", f"{budget_s:g}", "--eval-every", str(eval_every)]
+    parts += ["--hyperparams", str(hyperparams_file)] if hyperparams_file else []
+    parts += ["--n-envs", str(n_envs)] if n_envs else []
+    return " ".join(shlex.quote(p) for p in [*parts, "--out", str(out)])
+
+
+def train_seeds(env_id: str, algo: str, seeds: list[int], out: str | Path, *, budget_s: float,
+                eval_every: int = DEFAULT_EVAL_EVERY, hyperparams_file: str | None = None,
+                n_envs: int | None = None) -> list[dict[str, Any]]:
+    """:func:`train_seed` for every seed into ``out/seed<k>/``, one after the other (run one process per seed to
+    use several cores: each writes its own ``seed<k>/``)."""
+    import gymnasium as gym
+
+    import joulegym  # noqa: F401  (registers the ids)
+
+    descriptor, scenario, bench = benchmark_for(env_id)
+    if len(set(seeds)) != len(seeds) or not seeds:
+        raise ValueError(f"--seeds must be distinct training seeds, got {seeds}")
+    if env_id not in gym.registry:
+        raise ValueError(f"--env {env_id!r} is not registered")
+    reference = reference_scores(descriptor, scenario, env_id, bench.validation_seeds)
+    done = []
+    for seed in seeds:
+        command = seed_command(env_id, algo, seed, out, budget_s, eval_every, hyperparams_file, n_envs)
+        done.append(train_seed(env_id, algo, seed, Path(out) / f"seed{seed}", budget_s=budget_s,
+                               eval_every=eval_every, hyperparams_file=hyperparams_file, n_envs=n_envs,
+                               command=command, reference=reference))
+        point = done[-1]["validation"]["selected"]
+        print(f"seed {seed}: {done[-1]['train_cpu_seconds']:.0f} training CPU-s, {done[-1]['total_timesteps']} steps; "
+              f"selected at {point['timesteps']} steps (validation {bench.metric} {point['metric']:.4g}); test "
+              f"{bench.metric} {done[-1]['score']['mean']:.4g}, normalised {done[-1]['score']['normalised_mean']:.3f}",
+              flush=True)
+    return done
+
+
+def ship(out: str | Path, zoo: str | Path | None = None) -> list[Path]:
+    """Ship every finished run ``out/seed<k>/`` (its ``best/`` agent and ``protocol.json``) into the zoo."""
+    from joulegym.evaluation.zoo import ship_run
+
+    runs = sorted(p for p in Path(out).glob("seed*") if (p / PROTOCOL_FILE).is_file())
+    if not runs:
+        raise ValueError(f"{str(out)!r} holds no finished protocol run (seed<k>/{PROTOCOL_FILE})")
+    shipped = []
+    for run in runs:
+        provenance = json.loads((run / PROTOCOL_FILE).read_text())
+        if provenance.get("score") is None:
+            raise ValueError(f"{run / PROTOCOL_FILE}: the run has no test score (train it with the protocol's train)")
+        shipped.append(ship_run(run / "best", provenance, zoo))
+    return shipped
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options a protocol run and a tuning study share."""
+    parser.add_argument("--env", required=True, help="a benchmark scenario's env id")
+    parser.add_argument("--algo", required=True, help="ppo, a2c, sac, td3, dqn, maskable_ppo")
+    parser.add_argument("--eval-every", type=int, default=DEFAULT_EVAL_EVERY,
+                        help=f"env steps between validations (default {DEFAULT_EVAL_EVERY})")
+    parser.add_argument("--hyperparams", default=None, help="YAML file overriding the packaged hyperparameters")
+    parser.add_argument("--n-envs", type=int, default=None, help="parallel envs (default: the hyperparameters')")
+    parser.add_argument("--out", required=True, help="output directory")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from joulegym.core.benchmark import DEFAULT_TRAINING_BUDGET_S
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m joulegym.protocol", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    train_p = sub.add_parser("train", help="train --seeds to the CPU budget, select on validation, score on test")
+    add_run_arguments(train_p)
+    train_p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (< 9000)")
+    train_p.add_argument("--cpu-budget", type=float, default=DEFAULT_TRAINING_BUDGET_S,
+                         help=f"training CPU seconds per seed (default {DEFAULT_TRAINING_BUDGET_S:.0f})")
+    ship_p = sub.add_parser("ship", help="copy the finished runs of a train --out into the zoo")
+    ship_p.add_argument("out", help="the train command's --out")
+    ship_p.add_argument("--zoo", default=None, help="the zoo directory (default: joulegym/agents/zoo)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "ship":
+            for path in ship(args.out, args.zoo):
+                print(f"shipped {path}")
+            return 0
+        train_seeds(args.env, args.algo, args.seeds, args.out, budget_s=args.cpu_budget, eval_every=args.eval_every,
+                    hyperparams_file=args.hyperparams, n_envs=args.n_envs)
+    except ValueError as err:
+        print(f"python -m joulegym.protocol: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
