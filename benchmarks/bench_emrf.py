@@ -183,7 +183,7 @@ def _random_sps(env: gym.Env, steps: int, seed: int) -> float:
 
 
 def users_scaling(users: list[int], steps: int, repeats: int) -> None:
-    """Issue 14: ``EMRF-v0`` with random actions at ``max_users = n_users = U``; ratio to the no-op measured
+    """``EMRF-v0`` with random actions at ``max_users = n_users = U``; ratio to the no-op measured
     interleaved (no-op, env, no-op, env, ...), CPU time, median of ``repeats``; us per step and per user."""
     noop_env = gym.make(NOOP_ID)
     print(f"EMRF-v0, random actions, U users always present (random.n_users = [U, U]); median of {repeats}, "

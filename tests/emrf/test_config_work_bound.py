@@ -1,4 +1,4 @@
-"""Issue 13 #12: a hypothesis-drawn ``EMRFKnob-v0`` config took more than 60 s for 60 steps. The pathological configs
+"""Regression: a hypothesis-drawn ``EMRFKnob-v0`` config took more than 60 s for 60 steps. The pathological configs
 (found by fuzzing the config keys and timing each) make a window hold thousands of events: tiny jobs
 (``solo_seconds=1e-6``, ``job_sigma=5``), floods of arrivals, 256 slots, fine Alg. 1 slices. The env now checks
 the implied work per window at ``gym.make`` (``env.MAX_WINDOW_WORK``, ``env.MAX_TASK_SLICES``) and the simulator

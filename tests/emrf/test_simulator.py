@@ -440,7 +440,7 @@ def test_apply_advance_is_one_window():
 
 
 def test_slot_streams_are_created_on_first_use_with_the_same_draws():
-    """Issue 14: each slot's random streams are created when first drawn from (resets of sparse mixes skip the
+    """Each slot's random streams are created when first drawn from (resets of sparse mixes skip the
     empty slots' and unused streams), seeded exactly as the eager creation seeded them."""
     seed_rng = np.random.default_rng(7)
     sim = EMRFSimulator(CAPS, max_users=4, window_s=1.0, horizon=10)

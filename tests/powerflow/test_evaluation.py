@@ -137,7 +137,7 @@ def test_real_trace_report_table_and_offered_load(tmp_path):
 
 @pytest.mark.reproduce
 def test_real_trace_report_reproduces_the_documented_orderings(tmp_path):
-    """Issue 12: ``evaluate.py --reproduce powerflow`` on the two public traces of Philly VC 103959
+    """``evaluate.py --reproduce powerflow`` on the two public traces of Philly VC 103959
     (docs/families/powerflow.md §13 explains every ordering that differs from the Tiresias and Gandiva papers)."""
     from joulegym.evaluation.powerflow import REAL_TRACE_RUNS, REAL_TRACES, reproduce_real_traces
     from tests.reference_data import REF, ref_file

@@ -133,7 +133,7 @@ def small100_table():
                  freqs=(1020.0, 1140.0, 1260.0, 1380.0, 1530.0))
 
 
-# Issue 12 #7 made throughput non-decreasing in frequency: AFS at f_max no longer draws a noisy f_max that is slower
+# Throughput is non-decreasing in frequency: AFS at f_max no longer draws a noisy f_max that is slower
 # than a lower clock, and PowerFlow's curve from eta 0.6 up now ends within 3 % of AFS instead of below it (docs §13).
 AFS_XFAIL = pytest.mark.xfail(strict=True, reason="measured on the monotone-noise model: AFS/PowerFlow JCT ratio "
                               "0.974 at 84.5 kWh (PowerFlow's eta 0.6 end); the 'at most' factor over AFS is 1.018")

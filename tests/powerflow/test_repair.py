@@ -76,7 +76,7 @@ def test_invariant_raises_when_held_power_breaks_the_budget():
 
 
 def test_small100_affinity_random_actions_hold_the_budget():
-    """Issue 13 #2's setting, short: random actions on PowerFlow-small100 with eta 0.3 and affinity placement."""
+    """A fuzz finding's setting, short: random actions on PowerFlow-small100 with eta 0.3 and affinity placement."""
     env = gym.make("joulegym/PowerFlow-small100-v0", eta=0.3, placement="affinity")
     env.reset(seed=4)
     env.action_space.seed(4)
@@ -89,7 +89,7 @@ def test_small100_affinity_random_actions_hold_the_budget():
 
 
 def test_negative_power_weight_is_rejected():
-    """Issue 20 #5: a negative weight on the power penalty would reward breaking the budget."""
+    """Regression: a negative weight on the power penalty would reward breaking the budget."""
     with pytest.raises(ValueError, match="power_violation"):
         gym.make("joulegym/PowerFlow-tiny-v0", power_constraint="penalty", reward_weights={"power_violation": -1.0})
     with pytest.raises(ValueError, match="lambda_p"):
@@ -97,7 +97,7 @@ def test_negative_power_weight_is_rejected():
 
 
 def test_micro_masked_out_action_is_flagged_repaired():
-    """Issue 20 #4: a masked-out micro action is a no-op and sets info["repaired"]."""
+    """Regression: a masked-out micro action is a no-op and sets info["repaired"]."""
     env = gym.make("joulegym/PowerFlow-tiny-v0", action_mode="micro")
     _, info = env.reset(seed=0)
     mask = np.asarray(info["action_mask"], dtype=bool)

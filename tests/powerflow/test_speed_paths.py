@@ -1,4 +1,4 @@
-"""Issue 14: the plain-Python paths for small clusters and few running jobs give the same bits as the numpy paths
+"""The plain-Python paths for small clusters and few running jobs give the same bits as the numpy paths
 they stand beside (docs/families/powerflow.md §12 "Cost"), the decision view looks tables up lazily, and the masked
 random policy draws the same stream as one ``rng.choice`` per sub-space did."""
 

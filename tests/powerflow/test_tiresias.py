@@ -81,7 +81,7 @@ def test_preempted_skewed_model_is_replaced_packed():
 
 
 def test_tiresias_gpu_time_close_to_gandiva_and_beats_fifo_backfill_under_load():
-    """Issue 12 #2 (what should hold): on 2 x 8 V100 under load (60 Gavel jobs at load 1.5), Tiresias uses no
+    """What should hold: on 2 x 8 V100 under load (60 Gavel jobs at load 1.5), Tiresias uses no
     more than 5 % more GPU-time than Gandiva and FIFO + backfill, and its average JCT is below FIFO + backfill's."""
     from joulegym.scenarios.powerflow import gavel_interval
     from joulegym.workloads import dl_jobs
