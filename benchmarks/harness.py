@@ -45,7 +45,7 @@ Every registered kind is measured, new families included; a kind whose env canno
 Usage::
 
     python benchmarks/harness.py                    # everything, writes benchmarks/results/
-    python benchmarks/harness.py --readme           # ... and rewrites the README's performance table
+    python benchmarks/harness.py --docs             # ... and rewrites the table in docs/performance.md
     python benchmarks/harness.py --family etf --no-growth
     python benchmarks/harness.py --quick --ids joulegym/ETF-v0 --growth none --out /tmp/bench   # smoke test
 """
@@ -86,9 +86,9 @@ NOOP_ID = "joulegym-bench/NoOp-v0"  # the no-op with a TimeLimit, for benchmark 
 FLOOR_ID = "joulegym-bench/Floor-v0"  # the bare no-op: the floor of every ratio
 YARDSTICK_ID = "CartPole-v1"
 DEFAULT_OUT = ROOT / "benchmarks" / "results"
-README = ROOT / "README.md"
-README_START = "<!-- harness:performance-table:start -->"
-README_END = "<!-- harness:performance-table:end -->"
+PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
+TABLE_START = "<!-- harness:performance-table:start -->"
+TABLE_END = "<!-- harness:performance-table:end -->"
 EXTRA_IDS = ("joulegym/PowerFlow-tiny-v0",)  # PowerFlow's speed target (the base id is a whole cluster)
 REFERENCE_POLICY = {"powerflow": "powerflow-strict"}  # bench_powerflow.py's reference, so their figures agree
 EPISODE_TARGETS = (("joulegym/PowerFlow-philly-24h-v0", "tiresias"), ("joulegym/PowerFlow-philly-24h-v0", "powerflow"))
@@ -283,7 +283,7 @@ class Settings:
     repeat_budget_s: float = 10.0  # a slow kind measures fewer steps per repeat (the row says how many)
     batched_n: int = BATCHED_N
     quick: bool = False
-    notes: list[str] = field(default_factory=list)  # ids skipped (their data is absent): the README says so too
+    notes: list[str] = field(default_factory=list)  # ids skipped (their data is absent), named in the table
     growth_notes: list[str] = field(default_factory=list)
 
 
@@ -725,14 +725,14 @@ def plot(kinds: list[dict[str, Any]], growth: list[dict[str, Any]], path: Path) 
     return path
 
 
-def rewrite_readme(table: str, readme: Path = README) -> None:
-    """Replace the README's performance table (between the harness markers) with ``table``."""
-    text = readme.read_text()
-    if README_START not in text or README_END not in text:
-        raise ValueError(f"{readme} has no {README_START} ... {README_END} section to rewrite")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_START}\n{table}\n{README_END}{tail}")
+def rewrite_table(table: str, page: Path = PERFORMANCE_PAGE) -> None:
+    """Replace the performance table of ``page`` (between the harness markers) with ``table``."""
+    text = page.read_text()
+    if TABLE_START not in text or TABLE_END not in text:
+        raise ValueError(f"{page} has no {TABLE_START} ... {TABLE_END} section to rewrite")
+    head, rest = text.split(TABLE_START, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    page.write_text(f"{head}{TABLE_START}\n{table}\n{TABLE_END}{tail}")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Path]:
@@ -748,7 +748,7 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
     parser.add_argument("--no-episodes", action="store_true", help="skip the whole-episode table")
     parser.add_argument("--quick", action="store_true", help="a smoke test: few steps, one repeat, small curves")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
-    parser.add_argument("--readme", action="store_true", help="rewrite the README's performance table")
+    parser.add_argument("--docs", action="store_true", help="rewrite the performance table of docs/performance.md")
     args = parser.parse_args(argv)
     cfg = Settings(quick=args.quick)
     if args.quick:
@@ -802,14 +802,14 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
     report = args.out / "report.md"
     report.write_text("\n\n".join(sections) + "\n")
     written["report"] = report
-    if args.readme:
+    if args.docs:
         table = "\n\n".join([f"{machine_line(cfg)}.", kinds_markdown(kinds)]
                             + ([vector_markdown(vector)] if vector else [])
                             + ([episodes_markdown(episodes)] if episodes else [])
                             + ([growth_markdown(growth)] if growth else [])
                             + ([f"Notes: {'; '.join(cfg.notes + cfg.growth_notes)}."]
                                if cfg.notes or cfg.growth_notes else []))
-        rewrite_readme(table)
+        rewrite_table(table)
     print("wrote " + ", ".join(str(p) for p in written.values()), flush=True)
     return written
 

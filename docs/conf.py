@@ -1,4 +1,4 @@
-"""Sphinx configuration of the joulegym docs site (issue 18 item 2): Sphinx + furo + MyST, as Gymnasium's site.
+"""Sphinx configuration of the joulegym docs site: Sphinx + furo + MyST, as Gymnasium's site.
 
 Build (strict, as CI does): ``sphinx-build -W --keep-going -n -b html docs docs/_build/html``
 (needs ``pip install -e ".[docs]"``). The env pages under ``docs/envs/`` and their rendered frames under

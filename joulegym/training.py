@@ -145,8 +145,9 @@ def _checkpoint_paths(out_dir: Path) -> tuple[Path, Path, Path]:
     return folder / f"{CHECKPOINT}.zip", folder / f"{CHECKPOINT}_replay_buffer.pkl", folder / f"{CHECKPOINT}.json"
 
 
-def save_checkpoint(model: Any, out_dir: Path) -> Path:
-    """Save the model (and an off-policy replay buffer) atomically as the latest checkpoint."""
+def save_checkpoint(model: Any, out_dir: Path, callback_state: dict[str, Any] | None = None) -> Path:
+    """Save the model (and an off-policy replay buffer) atomically as the latest checkpoint, with the state of the
+    callbacks that keep one (``callback_state``: plain JSON data, see :func:`train`'s ``callbacks``)."""
     from joulegym.core.io import write_atomic
 
     zip_path, buffer_path, meta_path = _checkpoint_paths(out_dir)
@@ -163,9 +164,27 @@ def save_checkpoint(model: Any, out_dir: Path) -> Path:
     from joulegym.core.io import sign_file
 
     signatures = {p.name: sign_file(p) for p in ((zip_path, buffer_path) if has_buffer else (zip_path,))}
-    write_atomic(meta_path, json.dumps({"num_timesteps": int(model.num_timesteps), "replay_buffer": has_buffer,
-                                        "signatures": signatures}) + "\n")
+    meta = {"num_timesteps": int(model.num_timesteps), "replay_buffer": has_buffer, "signatures": signatures}
+    if callback_state:
+        meta["callback_state"] = callback_state
+    write_atomic(meta_path, json.dumps(meta) + "\n")
     return zip_path
+
+
+def _stateful(callbacks: tuple) -> list[Any]:
+    """The callbacks whose state a checkpoint keeps: those with ``checkpoint_key``, ``checkpoint_state()`` and
+    ``restore_checkpoint_state(state)``."""
+    return [cb for cb in callbacks if hasattr(cb, "checkpoint_key") and hasattr(cb, "checkpoint_state")]
+
+
+def _restore_callback_state(out_dir: Path, callbacks: tuple) -> None:
+    """Give each stateful callback of a resumed run the state its checkpoint saved (``None`` when it saved none)."""
+    _, _, meta_path = _checkpoint_paths(out_dir)
+    saved = json.loads(meta_path.read_text()).get("callback_state") or {}
+    if not isinstance(saved, dict):
+        raise ValueError(f"{meta_path}: callback_state must be an object, got {type(saved).__name__}")
+    for callback in _stateful(callbacks):
+        callback.restore_checkpoint_state(saved.get(callback.checkpoint_key))
 
 
 def cpu_seconds() -> float:
@@ -182,6 +201,8 @@ def _callbacks(out_dir: Path, every: int, progress_steps: int = 0, extra: tuple 
 
     from joulegym.agents.callbacks import EpisodeMetricsCallback, TrainingProgressCallback
 
+    stateful = _stateful(extra)
+
     class Checkpoints(BaseCallback):
         """Saves the latest checkpoint every ``every`` steps; stops training at SIGINT/SIGTERM."""
 
@@ -190,12 +211,15 @@ def _callbacks(out_dir: Path, every: int, progress_steps: int = 0, extra: tuple 
             self.signal: int | None = None
             self._last = 0
 
+        def state(self) -> dict[str, Any]:
+            return {cb.checkpoint_key: cb.checkpoint_state() for cb in stateful}
+
         def _on_step(self) -> bool:
             if self.signal is not None:
                 return False
             if self.num_timesteps - self._last >= every:
                 self._last = self.num_timesteps
-                save_checkpoint(self.model, out_dir)
+                save_checkpoint(self.model, out_dir, self.state())
             return True
 
     checkpoints = Checkpoints()
@@ -213,8 +237,10 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
     """Train ``algo`` on ``env_id`` and save it under ``out``; returns the path of ``model.zip``.
 
     ``callbacks``: further SB3 callbacks (the training protocol's CPU budget and validation, :mod:`joulegym.protocol`);
-    one that stops training ends the run normally (complete, with the timesteps done). ``config.json`` records the
-    run's CPU seconds (:func:`cpu_seconds`) beside its wall time.
+    one that stops training ends the run normally (complete, with the timesteps done). A callback with
+    ``checkpoint_key``, ``checkpoint_state()`` (plain JSON data) and ``restore_checkpoint_state(state)`` has its state
+    saved with every checkpoint and given back when the run resumes, so a resumed run goes on where it stopped.
+    ``config.json`` records the run's CPU seconds (:func:`cpu_seconds`) beside its wall time.
 
     With ``resume=True`` the run in ``out`` continues from its latest checkpoint with the settings of its
     ``config.json`` (the other arguments must be None or agree with them) until its total timesteps; its checkpoint is
@@ -279,6 +305,8 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
     if resume:
         _check_checkpoint(out_dir, unsafe_unpickle)
     model, vec_env = _build(config, out_dir, resume, tensorboard, verbose, threads)
+    if resume:
+        _restore_callback_state(out_dir, tuple(callbacks))
     remaining = timesteps - int(model.num_timesteps)
     callback_list, checkpoints = _callbacks(out_dir, checkpoint_every, remaining if progress_bar else 0,
                                             tuple(callbacks))
@@ -304,7 +332,7 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
         for signum, handler in previous_handlers.items():
             signal.signal(signum, handler)
     if checkpoints.signal is not None:
-        checkpoint = save_checkpoint(model, out_dir)
+        checkpoint = save_checkpoint(model, out_dir, checkpoints.state())
         vec_env.close()
         raise TrainingInterrupted(checkpoints.signal, checkpoint)
     seconds = time.perf_counter() - start

@@ -1,5 +1,5 @@
 """The benchmark harness runs and writes well-formed tables and a plot (a smoke test: no timings
-asserted), and rewrites only the README's marked performance section."""
+asserted), and rewrites only the marked performance section of docs/performance.md."""
 
 from __future__ import annotations
 
@@ -48,16 +48,16 @@ def test_real_trace_ids_are_skipped_with_a_note_without_their_data(harness, monk
     assert harness.trace_kwargs("joulegym/ETF-v0") == ({}, "")
 
 
-def test_readme_rewrite_touches_only_the_marked_section(harness, tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# title\n\nbefore\n{harness.README_START}\nold table\n{harness.README_END}\nafter\n")
-    harness.rewrite_readme("| new | table |", readme)
-    assert readme.read_text() == (f"# title\n\nbefore\n{harness.README_START}\n| new | table |\n"
-                                  f"{harness.README_END}\nafter\n")
-    text = (ROOT / "README.md").read_text()
-    assert text.count(harness.README_START) == 1 and text.count(harness.README_END) == 1
+def test_table_rewrite_touches_only_the_marked_section(harness, tmp_path):
+    page = tmp_path / "performance.md"
+    page.write_text(f"# title\n\nbefore\n{harness.TABLE_START}\nold table\n{harness.TABLE_END}\nafter\n")
+    harness.rewrite_table("| new | table |", page)
+    assert page.read_text() == (f"# title\n\nbefore\n{harness.TABLE_START}\n| new | table |\n"
+                                f"{harness.TABLE_END}\nafter\n")
+    text = harness.PERFORMANCE_PAGE.read_text()
+    assert text.count(harness.TABLE_START) == 1 and text.count(harness.TABLE_END) == 1
     with pytest.raises(ValueError, match="harness"):
-        harness.rewrite_readme("x", _without_markers(tmp_path))
+        harness.rewrite_table("x", _without_markers(tmp_path))
 
 
 def _without_markers(tmp_path: Path) -> Path:
