@@ -83,7 +83,11 @@ class BatchValidator:
             if not (whole | skip).all():
                 n = int(np.flatnonzero(~whole & ~skip)[0])
                 raise ValueError(f"actions[{n}] must be an integer in [{start}, {start + n_levels}), got {array[n]}")
-            array = np.where(whole, array, start)
+            outside = ((array < start) | (array >= start + n_levels)) & ~skip  # before the cast: 1e308 overflows it
+            if outside.any():
+                n = int(np.flatnonzero(outside)[0])
+                raise ValueError(f"actions[{n}] must be in [{start}, {start + n_levels}), got {array[n]}")
+            array = np.where(whole & ~outside, array, start)
         levels = array.astype(np.int64)
         bad = ((levels < start) | (levels >= start + n_levels)) & ~skip
         if bad.any():
