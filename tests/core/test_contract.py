@@ -252,10 +252,7 @@ def test_copies_continue_like_the_original(family):
 # --- the simulator contract (joulegym.core.simulator) -------------------------------------------------------------
 # Families whose simulator is not yet on the core's Simulator base: their helpers convert them (the xfail is strict,
 # so the mark must go when a conversion lands).
-SIMULATOR_PENDING = {
-    "emrf": "EMRFSimulator is not yet a core Simulator (reset(users, rng), apply(rule))",
-    "powerflow": "PowerFlowSim is not yet a core Simulator (reset(), apply(alloc, wakeup_s))",
-}
+SIMULATOR_PENDING: dict[str, str] = {}
 
 
 def _is_read_only(view) -> bool:
