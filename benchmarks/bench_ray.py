@@ -1,5 +1,5 @@
-"""Evaluation throughput: serial vs Ray tasks, and the same code path on an external Ray head (issue 19 item 5;
-docs/ray.md).
+"""Evaluation throughput: serial vs Ray tasks, and the same code path on an external Ray head
+(docs/ray.md).
 
     python benchmarks/bench_ray.py                      # 2 Ray workers on this machine, 3 repeats
     python benchmarks/bench_ray.py --repeats 5 --out results/bench-ray

@@ -1,14 +1,18 @@
 """The one benchmark harness: steps per CPU second of every registered kind next to a no-op env, the vector envs,
-and the cost-growth curves; Markdown + CSV tables and a plot (issue 14).
+and the cost-growth curves; Markdown + CSV tables and a plot (docs/performance.md).
 
 Method (every figure):
 
 - CPU time (``time.process_time``), one process, ``OMP_NUM_THREADS=1``;
 - every env is made with ``gym.make`` (checker and order-enforcing wrappers included) and stepped by one loop
-  (reset on episode end, the policy's decision included); the no-op env (:class:`NoOpEnv`, made and stepped
-  the same way) is measured *interleaved*: before every repeat of every measurement;
-- ratio = no-op steps/s / env steps/s of the same repeat (lower is better; compare ratios across machines,
-  not raw numbers); reported: the median over ``--repeats``;
+  (reset on episode end, the policy's decision included);
+- the floor is the bare no-op (:class:`NoOpEnv` under :data:`FLOOR_ID`: made with ``gym.make`` like joulegym's
+  ids, with no ``max_episode_steps`` / ``TimeLimit``, stepped with one constant action and no policy call,
+  :class:`FloorStepper`), measured *interleaved*: in alternating chunks with every repeat of every measurement;
+- ratio = floor steps/s / env steps/s of the same repeat (lower is better; compare ratios across machines,
+  not raw numbers); reported: the median over ``--repeats``; Gymnasium's ``CartPole-v1`` with random actions is
+  measured the same way first, and every row also gives its ratio in CartPoles (``x CartPole``: the env's ratio
+  over CartPole's), a yardstick any RL user knows;
 - a repeat is ``--steps`` steps (3000), fewer for a kind so slow that they would take more than
   :attr:`Settings.repeat_budget_s` CPU seconds (the table gives the steps per repeat).
 
@@ -20,20 +24,18 @@ Tables:
    (masked) and with its reference policy: the family's own algorithm where it drives the kind (PowerFlow:
    ``powerflow-strict``, as ``bench_powerflow.py``), else the first applicable reference policy;
    a policy's ``env_config`` is applied.
-2. ``episodes``: CPU seconds per whole episode where the issue sets a target (Tiresias and PowerFlow on the
+2. ``episodes``: CPU seconds per whole episode where docs/performance.md sets a target (Tiresias and PowerFlow on the
    Philly 24 h trace), given the data: *one* episode as :func:`joulegym.envs.powerflow.simulate` runs it (action
    mode ``request``, a slot per job, the policy's ``env_config``, eta 0.6, until every job is done), timed per
    episode, median over the repeats; beside it, once, ``simulate()`` as a whole, which also pays for the
-   episodes it abandons with too few slots (it starts at 128 slots and re-runs x4 when a job finds none). The
-   former row timed the scenario id's own episode instead (64 slots, ``alloc`` mode: jobs beyond the slots wait
-   unseen, 10,352 decisions instead of 4,826): a different schedule, 42-45 s.
+   episodes it abandons with too few slots (it starts at 128 slots and re-runs x4 when a job finds none).
 3. ``vector``: ``SyncVectorEnv`` of 4 ``ETF-v0`` envs against 4 single-env steps (a fixed action: the env's cost
    alone), and every kind with a batched ``vector_entry_point`` at ``N`` = 256: aggregate steps/s with random
    actions, beside the no-op's steps/s.
 4. ``growth``: cost against problem size (:data:`GROWTH`: PowerFlow time per episode vs jobs and vs GPUs, EMRF us
-   per step vs users; a new family adds its curve with :func:`register_growth`, or from its own benchmark script:
-   ``benchmarks/bench_<family>.py`` (:data:`GROWTH_MODULES`: DREAM and Qin) may define ``harness_growth()``
-   returning ``[(name, family, x_label, y_label, fn), ...]`` with ``fn(settings) -> [(x, cost), ...]``; the
+   per step vs users; a new family adds its curve with :func:`register_growth`, or from the benchmark script its
+   descriptor names (``FamilyDescriptor.benchmark_script``), which may define ``harness_growth()`` returning
+   ``[(name, family, x_label, y_label, fn), ...]`` with ``fn(settings) -> [(x, cost), ...]``; the
    harness imports it when present and notes it when it fails).
 
 Every registered kind is measured, new families included; a kind whose env cannot be made or stepped gives an
@@ -42,7 +44,7 @@ Every registered kind is measured, new families included; a kind whose env canno
 Usage::
 
     python benchmarks/harness.py                    # everything, writes benchmarks/results/
-    python benchmarks/harness.py --readme           # ... and rewrites the README's performance table
+    python benchmarks/harness.py --docs             # ... and rewrites the table in docs/performance.md
     python benchmarks/harness.py --family etf --no-growth
     python benchmarks/harness.py --quick --ids joulegym/ETF-v0 --growth none --out /tmp/bench   # smoke test
 """
@@ -79,16 +81,17 @@ from joulegym.core.policy import env_config_for  # noqa: E402
 from joulegym.core.rollout import rollout  # noqa: E402
 from joulegym.workloads.datasets import FETCH_COMMAND  # noqa: E402
 
-NOOP_ID = "joulegym-bench/NoOp-v0"
+NOOP_ID = "joulegym-bench/NoOp-v0"  # the no-op with a TimeLimit, for benchmark scripts that roll whole episodes
+FLOOR_ID = "joulegym-bench/Floor-v0"  # the bare no-op: the floor of every ratio
+YARDSTICK_ID = "CartPole-v1"
 DEFAULT_OUT = ROOT / "benchmarks" / "results"
-README = ROOT / "README.md"
-README_START = "<!-- harness:performance-table:start -->"
-README_END = "<!-- harness:performance-table:end -->"
-EXTRA_IDS = ("joulegym/PowerFlow-tiny-v0",)  # the PowerFlow target of issue 14 (the base id is a whole cluster)
+PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
+TABLE_START = "<!-- harness:performance-table:start -->"
+TABLE_END = "<!-- harness:performance-table:end -->"
+EXTRA_IDS = ("joulegym/PowerFlow-tiny-v0",)  # PowerFlow's speed target (the base id is a whole cluster)
 REFERENCE_POLICY = {"powerflow": "powerflow-strict"}  # bench_powerflow.py's reference, so their figures agree
 EPISODE_TARGETS = (("joulegym/PowerFlow-philly-24h-v0", "tiresias"), ("joulegym/PowerFlow-philly-24h-v0", "powerflow"))
 EPISODE_ETA = 0.6  # simulate()'s default budget, as in docs/families/powerflow.md §12
-GROWTH_MODULES = ("bench_dream", "bench_qin")  # benchmark scripts that may add growth curves (harness_growth())
 BATCHED_N = 256
 SYNC_N = 4
 
@@ -112,6 +115,32 @@ class NoOpEnv(gym.Env):
 def ensure_noop() -> None:
     if NOOP_ID not in gym.registry:
         gym.register(NOOP_ID, entry_point=NoOpEnv, max_episode_steps=1000)
+    if FLOOR_ID not in gym.registry:
+        gym.register(FLOOR_ID, entry_point=NoOpEnv)  # like joulegym's ids: checker and order wrappers, no TimeLimit
+
+
+class FloorStepper:
+    """Steps the bare no-op (:data:`FLOOR_ID`) with one constant action and no policy call; the same ``run`` /
+    ``rate`` as :class:`Stepper`, so it interleaves with one."""
+
+    def __init__(self, env: gym.Env | None = None) -> None:
+        ensure_noop()
+        self.env = env if env is not None else gym.make(FLOOR_ID)
+        self.env.reset(seed=0)
+        self.action = 0
+        self.steps, self.cpu_s = 0, 0.0
+
+    def run(self, steps: int) -> None:
+        step, action = self.env.step, self.action
+        start = time.process_time()
+        for _ in range(steps):
+            step(action)
+        self.cpu_s += time.process_time() - start
+        self.steps += steps
+
+    @property
+    def rate(self) -> float:
+        return self.steps / max(self.cpu_s, 1e-9)
 
 
 class FixedActionPolicy:
@@ -252,17 +281,22 @@ class Settings:
     vector_steps: int = 300
     repeat_budget_s: float = 10.0  # a slow kind measures fewer steps per repeat (the row says how many)
     batched_n: int = BATCHED_N
-    growth_scale: float = 1.0
     quick: bool = False
-    notes: list[str] = field(default_factory=list)  # ids skipped (their data is absent): the README says so too
+    notes: list[str] = field(default_factory=list)  # ids skipped (their data is absent), named in the table
     growth_notes: list[str] = field(default_factory=list)
 
 
 def measure(env_id: str, policy_name: str, kwargs: dict[str, Any], noop: gym.Env, cfg: Settings) -> dict[str, Any]:
-    """Median steps/s and median ratio to the interleaved no-op of ``policy_name`` on ``env_id``."""
+    """Median steps/s and median ratio to the interleaved floor of ``policy_name`` on ``env_id``."""
     family = registry.CATALOG[env_id][0]
     policy = baselines.make(policy_name, family=family)
     env = gym.make(env_id, **env_config_for(policy, kwargs))
+    return measure_env(env, policy, noop, cfg, env_id=env_id, family=family, policy_name=policy_name)
+
+
+def measure_env(env: gym.Env, policy: Any, noop: gym.Env, cfg: Settings, *, env_id: str, family: str,
+                policy_name: str) -> dict[str, Any]:
+    """:func:`measure` of a made env and policy (the CartPole yardstick too)."""
     rates, ratios, noops = [], [], []
     warm = Stepper(env, policy)  # warm caches and imports; its rate sizes the repeats of a slow kind
     warm.run(20)
@@ -270,8 +304,7 @@ def measure(env_id: str, policy_name: str, kwargs: dict[str, Any], noop: gym.Env
     steps = max(20, min(cfg.steps, int(warm.rate * cfg.repeat_budget_s)))  # at most ~repeat_budget_s per repeat
     noop_steps = max(2000, cfg.noop_steps * steps // cfg.steps)
     for repeat in range(cfg.repeats):
-        noop_rate, rate = interleaved_rates(Stepper(noop, FixedActionPolicy()), Stepper(env, policy, seed=repeat),
-                                            noop_steps, steps)
+        noop_rate, rate = interleaved_rates(FloorStepper(noop), Stepper(env, policy, seed=repeat), noop_steps, steps)
         rates.append(rate)
         noops.append(noop_rate)
         ratios.append(noop_rate / rate)
@@ -293,10 +326,21 @@ def error_row(env_id: str, policy: str | None, error: BaseException, cfg: Settin
             "ratio_max": float("nan"), "repeats": 0, "steps": 0, "error": message}
 
 
+def yardstick_row(noop: gym.Env, cfg: Settings) -> dict[str, Any]:
+    """Gymnasium's ``CartPole-v1`` with random actions on the same floor: the ``x CartPole`` unit of every row."""
+    from joulegym.core.policy import RandomPolicy
+
+    row = measure_env(gym.make(YARDSTICK_ID), RandomPolicy(), noop, cfg, env_id=YARDSTICK_ID, family="gymnasium",
+                      policy_name="random")
+    print(f"{YARDSTICK_ID:<40} {'random':<18} {row['steps_per_s']:>10,.0f} steps/s  ratio {row['ratio']:6.1f} "
+          "(the yardstick)", flush=True)
+    return row
+
+
 def kinds_table(ids: Sequence[str], cfg: Settings, policies: Sequence[str] | None = None) -> list[dict[str, Any]]:
     ensure_noop()
-    noop = gym.make(NOOP_ID)
-    rows = []
+    noop = gym.make(FLOOR_ID)
+    rows = [yardstick_row(noop, cfg)]
     for env_id in ids:
         try:
             kwargs, note = trace_kwargs(env_id)
@@ -316,9 +360,11 @@ def kinds_table(ids: Sequence[str], cfg: Settings, policies: Sequence[str] | Non
             except Exception as error:
                 rows.append(error_row(env_id, name, error, cfg))
                 continue
+            row["x_cartpole"] = row["ratio"] / rows[0]["ratio"]
             rows.append(row)
             print(f"{env_id:<40} {name:<18} {row['steps_per_s']:>10,.0f} steps/s  ratio {row['ratio']:6.1f} "
-                  f"[{row['ratio_min']:.1f}-{row['ratio_max']:.1f}]", flush=True)
+                  f"[{row['ratio_min']:.1f}-{row['ratio_max']:.1f}]  {row['x_cartpole']:.1f} x CartPole", flush=True)
+    rows[0]["x_cartpole"] = 1.0
     return rows
 
 
@@ -458,7 +504,7 @@ def _batched_row(env_id: str, noop: gym.Env, cfg: Settings) -> dict[str, Any] | 
         vec.step(actions[k % 64])
     rates, noops = [], []
     for _ in range(cfg.repeats):
-        noop_stepper = Stepper(noop, FixedActionPolicy())
+        noop_stepper = FloorStepper(noop)
         vector_s, chunks = 0.0, 10
         for chunk in range(chunks):
             noop_stepper.run(max(1, cfg.noop_steps // chunks))
@@ -527,25 +573,35 @@ register_growth("powerflow-gpus", "powerflow", "GPUs (8 per node)", "CPU s per e
 register_growth("emrf-users", "emrf", "users (EMRF-apu-random, random actions)", "us per step", _emrf_vs_users)
 
 
-def load_growth_modules(notes: list[str], names: Sequence[str] = GROWTH_MODULES) -> list[str]:
-    """Register the curves of the family benchmark scripts that define ``harness_growth()`` (DREAM, Qin): each
-    returns ``[(name, family, x_label, y_label, fn), ...]``. A script that is absent is skipped; one that fails
-    to import or to answer gives a note, not a crash. Returns the curves added."""
+def benchmark_scripts(family: str | None = None) -> list[Path]:
+    """The speed benchmark scripts the family descriptors name (``FamilyDescriptor.benchmark_script``)."""
+    return [ROOT / f.benchmark_script for f in registry.families()
+            if f.benchmark_script and (family is None or f.name == family)]
+
+
+def load_growth_modules(notes: list[str], paths: Sequence[Path] | None = None,
+                        names: Sequence[str] | None = None) -> list[str]:
+    """Register the curves of the family benchmark scripts (named by the descriptors; or ``paths``; or ``names`` of
+    scripts in ``benchmarks/``) that define ``harness_growth()``: each returns ``[(name, family, x_label, y_label,
+    fn), ...]``. A script that is absent is skipped; one that fails to import or to answer gives a note, not a
+    crash. Returns the curves added."""
+    if names is not None:
+        paths = [ROOT / "benchmarks" / f"{name}.py" for name in names]
     added = []
-    for module_name in names:
-        path = ROOT / "benchmarks" / f"{module_name}.py"
+    for path in benchmark_scripts() if paths is None else paths:
         if not path.is_file():
             continue
         try:
-            spec = importlib.util.spec_from_file_location(f"_harness_{module_name}", path)
+            spec = importlib.util.spec_from_file_location(f"_harness_{path.stem}", path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             hook = getattr(module, "harness_growth", None)
             for name, family, x_label, y_label, fn in (hook() if hook is not None else ()):
-                register_growth(name, family, x_label, y_label, fn)
-                added.append(name)
+                if name not in GROWTH:
+                    register_growth(name, family, x_label, y_label, fn)
+                    added.append(name)
         except Exception as error:
-            notes.append(f"growth curves of benchmarks/{module_name}.py: error ({type(error).__name__}: {error})")
+            notes.append(f"growth curves of {path.relative_to(ROOT)}: error ({type(error).__name__}: {error})")
     return added
 
 
@@ -577,14 +633,15 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> Path:
 
 
 def kinds_markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| id | policy | steps/s | ratio to no-op (median [min-max]) | steps per repeat |",
-             "|---|---|---:|---:|---:|"]
+    lines = ["| id | policy | steps/s | x no-op (median [min-max]) | x CartPole | steps per repeat |",
+             "|---|---|---:|---:|---:|---:|"]
     for r in rows:
         if r.get("error"):
-            lines.append(f"| `{r['id']}` | {r['policy']} | error | {r['error']} | |")
+            lines.append(f"| `{r['id']}` | {r['policy']} | error | {r['error']} | | |")
             continue
         lines.append(f"| `{r['id']}` | {r['policy']} | {r['steps_per_s']:,.0f} | "
-                     f"{r['ratio']:.1f} [{r['ratio_min']:.1f}-{r['ratio_max']:.1f}] | {r['steps']:,} |")
+                     f"{r['ratio']:.1f} [{r['ratio_min']:.1f}-{r['ratio_max']:.1f}] | "
+                     f"{r.get('x_cartpole', math.nan):.2f} | {r['steps']:,} |")
     return "\n".join(lines)
 
 
@@ -654,14 +711,14 @@ def plot(kinds: list[dict[str, Any]], growth: list[dict[str, Any]], path: Path) 
     return path
 
 
-def rewrite_readme(table: str, readme: Path = README) -> None:
-    """Replace the README's performance table (between the harness markers) with ``table``."""
-    text = readme.read_text()
-    if README_START not in text or README_END not in text:
-        raise ValueError(f"{readme} has no {README_START} ... {README_END} section to rewrite")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_START}\n{table}\n{README_END}{tail}")
+def rewrite_table(table: str, page: Path = PERFORMANCE_PAGE) -> None:
+    """Replace the performance table of ``page`` (between the harness markers) with ``table``."""
+    text = page.read_text()
+    if TABLE_START not in text or TABLE_END not in text:
+        raise ValueError(f"{page} has no {TABLE_START} ... {TABLE_END} section to rewrite")
+    head, rest = text.split(TABLE_START, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    page.write_text(f"{head}{TABLE_START}\n{table}\n{TABLE_END}{tail}")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Path]:
@@ -677,7 +734,7 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
     parser.add_argument("--no-episodes", action="store_true", help="skip the whole-episode table")
     parser.add_argument("--quick", action="store_true", help="a smoke test: few steps, one repeat, small curves")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
-    parser.add_argument("--readme", action="store_true", help="rewrite the README's performance table")
+    parser.add_argument("--docs", action="store_true", help="rewrite the performance table of docs/performance.md")
     args = parser.parse_args(argv)
     cfg = Settings(quick=args.quick)
     if args.quick:
@@ -709,7 +766,7 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
         ensure_noop()
         sync_ids = [i for i in ids if i == "joulegym/ETF-v0"] if args.ids else ["joulegym/ETF-v0"]
         vector += [sync_vector_row(i, cfg, sampled) for i in sync_ids if i in gym.registry for sampled in (False, True)]
-        vector += batched_rows(ids, gym.make(NOOP_ID), cfg)
+        vector += batched_rows(ids, gym.make(FLOOR_ID), cfg)
     growth = growth_rows(curves, cfg)
 
     written = {
@@ -731,14 +788,14 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
     report = args.out / "report.md"
     report.write_text("\n\n".join(sections) + "\n")
     written["report"] = report
-    if args.readme:
+    if args.docs:
         table = "\n\n".join([f"{machine_line(cfg)}.", kinds_markdown(kinds)]
                             + ([vector_markdown(vector)] if vector else [])
                             + ([episodes_markdown(episodes)] if episodes else [])
                             + ([growth_markdown(growth)] if growth else [])
                             + ([f"Notes: {'; '.join(cfg.notes + cfg.growth_notes)}."]
                                if cfg.notes or cfg.growth_notes else []))
-        rewrite_readme(table)
+        rewrite_table(table)
     print("wrote " + ", ".join(str(p) for p in written.values()), flush=True)
     return written
 

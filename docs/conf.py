@@ -1,4 +1,4 @@
-"""Sphinx configuration of the joulegym docs site (issue 18 item 2): Sphinx + furo + MyST, as Gymnasium's site.
+"""Sphinx configuration of the joulegym docs site: Sphinx + furo + MyST, as Gymnasium's site.
 
 Build (strict, as CI does): ``sphinx-build -W --keep-going -n -b html docs docs/_build/html``
 (needs ``pip install -e ".[docs]"``). The env pages under ``docs/envs/`` and their rendered frames under
@@ -66,7 +66,7 @@ nitpick_ignore_regex = [
     ("py:class", r"(np|numpy)\..*"),  # numpy arrays, dtypes, Generator
     ("py:class", r"(gym|gymnasium)\..*"),  # gymnasium Env, Space, Wrapper
     ("py:class", r"(pd|pandas)\..*"),  # pandas DataFrame
-    ("py:class", r"(collections\.abc|typing)\..*"),  # Sequence, Mapping, Callable
+    ("py:class", r"(collections\.abc|typing|abc)\..*"),  # Sequence, Mapping, Callable; ABC (core.simulator)
     ("py:class", r"(os|pathlib)\..*"),  # os.PathLike, pathlib.Path
     ("py:class", r"abc\..*"),  # abc.ABC, the base of core.simulator.Simulator
     ("py:class", r"(NDArray|ArrayLike|Path|Any|Sequence|Mapping|Callable|Iterable|Iterator)"),

@@ -26,6 +26,7 @@ import argparse
 import json
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,19 +84,43 @@ def make_callback(env_id: str, bench: Any, algo: str, budget_s: float, eval_ever
     better = (lambda a, b: a > b) if bench.higher_is_better else (lambda a, b: a < b)
 
     class Protocol(BaseCallback):
+        checkpoint_key = "protocol"  # train() keeps this callback's state with every checkpoint
+
         def __init__(self) -> None:
             super().__init__()
             self.curve: list[tuple[float, int, float]] = []
             self.best: tuple[float, int, float] | None = None
             self.validation_cpu = 0.0
             self.stopped_by: str | None = None
+            self.resumes = 0
             self._last = 0
+            self._spent = self._wall_spent = 0.0
+
+        def checkpoint_state(self) -> dict[str, Any]:
+            return {"curve": [list(p) for p in self.curve], "best": list(self.best) if self.best else None,
+                    "train_cpu_s": self.train_cpu(), "validation_cpu_s": self.validation_cpu,
+                    "wall_s": self.wall_seconds(), "last_validation": self._last, "resumes": self.resumes}
+
+        def restore_checkpoint_state(self, state: dict[str, Any] | None) -> None:
+            if not isinstance(state, dict):
+                raise ValueError(f"{best_dir.parent}: the checkpoint holds no protocol state (it was not written by "
+                                 "a protocol run): start the seed again in a new --out")
+            self.curve = [tuple(p) for p in state["curve"]]
+            self.best = tuple(state["best"]) if state["best"] else None
+            self._spent, self.validation_cpu = float(state["train_cpu_s"]), float(state["validation_cpu_s"])
+            self._wall_spent, self._last = float(state["wall_s"]), int(state["last_validation"])
+            self.resumes = int(state["resumes"]) + 1
 
         def _on_training_start(self) -> None:
-            self._start = cpu_seconds()
+            # a resumed run goes on from the CPU and wall time its checkpoint recorded
+            self._start = cpu_seconds() - self._spent - self.validation_cpu
+            self._wall_start = time.perf_counter() - self._wall_spent
 
         def train_cpu(self) -> float:
             return cpu_seconds() - self._start - self.validation_cpu
+
+        def wall_seconds(self) -> float:
+            return time.perf_counter() - self._wall_start
 
         def validate(self) -> None:
             spent, before = self.train_cpu(), cpu_seconds()
@@ -126,10 +151,12 @@ def make_callback(env_id: str, bench: Any, algo: str, budget_s: float, eval_ever
 
 def train_seed(env_id: str, algo: str, seed: int, out: Path, *, budget_s: float, eval_every: int = DEFAULT_EVAL_EVERY,
                hyperparams_file: str | None = None, n_envs: int | None = None, command: str = "",
-               reference: dict[str, float] | None = None, on_eval: Any = None, test: bool = True) -> dict[str, Any]:
+               reference: dict[str, float] | None = None, on_eval: Any = None, test: bool = True,
+               resume: bool = False) -> dict[str, Any]:
     """One protocol run (training seed ``seed``) into ``out``: train to the CPU budget with validation, then score
     the selected model on the held-out seeds. Writes ``out/protocol.json`` (the run's zoo provenance) and returns
-    it."""
+    it. With ``resume`` the unfinished run in ``out`` goes on from its latest checkpoint, with the CPU time, the
+    validation curve and the best model it had then (a stop loses at most the steps since that checkpoint)."""
     from joulegym.core.benchmark import VALIDATION_SEED_BASE
     from joulegym.core.io import write_atomic
     from joulegym.evaluation.runner import PolicyEntry
@@ -146,15 +173,23 @@ def train_seed(env_id: str, algo: str, seed: int, out: Path, *, budget_s: float,
     if not (budget_s > 0 and eval_every >= 1):
         raise ValueError(f"--cpu-budget must be > 0 and --eval-every >= 1, got {budget_s} and {eval_every}")
     callback = make_callback(env_id, bench, algo, budget_s, eval_every, out / "best", on_eval)
-    train(env_id, algo, TIMESTEP_CAP, seed, out, n_envs, {}, hyperparams_file, progress_bar=False,
-          tensorboard=False, overwrite=True, callbacks=(callback,))
+    if resume:
+        _check_resumable(out, env_id, algo, seed)
+        train(out=out, resume=True, progress_bar=False, tensorboard=False, callbacks=(callback,))
+    else:
+        if out.exists() and any(out.iterdir()):
+            raise ValueError(f"--out: {str(out)!r} already holds a run of seed {seed}: --resume continues an "
+                             "unfinished one; choose another --out for a new run")
+        train(env_id, algo, TIMESTEP_CAP, seed, out, n_envs, {}, hyperparams_file, progress_bar=False,
+              tensorboard=False, callbacks=(callback,))
     config = json.loads((out / "config.json").read_text())
     provenance: dict[str, Any] = {
         "format": 2, "family": descriptor.name, "scenario": scenario, "trained_on": scenario, "env_id": env_id,
         "env_kwargs": {},
         "algo": config["algo"], "seed": seed, "command": command, "commit": git_commit(),
-        "wall_time_s": config["train_seconds"], "cpu_seconds": config["cpu_seconds"],
-        "train_cpu_seconds": round(callback.curve[-1][0], 3), "cpu_budget_s": budget_s,
+        "wall_time_s": round(callback.wall_seconds(), 3),
+        "cpu_seconds": round(callback.curve[-1][0] + callback.validation_cpu, 3),
+        "train_cpu_seconds": round(callback.curve[-1][0], 3), "cpu_budget_s": budget_s, "resumes": callback.resumes,
         "stopped_by": callback.stopped_by or "timesteps", "timesteps": callback.best[1],
         "total_timesteps": config["num_timesteps"], "hyperparams": config["hyperparams"],
         "versions": config["versions"], "n_envs": int(config["n_envs"]),
@@ -172,6 +207,20 @@ def train_seed(env_id: str, algo: str, seed: int, out: Path, *, budget_s: float,
     return provenance
 
 
+def _check_resumable(out: Path, env_id: str, algo: str, seed: int) -> None:
+    """``out`` holds an unfinished protocol run of this env, algorithm and seed (``ValueError`` otherwise)."""
+    from joulegym.agents.algos import algo_spec
+
+    try:
+        config = json.loads((out / "config.json").read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"--resume: {str(out)!r} holds no readable config.json ({err})") from None
+    given = {"env_id": env_id, "algo": algo_spec(algo).name, "seed": seed, "timesteps": TIMESTEP_CAP}
+    for key, value in given.items():
+        if config.get(key) != value:
+            raise ValueError(f"--resume: the run in {str(out)!r} has {key}={config.get(key)!r}, not {value!r}")
+
+
 def seed_command(env_id: str, algo: str, seed: int, out: str | Path, budget_s: float, eval_every: int,
                  hyperparams_file: str | None, n_envs: int | None) -> str:
     """The command that reruns one protocol seed (its provenance's ``command``)."""
@@ -184,9 +233,10 @@ def seed_command(env_id: str, algo: str, seed: int, out: str | Path, budget_s: f
 
 def train_seeds(env_id: str, algo: str, seeds: list[int], out: str | Path, *, budget_s: float,
                 eval_every: int = DEFAULT_EVAL_EVERY, hyperparams_file: str | None = None,
-                n_envs: int | None = None) -> list[dict[str, Any]]:
+                n_envs: int | None = None, resume: bool = False) -> list[dict[str, Any]]:
     """:func:`train_seed` for every seed into ``out/seed<k>/``, one after the other (run one process per seed to
-    use several cores: each writes its own ``seed<k>/``)."""
+    use several cores: each writes its own ``seed<k>/``). With ``resume`` a finished seed is kept as it is, an
+    unfinished one goes on from its checkpoint and a missing one starts."""
     import gymnasium as gym
 
     import joulegym  # noqa: F401  (registers the ids)
@@ -200,9 +250,14 @@ def train_seeds(env_id: str, algo: str, seeds: list[int], out: str | Path, *, bu
     done = []
     for seed in seeds:
         command = seed_command(env_id, algo, seed, out, budget_s, eval_every, hyperparams_file, n_envs)
-        done.append(train_seed(env_id, algo, seed, Path(out) / f"seed{seed}", budget_s=budget_s,
-                               eval_every=eval_every, hyperparams_file=hyperparams_file, n_envs=n_envs,
-                               command=command, reference=reference))
+        run = Path(out) / f"seed{seed}"
+        if resume and (run / PROTOCOL_FILE).is_file():
+            done.append(json.loads((run / PROTOCOL_FILE).read_text()))
+            print(f"seed {seed}: finished earlier ({run / PROTOCOL_FILE})", flush=True)
+            continue
+        done.append(train_seed(env_id, algo, seed, run, budget_s=budget_s, eval_every=eval_every,
+                               hyperparams_file=hyperparams_file, n_envs=n_envs, command=command,
+                               reference=reference, resume=resume and (run / "config.json").is_file()))
         point = done[-1]["validation"]["selected"]
         print(f"seed {seed}: {done[-1]['train_cpu_seconds']:.0f} training CPU-s, {done[-1]['total_timesteps']} steps; "
               f"selected at {point['timesteps']} steps (validation {bench.metric} {point['metric']:.4g}); test "
@@ -281,6 +336,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from joulegym.core.benchmark import DEFAULT_TRAINING_BUDGET_S
+    from joulegym.training import TrainingInterrupted
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m joulegym.protocol", description=__doc__.split("\n\n")[0])
@@ -290,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     train_p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (< 9000)")
     train_p.add_argument("--cpu-budget", type=float, default=DEFAULT_TRAINING_BUDGET_S,
                          help=f"training CPU seconds per seed (default {DEFAULT_TRAINING_BUDGET_S:.0f})")
+    train_p.add_argument("--resume", action="store_true",
+                         help="continue the unfinished seeds in --out from their checkpoints (finished ones are kept)")
     ship_p = sub.add_parser("ship", help="copy finished protocol runs into the zoo as the training seeds of one agent")
     ship_p.add_argument("out", nargs="+", help="train --out directories (one per seed, or one with several seed<k>/)")
     ship_p.add_argument("--zoo", default=None, help="the zoo directory (default: joulegym/agents/zoo)")
@@ -300,10 +358,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"shipped {path}")
             return 0
         train_seeds(args.env, args.algo, args.seeds, args.out, budget_s=args.cpu_budget, eval_every=args.eval_every,
-                    hyperparams_file=args.hyperparams, n_envs=args.n_envs)
+                    hyperparams_file=args.hyperparams, n_envs=args.n_envs, resume=args.resume)
     except ValueError as err:
         print(f"python -m joulegym.protocol: error: {err}", file=sys.stderr)
         return 2
+    except TrainingInterrupted as stop:
+        again = [a for a in argv if a != "--resume"] + ["--resume"]
+        print(f"python -m joulegym.protocol: {stop}; continue with: python -m joulegym.protocol "
+              f"{' '.join(shlex.quote(a) for a in again)}", file=sys.stderr)
+        return 128 + stop.signum
     return 0
 
 

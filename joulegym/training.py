@@ -93,7 +93,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="training seed in [0, 10000) (seeds >= 10000 are held out for evaluation)")
     parser.add_argument("--out", default=None, help="output directory (default runs/<env>-<algo>-s<seed>)")
     parser.add_argument("--n-envs", type=int, default=None,
-                        help="parallel envs in a DummyVecEnv (default: n_envs of the hyperparameters, else 1)")
+                        help="parallel envs: one batched env where the id has one, else a DummyVecEnv (default: "
+                             "n_envs of the hyperparameters, else 1)")
     parser.add_argument("--env-kwargs", default=None, help='JSON dict of gym.make kwargs, e.g. \'{"phi": 0.5}\'')
     parser.add_argument("--hyperparams", default=None, help="YAML file overriding the packaged hyperparameters")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -144,8 +145,9 @@ def _checkpoint_paths(out_dir: Path) -> tuple[Path, Path, Path]:
     return folder / f"{CHECKPOINT}.zip", folder / f"{CHECKPOINT}_replay_buffer.pkl", folder / f"{CHECKPOINT}.json"
 
 
-def save_checkpoint(model: Any, out_dir: Path) -> Path:
-    """Save the model (and an off-policy replay buffer) atomically as the latest checkpoint."""
+def save_checkpoint(model: Any, out_dir: Path, callback_state: dict[str, Any] | None = None) -> Path:
+    """Save the model (and an off-policy replay buffer) atomically as the latest checkpoint, with the state of the
+    callbacks that keep one (``callback_state``: plain JSON data, see :func:`train`'s ``callbacks``)."""
     from joulegym.core.io import write_atomic
 
     zip_path, buffer_path, meta_path = _checkpoint_paths(out_dir)
@@ -162,9 +164,27 @@ def save_checkpoint(model: Any, out_dir: Path) -> Path:
     from joulegym.core.io import sign_file
 
     signatures = {p.name: sign_file(p) for p in ((zip_path, buffer_path) if has_buffer else (zip_path,))}
-    write_atomic(meta_path, json.dumps({"num_timesteps": int(model.num_timesteps), "replay_buffer": has_buffer,
-                                        "signatures": signatures}) + "\n")
+    meta = {"num_timesteps": int(model.num_timesteps), "replay_buffer": has_buffer, "signatures": signatures}
+    if callback_state:
+        meta["callback_state"] = callback_state
+    write_atomic(meta_path, json.dumps(meta) + "\n")
     return zip_path
+
+
+def _stateful(callbacks: tuple) -> list[Any]:
+    """The callbacks whose state a checkpoint keeps: those with ``checkpoint_key``, ``checkpoint_state()`` and
+    ``restore_checkpoint_state(state)``."""
+    return [cb for cb in callbacks if hasattr(cb, "checkpoint_key") and hasattr(cb, "checkpoint_state")]
+
+
+def _restore_callback_state(out_dir: Path, callbacks: tuple) -> None:
+    """Give each stateful callback of a resumed run the state its checkpoint saved (``None`` when it saved none)."""
+    _, _, meta_path = _checkpoint_paths(out_dir)
+    saved = json.loads(meta_path.read_text()).get("callback_state") or {}
+    if not isinstance(saved, dict):
+        raise ValueError(f"{meta_path}: callback_state must be an object, got {type(saved).__name__}")
+    for callback in _stateful(callbacks):
+        callback.restore_checkpoint_state(saved.get(callback.checkpoint_key))
 
 
 def cpu_seconds() -> float:
@@ -181,6 +201,8 @@ def _callbacks(out_dir: Path, every: int, progress_steps: int = 0, extra: tuple 
 
     from joulegym.agents.callbacks import EpisodeMetricsCallback, TrainingProgressCallback
 
+    stateful = _stateful(extra)
+
     class Checkpoints(BaseCallback):
         """Saves the latest checkpoint every ``every`` steps; stops training at SIGINT/SIGTERM."""
 
@@ -189,12 +211,15 @@ def _callbacks(out_dir: Path, every: int, progress_steps: int = 0, extra: tuple 
             self.signal: int | None = None
             self._last = 0
 
+        def state(self) -> dict[str, Any]:
+            return {cb.checkpoint_key: cb.checkpoint_state() for cb in stateful}
+
         def _on_step(self) -> bool:
             if self.signal is not None:
                 return False
             if self.num_timesteps - self._last >= every:
                 self._last = self.num_timesteps
-                save_checkpoint(self.model, out_dir)
+                save_checkpoint(self.model, out_dir, self.state())
             return True
 
     checkpoints = Checkpoints()
@@ -212,8 +237,10 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
     """Train ``algo`` on ``env_id`` and save it under ``out``; returns the path of ``model.zip``.
 
     ``callbacks``: further SB3 callbacks (the training protocol's CPU budget and validation, :mod:`joulegym.protocol`);
-    one that stops training ends the run normally (complete, with the timesteps done). ``config.json`` records the
-    run's CPU seconds (:func:`cpu_seconds`) beside its wall time.
+    one that stops training ends the run normally (complete, with the timesteps done). A callback with
+    ``checkpoint_key``, ``checkpoint_state()`` (plain JSON data) and ``restore_checkpoint_state(state)`` has its state
+    saved with every checkpoint and given back when the run resumes, so a resumed run goes on where it stopped.
+    ``config.json`` records the run's CPU seconds (:func:`cpu_seconds`) beside its wall time.
 
     With ``resume=True`` the run in ``out`` continues from its latest checkpoint with the settings of its
     ``config.json`` (the other arguments must be None or agree with them) until its total timesteps; its checkpoint is
@@ -278,6 +305,8 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
     if resume:
         _check_checkpoint(out_dir, unsafe_unpickle)
     model, vec_env = _build(config, out_dir, resume, tensorboard, verbose, threads)
+    if resume:
+        _restore_callback_state(out_dir, tuple(callbacks))
     remaining = timesteps - int(model.num_timesteps)
     callback_list, checkpoints = _callbacks(out_dir, checkpoint_every, remaining if progress_bar else 0,
                                             tuple(callbacks))
@@ -303,7 +332,7 @@ def train(env_id: str | None = None, algo: str | None = None, timesteps: int | N
         for signum, handler in previous_handlers.items():
             signal.signal(signum, handler)
     if checkpoints.signal is not None:
-        checkpoint = save_checkpoint(model, out_dir)
+        checkpoint = save_checkpoint(model, out_dir, checkpoints.state())
         vec_env.close()
         raise TrainingInterrupted(checkpoints.signal, checkpoint)
     seconds = time.perf_counter() - start
@@ -369,18 +398,18 @@ def _validation_settings(eval_freq: int | None, eval_episodes: int | None, seed:
 
 def _build(config: dict[str, Any], out_dir: Path, resume: bool, tensorboard: bool, verbose: int, threads: int):
     import torch
-    from stable_baselines3.common.env_util import make_vec_env
 
     from joulegym.agents import make_model
     from joulegym.agents.algos import algo_spec
+    from joulegym.agents.batched_vec_env import make_training_vec_env, set_monitor_clock
 
     torch.set_num_threads(max(1, threads))
     monitor_clock_s = restore_monitor(out_dir, config["n_envs"], config["env_id"]) if resume else None
-    vec_env = make_vec_env(config["env_id"], n_envs=config["n_envs"], seed=config["seed"],
-                           env_kwargs=config["env_kwargs"], monitor_dir=str(out_dir / "monitor"),
-                           monitor_kwargs={"override_existing": not resume})
+    # an id with a batched entry point steps all n_envs instances in one call (docs/performance.md, "Training")
+    vec_env = make_training_vec_env(config["env_id"], config["n_envs"], config["seed"], config["env_kwargs"],
+                                    str(out_dir / "monitor"), resume=resume)
     if monitor_clock_s is not None:  # the resumed Monitors' "t" goes on from the kept rows' clock
-        vec_env.set_attr("t_start", time.time() - monitor_clock_s)
+        set_monitor_clock(vec_env, monitor_clock_s)
     tb = str(out_dir / "tb") if tensorboard else None
     zip_path, buffer_path, _ = _checkpoint_paths(out_dir)
     if resume and zip_path.is_file():
@@ -445,6 +474,7 @@ def restore_monitor(out_dir: Path, n_envs: int, env_id: str) -> float:
     A checkpoint whose row counts are unknown (written before they were recorded) keeps every row; a missing CSV
     gets Monitor's header (the resumed Monitor appends to it).
     """
+    from joulegym.agents.batched_vec_env import monitor_files
     from joulegym.core.io import write_atomic
 
     zip_path, _, _ = _checkpoint_paths(out_dir)
@@ -454,8 +484,8 @@ def restore_monitor(out_dir: Path, n_envs: int, env_id: str) -> float:
     else:
         counts = {}  # training starts again from step 0
     clock_s = 0.0
-    for rank in range(n_envs):
-        path = out_dir / "monitor" / f"{rank}.monitor.csv"
+    for name in monitor_files(env_id, n_envs):
+        path = out_dir / "monitor" / name
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, "#" + json.dumps({"t_start": time.time(), "env_id": env_id}) + "\nr,l,t\n")

@@ -81,6 +81,9 @@ def sample(trial: Any, algo: str) -> dict[str, Any]:
     raise ValueError(f"--algo {algo!r}: no search space; tunable: ppo, maskable_ppo, a2c, sac, td3, dqn")
 
 
+STUDY_ENTRIES = ("study.db", "study.csv", "trials", "best.yml", "best.json")  # what a study directory holds
+
+
 def tune(env_id: str, algo: str, out: Path, *, trials: int, trial_budget_s: float, seed: int = 0,
          eval_every: int = 10_000, hyperparams_file: str | None = None, n_envs: int | None = None) -> dict[str, Any]:
     """Run (or resume) the study in ``out``; returns the best trial's summary (also in ``out/best.json``)."""
@@ -88,17 +91,23 @@ def tune(env_id: str, algo: str, out: Path, *, trials: int, trial_budget_s: floa
     import yaml
 
     from joulegym.agents.algos import algo_spec, load_hyperparams
-    from joulegym.core.io import check_result_dir, write_atomic
+    from joulegym.core.io import TUNING, check_result_dir, read_marker, write_atomic, write_marker
     from joulegym.protocol import benchmark_for, train_seed
 
     _, _, bench = benchmark_for(env_id)
     algo = algo_spec(algo).name
     if trials < 1 or not trial_budget_s > 0:
         raise ValueError(f"--trials must be >= 1 and --trial-cpu-budget > 0, got {trials} and {trial_budget_s}")
-    check_result_dir(out, create=True)
+    check_result_dir(out, create=True, kind=TUNING)
+    earlier = read_marker(out)
+    if earlier is not None and (earlier.get("env"), earlier.get("algo")) != (env_id, algo):
+        raise ValueError(f"--out {str(out)!r} holds the study of {earlier.get('env')} with {earlier.get('algo')}: "
+                         f"resume it with those, or choose a new directory for {env_id} with {algo}")
     base = load_hyperparams(algo, env_id, hyperparams_file)
     if algo not in ("ppo", "maskable_ppo", "a2c", "sac", "td3", "dqn"):
         sample(None, algo)  # the ValueError naming the tunable algorithms
+    # marked before the first file: a resumed study's directory holds only what a study writes
+    write_marker(out, TUNING, "python -m joulegym.tuning", list(STUDY_ENTRIES), env=env_id, algo=algo)
 
     def objective(trial: optuna.Trial) -> float:
         params = {**base, **sample(trial, algo)}

@@ -30,9 +30,43 @@ class Probe:
         return action
 
 
+class Observe:
+    """Wraps a policy and watches the simulator through its observer hook
+    (:meth:`joulegym.core.simulator.Simulator.add_observer`): ``before(sim)`` runs at every decision point (the
+    env is about to apply the policy's action), ``after(sim, decision)`` after every decision the simulator applies.
+    :attr:`applied` counts the decisions applied."""
+
+    def __init__(self, policy: Any, after: Callable[[Any, Any], None] | None = None,
+                 before: Callable[[Any], None] | None = None) -> None:
+        self.policy, self.before, self.after = policy, before, after
+        self.name, self.privileged = policy.name, policy.privileged
+        self.sim: Any = None
+        self.applied = 0
+
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        self.policy.reset(env, seed)
+        sim = env.unwrapped.sim
+        if sim is not self.sim:
+            sim.add_observer(self._observe)
+            self.sim = sim
+
+    def _observe(self, sim: Any, decision: Any) -> None:
+        self.applied += 1
+        if self.after is not None:
+            self.after(sim, decision)
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        if self.before is not None:
+            self.before(self.sim)
+        return self.policy.act(obs, info)
+
+
 class WatchApply:
-    """Wraps a policy; every ``sim.apply(*args)`` of the episode runs as ``watch(sim, apply, *args)``, so a test
-    can look at the simulator before and after each decision is applied (``apply(*args)`` applies it)."""
+    """Wraps a policy; every ``sim.apply(*args)`` of the episode runs as ``watch(sim, apply, *args)``.
+
+    For simulators not yet on the core's :class:`~joulegym.core.simulator.Simulator` base (whose observer hook
+    :class:`Observe` uses instead); remove it when no test uses it.
+    """
 
     def __init__(self, policy: Any, watch: Callable[..., None]) -> None:
         self.policy, self.watch = policy, watch

@@ -1,5 +1,5 @@
-"""The benchmark harness (issue 14) runs and writes well-formed tables and a plot (a smoke test: no timings
-asserted), and rewrites only the README's marked performance section."""
+"""The benchmark harness runs and writes well-formed tables and a plot (a smoke test: no timings
+asserted), and rewrites only the marked performance section of docs/performance.md."""
 
 from __future__ import annotations
 
@@ -23,9 +23,12 @@ def test_quick_run_writes_tables_and_plot(harness, tmp_path):
     written = harness.main(["--quick", "--ids", "joulegym/ETF-v0", "--growth", "none", "--out", str(tmp_path)])
     with open(written["kinds_csv"]) as handle:
         rows = list(csv.DictReader(handle))
+    yardstick, rows = rows[0], rows[1:]
+    assert yardstick["id"] == "CartPole-v1" and float(yardstick["x_cartpole"]) == 1.0
     assert {r["policy"] for r in rows} == {"random", "etf"}
     for row in rows:
         assert row["id"] == "joulegym/ETF-v0" and float(row["steps_per_s"]) > 0 and float(row["ratio"]) > 0
+        assert float(row["x_cartpole"]) == pytest.approx(float(row["ratio"]) / float(yardstick["ratio"]))
     with open(written["vector_csv"]) as handle:
         vector = list(csv.DictReader(handle))
     assert {r["kind"] for r in vector} == {"sync (fixed action)", "sync (sampled actions)", "batched"}
@@ -45,16 +48,16 @@ def test_real_trace_ids_are_skipped_with_a_note_without_their_data(harness, monk
     assert harness.trace_kwargs("joulegym/ETF-v0") == ({}, "")
 
 
-def test_readme_rewrite_touches_only_the_marked_section(harness, tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# title\n\nbefore\n{harness.README_START}\nold table\n{harness.README_END}\nafter\n")
-    harness.rewrite_readme("| new | table |", readme)
-    assert readme.read_text() == (f"# title\n\nbefore\n{harness.README_START}\n| new | table |\n"
-                                  f"{harness.README_END}\nafter\n")
-    text = (ROOT / "README.md").read_text()
-    assert text.count(harness.README_START) == 1 and text.count(harness.README_END) == 1
+def test_table_rewrite_touches_only_the_marked_section(harness, tmp_path):
+    page = tmp_path / "performance.md"
+    page.write_text(f"# title\n\nbefore\n{harness.TABLE_START}\nold table\n{harness.TABLE_END}\nafter\n")
+    harness.rewrite_table("| new | table |", page)
+    assert page.read_text() == (f"# title\n\nbefore\n{harness.TABLE_START}\n| new | table |\n"
+                                f"{harness.TABLE_END}\nafter\n")
+    text = harness.PERFORMANCE_PAGE.read_text()
+    assert text.count(harness.TABLE_START) == 1 and text.count(harness.TABLE_END) == 1
     with pytest.raises(ValueError, match="harness"):
-        harness.rewrite_readme("x", _without_markers(tmp_path))
+        harness.rewrite_table("x", _without_markers(tmp_path))
 
 
 def _without_markers(tmp_path: Path) -> Path:
@@ -83,9 +86,26 @@ def test_a_kind_that_cannot_be_made_is_an_error_row(harness, monkeypatch):
         rows = harness.kinds_table([env_id], cfg)
     finally:
         del gym.registry[env_id]
-    assert len(rows) == 1 and rows[0]["id"] == env_id and "half-built family" in rows[0]["error"]
+    assert len(rows) == 2 and rows[1]["id"] == env_id and "half-built family" in rows[1]["error"]
     assert any(env_id in note and "error" in note for note in cfg.notes)
-    assert f"| `{env_id}` | - | error | RuntimeError: half-built family | |" in harness.kinds_markdown(rows)
+    assert f"| `{env_id}` | - | error | RuntimeError: half-built family | | |" in harness.kinds_markdown(rows)
+
+
+def test_the_floor_is_a_bare_gym_make_no_op(harness):
+    """The ratios' floor: made with gym.make like joulegym's ids, but no TimeLimit (it never ends), stepped with a
+    constant action and no policy call."""
+    import gymnasium as gym
+
+    harness.ensure_noop()
+    env = gym.make(harness.FLOOR_ID)
+    wrappers = []
+    while isinstance(env, gym.Wrapper):
+        wrappers.append(type(env).__name__)
+        env = env.env
+    assert "TimeLimit" not in wrappers and gym.spec(harness.FLOOR_ID).max_episode_steps is None
+    stepper = harness.FloorStepper()
+    stepper.run(5000)
+    assert stepper.steps == 5000 and stepper.rate > 0
 
 
 def test_family_benchmark_scripts_add_growth_curves(harness, monkeypatch, tmp_path):

@@ -1,4 +1,4 @@
-"""The docs site (issue 18 item 2): Sphinx builds it in strict mode (warnings are errors, every reference must
+"""The docs site: Sphinx builds it in strict mode (warnings are errors, every reference must
 resolve), with one generated page and one rendered frame per env family and kind, and the helpers of
 ``docs/_ext`` read the docstrings as written. The full build takes 25-35 s on a shared 2-core machine (marked
 ``slow``); ``.ci/run`` builds the site the same way."""
@@ -62,12 +62,12 @@ def test_site_builds_strictly_with_a_page_and_frames_per_family(tmp_path):
 def test_env_page_helpers_read_the_module_docstrings():
     envpages = _ext("envpages")
     doc = ("Title\n=====\n\n==========  ==========\nkey         value\n==========  ==========\nterminated  every job"
-           "\n            is done\nother       x\n==========  ==========\n\nVersion history (v0):\n\n- v0 (issue 3): "
+           "\n            is done\nother       x\n==========  ==========\n\nVersion history (v0):\n\n- v0: "
            "first\n  release.\n- v0: later.\n\nTrailing text.\n")
     assert envpages.table_rows(doc, ("terminat",)) == [("Title", "terminated", "every job is done")]
     history = envpages.version_history(doc)
     assert history.startswith("Version history (v0):") and "later." in history and "Trailing" not in history
-    assert envpages._history_md(history).splitlines()[-2:] == ["- v0 (issue 3): first release.", "- v0: later."]
+    assert envpages._history_md(history).splitlines()[-2:] == ["- v0: first release.", "- v0: later."]
     assert envpages._md("a | b ``x|y`` :class:`~m.C` F_i") == "a \\| b `x\\|y` `m.C` F\\_i"
 
 

@@ -3,6 +3,7 @@ CPU budget, model selection on the validation seeds, the test score, shipping, a
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -168,6 +169,39 @@ def test_bad_protocol_arguments_exit_2(tmp_path, capsys, args, message):
     assert protocol.main(["ship", str(tmp_path / "nothing")]) == 2
 
 
+def test_a_stopped_seed_resumes_with_its_budget_curve_and_best_model(tmp_path, hyperparams, capsys, monkeypatch):
+    """SIGTERM at the first validation: the seed stops with a checkpoint that keeps the protocol's state, and
+    ``--resume`` goes on from it (the same first validation point, CPU counted from where it stopped) to the budget;
+    a finished seed is kept as it is, and a used seed directory is refused without --resume."""
+    import os
+    import signal
+
+    out = tmp_path / "etf-ppo"
+    args = ["train", "--env", ENV, "--algo", "ppo", "--seeds", "0", "--cpu-budget", str(BUDGET_S), "--eval-every",
+            "256", "--hyperparams", str(hyperparams), "--out", str(out)]
+    first_points = []
+
+    def stop_at_first(point):
+        first_points.append(point)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    callback = protocol.make_callback  # the first run's callback sends SIGTERM after its first validation
+    monkeypatch.setattr(protocol, "make_callback", lambda *a, **k: callback(*a[:6], stop_at_first))
+    assert protocol.main(args) == 128 + signal.SIGTERM
+    monkeypatch.undo()
+    assert "--resume" in capsys.readouterr().err and not (out / "seed0" / protocol.PROTOCOL_FILE).exists()
+    assert protocol.main(args) == 2 and "already holds a run of seed 0" in capsys.readouterr().err
+    assert protocol.main([*args, "--resume"]) == 0
+    record = json.loads((out / "seed0" / protocol.PROTOCOL_FILE).read_text())
+    assert record["resumes"] == 1 and record["stopped_by"] == "budget"
+    curve = record["validation"]["curve"]
+    assert curve[0] == list(first_points[0]) and len(curve) >= 2
+    assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(curve))
+    assert BUDGET_S <= record["train_cpu_seconds"] < BUDGET_S + 3.0
+    assert protocol.main([*args, "--resume"]) == 0 and "finished earlier" in capsys.readouterr().out
+    assert json.loads((out / "seed0" / protocol.PROTOCOL_FILE).read_text()) == record
+
+
 def test_optuna_study_on_a_tiny_budget(tmp_path, hyperparams):
     """Two trials of rl-zoo3's PPO search space, 2 training CPU-s each: every trial is listed, the best trial's
     hyperparameters load as a --hyperparams file, and the study resumes rather than restarts."""
@@ -187,6 +221,9 @@ def test_optuna_study_on_a_tiny_budget(tmp_path, hyperparams):
     assert tuning.main(args) == 0  # resumed: the study already holds its 2 trials
     assert json.loads((out / "best.json").read_text())["trials"] == 2
     assert tuning.main([*args[:2], "--algo", "maskable_ppo", *args[4:]]) == 2  # ETF-v0's Box: no masks
+    assert tuning.main([*args[:2], "--algo", "a2c", *args[4:]]) == 2  # another study's directory
+    (out / "notes.txt").write_text("mine")
+    assert tuning.main(args) == 2 and (out / "notes.txt").read_text() == "mine"  # a user's file: refused, kept
 
 
 def test_train_help_names_the_zoo_algorithm_per_family(capsys):

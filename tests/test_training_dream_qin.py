@@ -1,6 +1,6 @@
-"""DREAM and Qin through train.py and evaluate.py (issues 15 and 16, "Done when": a MaskablePPO agent trains
+"""DREAM and Qin through train.py and evaluate.py: a MaskablePPO agent trains
 on DREAM-v0 / QinCluster-v0, PPO on DREAMParams-v0 / QinNode-v0, and appears on the leaderboard beside the
-reference policies). A few hundred steps each: this checks the plumbing, not what the agent learns."""
+reference policies. A few hundred steps each: this checks the plumbing, not what the agent learns."""
 
 from __future__ import annotations
 

@@ -21,9 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--env", "joulegym/ETFPhi-tx2-fig5-v0", "--algo", "maskable_ppo", "--no-progress-bar", "--no-tensorboard"]
 
 
-def _start(out: Path, timesteps: int, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, str(ROOT / "train.py"), *FAST, "--timesteps", str(timesteps), "--out", str(out),
-           "--checkpoint-every", "256", *extra]
+RESUME_TOTAL = 6_000  # many checkpoints (every 256 steps) before the total, a short resume on a loaded machine
+
+
+def _start(out: Path, timesteps: int | None, *extra: str) -> subprocess.Popen:
+    total = [] if timesteps is None else ["--timesteps", str(timesteps)]
+    cmd = [sys.executable, str(ROOT / "train.py"), *FAST, *total, "--out", str(out), "--checkpoint-every", "256",
+           *extra]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -40,7 +44,7 @@ def _wait_for_checkpoint(out: Path, proc: subprocess.Popen, timeout_s: float = 1
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_a_killed_run_resumes_to_its_total_timesteps(tmp_path, sig):
     out = tmp_path / "run"
-    proc = _start(out, 20_000)
+    proc = _start(out, RESUME_TOTAL)
     _wait_for_checkpoint(out, proc)
     os.kill(proc.pid, sig)
     _, err = proc.communicate(timeout=120)
@@ -49,15 +53,64 @@ def test_a_killed_run_resumes_to_its_total_timesteps(tmp_path, sig):
     assert not json.loads((out / "config.json").read_text())["complete"]
     assert not (out / "model.zip").exists()
     saved = json.loads((out / "checkpoints" / "latest.json").read_text())["num_timesteps"]
-    assert 0 < saved < 20_000
-    resumed = _start(out, 999, "--resume")  # the total comes from the run's config.json
+    assert 0 < saved < RESUME_TOTAL
+    contradicting = _start(out, 999, "--resume")  # the total comes from the run's config.json
+    assert contradicting.wait(timeout=120) == 2
+    assert f"contradicts the run's timesteps={RESUME_TOTAL}" in contradicting.stderr.read()
+    resumed = _start(out, None, "--resume")
     _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
     config = json.loads((out / "config.json").read_text())
-    assert config["complete"] and config["timesteps"] == 20_000 and config["num_timesteps"] >= 20_000
+    assert config["complete"] and config["timesteps"] == RESUME_TOTAL and config["num_timesteps"] >= RESUME_TOTAL
     assert (out / "model.zip").is_file() and (out / "agent" / "weights.pt").is_file()
-    again = _start(out, 999, "--resume")
+    again = _start(out, None, "--resume")
     assert again.wait(timeout=120) == 2 and "complete" in again.stderr.read()
+
+
+def _step_counter(stop_at: int | None = None):
+    """A stateful SB3 callback: counts the steps it saw, stops the run with SIGTERM at ``stop_at``."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StepCounter(BaseCallback):
+        checkpoint_key = "step-counter"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.steps, self.restored = 0, "never"
+
+        def checkpoint_state(self) -> dict:
+            return {"steps": self.steps}
+
+        def restore_checkpoint_state(self, state) -> None:
+            self.restored = state
+            self.steps = state["steps"] if state else 0
+
+        def _on_step(self) -> bool:
+            self.steps += self.training_env.num_envs
+            if stop_at is not None and self.steps == stop_at:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return True
+
+    return StepCounter()
+
+
+def test_a_callbacks_state_is_kept_with_the_checkpoint(tmp_path):
+    """A callback that keeps state (the protocol's CPU budget and validation curve) gets it back on --resume: the
+    state saved with the checkpoint, so the resumed count goes on from the checkpoint's timesteps."""
+    from joulegym.training import TrainingInterrupted, train
+
+    out = tmp_path / "run"
+    first = _step_counter(stop_at=300)
+    with pytest.raises(TrainingInterrupted):
+        train("joulegym/ETFPhi-tx2-fig5-v0", "ppo", 1024, 0, out, 1, progress_bar=False, tensorboard=False,
+              checkpoint_every=128, callbacks=(first,))
+    meta = json.loads((out / "checkpoints" / "latest.json").read_text())
+    assert meta["callback_state"] == {"step-counter": {"steps": meta["num_timesteps"]}}
+    assert meta["num_timesteps"] == first.steps  # the stop saved a fresh checkpoint with the callback's state
+    resumed = _step_counter()
+    train(out=out, resume=True, progress_bar=False, tensorboard=False, callbacks=(resumed,))
+    assert resumed.restored == {"steps": first.steps}
+    assert resumed.steps == json.loads((out / "config.json").read_text())["num_timesteps"] >= 1024
 
 
 def test_a_used_out_is_refused_unless_resume_or_overwrite(tmp_path, capsys):
@@ -96,6 +149,8 @@ def test_weights_only_agent_acts_like_the_model(tmp_path):
     a, b = rollout(env, safe, seed=5, record=True), rollout(env, pickled, seed=5, record=True)
     assert a.total_return == b.total_return and a.length == b.length
     with pytest.raises(ValueError, match=r"the agent (acts in|was trained on observations)"):
+        SB3Policy.load(out / "agent").reset(gym.make("joulegym/QinCluster-v0"))  # Discrete too, other spaces
+    with pytest.raises(ValueError, match=r"algo='maskable_ppo' does not support Box actions"):
         SB3Policy.load(out / "agent").reset(gym.make("joulegym/ETF-v0"))
 
 

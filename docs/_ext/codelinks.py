@@ -1,4 +1,4 @@
-"""Sphinx extension: read joulegym's docstrings as they are written, strictly (issue 18 item 2).
+"""Sphinx extension: read joulegym's docstrings as they are written, strictly.
 
 Two things the docstrings do that plain autodoc rejects, handled here instead of rewriting the docstrings:
 

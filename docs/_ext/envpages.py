@@ -1,4 +1,4 @@
-"""Sphinx extension: one page per env family, generated from the registry at build time (issue 18 item 2).
+"""Sphinx extension: one page per env family, generated from the registry at build time.
 
 On ``builder-inited`` (before Sphinx reads the sources) it writes, for every registered family
 (:func:`joulegym.core.family.families`):

@@ -11,11 +11,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from joulegym.baselines.generic import RandomPolicy
 from joulegym.core import policy as _policy
 from joulegym.core.policy import (
     Policy,
     PolicyNotApplicable,
+    RandomPolicy,
     applicable,
     env_config_for,
     register_policy,
@@ -46,7 +46,7 @@ def make(name: str, family: str | None = None, **kwargs: Any) -> Any:
     policy does not take raises ``ValueError`` naming the ones it does (``etf-fixed-phi:ph=0.5``)."""
     found = spec(name, _family(family) if family is not None and "/" not in name else family)
     try:
-        return found.factory(**kwargs)
+        return _policy.build(found, **kwargs)
     except TypeError as err:
         if "keyword argument" not in str(err):
             raise

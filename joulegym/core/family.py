@@ -13,8 +13,7 @@ family calls :func:`register_family` with its own descriptor.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -63,6 +62,8 @@ class FamilyDescriptor:
     :param contract_id: a small env id whose full episodes the contract test runs (reference policy against
         ``random``); ``None``: the first kind's base id.
     :param benchmark: the family's leaderboard benchmark (``evaluate.py --suite``), or ``None``: not on it yet.
+    :param benchmark_script: the family's speed benchmark in a source checkout (``"benchmarks/bench_qin.py"``), or
+        ``None``; ``benchmarks/harness.py`` adds the cost-growth curves its ``harness_growth()`` returns.
     :param trajectory_pins: env ids of the family (or ``(id, gym.make kwargs)`` pairs) whose short reference
         episodes ``benchmarks/trajectory_pins.py`` records and the test suite compares at a stated precision
         (small, fast ids: a few seconds in all).
@@ -78,6 +79,7 @@ class FamilyDescriptor:
     docs: str = ""
     contract_id: str | None = None
     benchmark: Benchmark | None = None
+    benchmark_script: str | None = None
     trajectory_pins: tuple[str | tuple[str, Mapping[str, Any]], ...] = ()
 
     def kind(self, name: str) -> EnvKind:
@@ -89,6 +91,7 @@ class FamilyDescriptor:
 
 _FAMILIES: dict[str, FamilyDescriptor] = {}
 _LOADED_POLICIES: set[str] = set()
+_policy_loader: Callable[[str], Any] | None = None
 # id -> (family, one-line description), in registration order (``python -m joulegym list``)
 CATALOG: dict[str, tuple[str, str]] = {}
 
@@ -143,26 +146,22 @@ def _check_trajectory_pins(descriptor: FamilyDescriptor) -> None:
 
 
 def families() -> list[FamilyDescriptor]:
-    _ensure_builtin()
     return list(_FAMILIES.values())
 
 
 def get_family(name: str) -> FamilyDescriptor:
-    _ensure_builtin()
     if name not in _FAMILIES:
         raise ValueError(f"family {name!r} is unknown; families: {sorted(_FAMILIES)}")
     return _FAMILIES[name]
 
 
 def scenarios_of(family: str) -> Mapping[str, Scenario]:
-    _ensure_builtin()
     descriptor = _FAMILIES.get(family)
     return MappingProxyType(dict(descriptor.scenarios)) if descriptor is not None else MappingProxyType({})
 
 
 def kind_for(family: str, action_mode: str) -> str | None:
     """The id stem of ``family``'s kind with ``action_mode`` (``None`` if no kind fixes it)."""
-    _ensure_builtin()
     descriptor = _FAMILIES.get(family)
     if descriptor is None:
         return None
@@ -174,30 +173,27 @@ def kind_for(family: str, action_mode: str) -> str | None:
 
 def registered_ids(family: str | None = None) -> list[str]:
     """Every joulegym id (optionally of one family), in registration order."""
-    _ensure_builtin()
     return [i for i, (fam, _) in CATALOG.items() if family is None or fam == family]
 
 
+def set_policy_loader(loader: Callable[[str], Any] | None) -> None:
+    """Install what imports a descriptor's ``policies`` module (by its name).
+
+    The package root (``joulegym/__init__.py``) installs ``importlib.import_module``-by-name on import: the
+    layer above wires its modules into the core, the core imports none of them (docs/architecture.md, "Layers").
+    """
+    global _policy_loader
+    _policy_loader = loader
+
+
 def load_policies(family: str) -> None:
-    """Import ``family``'s policy module once (it registers its policies)."""
+    """Have the installed loader import ``family``'s policy module once (importing it registers its policies)."""
     if family in _LOADED_POLICIES:
         return
     descriptor = get_family(family)
     _LOADED_POLICIES.add(family)
-    importlib.import_module("joulegym.baselines")  # the generic policies
-    if descriptor.policies:
-        importlib.import_module(descriptor.policies)
-
-
-def evaluation_hooks(family: str) -> Any:
-    """``family``'s evaluation hook module (``None`` if it has none)."""
-    descriptor = get_family(family)
-    return importlib.import_module(descriptor.evaluation) if descriptor.evaluation else None
-
-
-def _ensure_builtin() -> None:
-    if not _FAMILIES:
-        importlib.import_module("joulegym")  # registers the built-in families
+    if descriptor.policies and _policy_loader is not None:
+        _policy_loader(descriptor.policies)
 
 
 def unregister_family(name: str) -> None:

@@ -74,6 +74,7 @@ MARKER = ".joulegym-run.json"
 MARKER_FORMAT = 1
 RESULTS = "results"  # the marker kind of evaluate.py's --out, --suite and --reproduce directories
 RUN = "run"  # the marker kind of a train.py run directory
+TUNING = "tuning"  # the marker kind of a ``python -m joulegym.tuning`` study directory
 _STAGING = ".joulegym-staging"  # ``.<name>.joulegym-staging<pid>``: a run's new files, beside its directory
 
 
@@ -96,8 +97,8 @@ def _plain_name(entry: Any) -> bool:
 
 
 def write_marker(folder: str | Path, kind: str, tool: str, entries: list[str], **extra: Any) -> Path:
-    """Write ``folder``'s marker: ``kind`` (:data:`RESULTS` or :data:`RUN`), the program that wrote it and the
-    top-level ``entries`` (files or folders) it owns."""
+    """Write ``folder``'s marker: ``kind`` (:data:`RESULTS`, :data:`RUN` or :data:`TUNING`), the program that
+    wrote it and the top-level ``entries`` (files or folders) it owns."""
     from importlib import metadata
 
     try:

@@ -28,8 +28,8 @@ def new_figure(rows: int = 1, cols: int = 1, size: tuple[float, float] = (6.4, 4
     return fig, axes
 
 
-#: A qualitative palette of 20 distinct colours: tab10, then tab20's light shades (issue 18 item 5: an
-#: 11-policy plot must not reuse a colour). Hex codes of matplotlib's ``tab10`` / ``tab20`` colormaps.
+#: A qualitative palette of 20 distinct colours: tab10, then tab20's light shades (an 11-policy plot
+#: must not reuse a colour). Hex codes of matplotlib's ``tab10`` / ``tab20`` colormaps.
 PALETTE: tuple[str, ...] = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
     "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",

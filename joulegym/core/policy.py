@@ -13,9 +13,11 @@ wraps one that has ``decide(view)`` in :class:`InnerPolicyAdapter` so it drives 
 
 Names are scoped by family: ``make("fifo", family="powerflow")`` or ``make("powerflow/fifo")``; the
 short form ``make("fifo")`` works while only one family has a policy of that name. Generic policies
-(``random``) belong to every family. A family's policy module is imported on first use (its descriptor
-names it), so ``import joulegym`` loads none of them. A name has one spelling: a renamed policy's old name is
-refused with a one-line message naming the new one (:func:`register_rename`), never kept as an alias.
+belong to every family: :class:`RandomPolicy` (``random``, a row on the leaderboard, never its zero) is the core's
+own. A family's policy module is imported on first use, by the loader the package root installs
+(:func:`joulegym.core.family.set_policy_loader`), so ``import joulegym`` loads none of them. A name has one
+spelling: a renamed policy's old name is refused with a one-line message naming the new one (:func:`register_rename`),
+never kept as an alias.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import gymnasium as gym
+import numpy as np
+
+from joulegym.core.actions import flat_mask
 from joulegym.core.inner import policy_rng
 
 GENERIC = "*"
@@ -178,7 +184,11 @@ def spec(name: str, family: str | None = None) -> PolicySpec:
 def make(name: str, family: str | None = None, **kwargs: Any) -> Any:
     """Build the reference policy ``name`` with ``kwargs`` (e.g. ``make("etf", phi=0.7)``); an inner policy comes
     wrapped in :class:`InnerPolicyAdapter` (it then drives its family's env kinds)."""
-    found = spec(name, family)
+    return build(spec(name, family), **kwargs)
+
+
+def build(found: PolicySpec, **kwargs: Any) -> Any:
+    """The agent-facing policy of registry entry ``found`` (an inner one wrapped in :class:`InnerPolicyAdapter`)."""
     built = found.factory(**kwargs)
     return InnerPolicyAdapter(built, family=found.family, kinds=found.kinds) if found.inner else built
 
@@ -228,3 +238,70 @@ def forget_family(family: str) -> None:
         del _REGISTRY[key]
     for key in [k for k in _RENAMED if k[0] == family]:
         del _RENAMED[key]
+
+
+# --- the generic policy -------------------------------------------------------------------------------------
+class RandomPolicy:
+    """Uniform random actions from the env's action space (masked where the env offers a mask).
+
+    A row on the leaderboard (a baseline), never its zero: the zero is the family's simple deployable baseline.
+    """
+
+    privileged = False
+
+    def __init__(self, name: str = "random") -> None:
+        self.name = name
+        self._space: gym.Space | None = None
+        self._env: gym.Env | None = None
+        self._rng = np.random.default_rng(0)
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self._env = env
+        self._space = space = env.action_space
+        self._rng = np.random.default_rng(seed)
+        if isinstance(space, gym.spaces.Box):  # the bounds once per episode, not per step (an RL inner loop)
+            low = np.where(np.isfinite(space.low), space.low, -1.0).astype(np.float64)
+            high = np.where(np.isfinite(space.high), space.high, 1.0).astype(np.float64)
+            self._box = (low, high - low, space.shape, space.dtype)
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        space = self._space
+        if space is None:
+            raise RuntimeError("RandomPolicy.act() called before reset(env)")
+        mask = info.get("action_mask")
+        if isinstance(space, gym.spaces.Discrete):
+            choices = np.arange(space.n) if mask is None else np.flatnonzero(np.asarray(mask))
+            # rng.integers(len) is the draw Generator.choice makes (the same stream), without its overhead
+            return int(space.start + choices[self._rng.integers(len(choices))])
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            return _sample_multidiscrete(space, mask, self._rng)
+        if isinstance(space, gym.spaces.Box):
+            # low + (high - low) * U[0, 1): the draws and bits of rng.uniform(low, high), without its argument checks
+            low, span, shape, dtype = self._box
+            return (low + span * self._rng.random(shape)).astype(dtype)
+        raise PolicyNotApplicable(f"RandomPolicy cannot sample from {space}")
+
+
+def _sample_multidiscrete(space: gym.spaces.MultiDiscrete, mask, rng: np.random.Generator) -> np.ndarray:
+    """Per sub-space a uniform draw among its allowed values (0 where none is allowed), in one vectorised call:
+    ``rng.integers(0, counts)`` draws the same stream as one ``rng.choice(allowed)`` per sub-space would (the
+    same actions and generator state)."""
+    nvec = np.asarray(space.nvec).ravel()
+    flat = np.ones(int(nvec.sum()), dtype=bool) if mask is None else flat_mask(mask)
+    if flat.size != nvec.sum():
+        raise ValueError(f"action mask has {flat.size} entries, the MultiDiscrete space {nvec.tolist()} needs "
+                         f"{int(nvec.sum())}")
+    starts = np.concatenate(([0], np.cumsum(nvec)[:-1]))
+    counts = np.add.reduceat(flat, starts) if flat.size else np.zeros(nvec.size, dtype=np.int64)
+    action = np.zeros(nvec.size, dtype=np.int64)
+    some = counts > 0
+    if some.any():
+        draws = rng.integers(0, counts[some])
+        seen = np.cumsum(flat)  # the draw-th allowed value of a sub-space: where the running count reaches it
+        before = np.concatenate(([0], seen))[starts[some]]
+        action[some] = np.searchsorted(seen, before + draws + 1) - starts[some]
+    return action.reshape(space.shape)
+
+
+register_policy("random", RandomPolicy, family=GENERIC,
+                description="uniform random action (masked); the score's zero")

@@ -129,12 +129,18 @@ class BatchedVectorEnv(VectorEnv):
         ``repaired``, the action mask where the action type has one, and ``metrics`` for the instances whose
         episode ended (every present instance with ``info_metrics="every_step"``)."""
         parts: dict[str, Any] = {}
+        every = bool(present.all())
+        given = present.copy()  # one fresh mask per step, shared by the "_key" entries (read-only by convention)
+        # one fresh array holds every part's column (each entry a row view of it)
+        columns = self._parts.T.copy() if every else np.where(present, self._parts.T, 0.0)
         for k, name in enumerate(self.reward_spec.names):
-            parts[name] = np.where(present, self._parts[:, k], 0.0)
-            parts[f"_{name}"] = present.copy()
-        info: dict[str, Any] = {"reward_parts": parts, "_reward_parts": present.copy(),
-                                "repaired": self._repaired & present, "_repaired": present.copy()}
+            parts[name] = columns[k]
+            parts[f"_{name}"] = given
+        info: dict[str, Any] = {"reward_parts": parts, "_reward_parts": given,
+                                "repaired": self._repaired & present, "_repaired": given}
         self._mask_info(info, present)
-        for n in np.flatnonzero(present if self._every_step_metrics else ended):
-            info = self._add_info(info, {"metrics": self.metrics(int(n))}, int(n))
+        which = present if self._every_step_metrics else ended
+        if which.any():
+            for n in np.flatnonzero(which):
+                info = self._add_info(info, {"metrics": self.metrics(int(n))}, int(n))
         return info

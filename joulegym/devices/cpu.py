@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from joulegym.devices.device import Device, register_device
+from joulegym.devices.device import Device
 from joulegym.devices.frequency import FrequencyGrid
 from joulegym.devices.power import CMOSPowerModel, VoltageCurve
 from joulegym.devices.presets.intel_servers import SERVER_SPECS, SOURCE
@@ -460,6 +460,3 @@ def build_core_table(servers: Sequence[str | ServerType], *, biglittle: bool = F
         tdp_w=np.array([s.tdp_w for s in types]),
     )
 
-
-for _name, _server in SERVER_TYPES.items():
-    register_device(f"qin-{_name}", _server.device)

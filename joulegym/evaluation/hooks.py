@@ -15,11 +15,12 @@ family are module-level names of ``FamilyDescriptor.evaluation`` (each optional)
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from joulegym.core.family import evaluation_hooks
+from joulegym.core.family import get_family
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,9 @@ class FamilyHooks:
 
 def hooks_for(family: str) -> FamilyHooks:
     """The hooks of ``family`` (importing its evaluation module); empty hooks if it has none."""
-    module = evaluation_hooks(family)
-    if module is None:
+    name = get_family(family).evaluation
+    if name is None:
         return FamilyHooks(family)
+    module = importlib.import_module(name)
     return FamilyHooks(family, getattr(module, "episode_plot", None), getattr(module, "summary_plot", None),
                        getattr(module, "reproduce", None), tuple(getattr(module, "HEADLINE", ())))

@@ -1,5 +1,5 @@
-"""Scale-out integrations: Ray Tune sweeps, evaluation episodes as Ray tasks, RLlib env registration (issue 19;
-docs/ray.md).
+"""Scale-out integrations: Ray Tune sweeps, evaluation episodes as Ray tasks, RLlib env registration
+(docs/ray.md).
 
 The optional extra ``pip install "joulegym[ray]"`` installs Ray. Nothing here imports Ray at module import time,
 and ``import joulegym`` never imports this package, so the base install stays light.

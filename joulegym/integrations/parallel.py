@@ -1,4 +1,4 @@
-"""Evaluation episodes as Ray tasks (issue 19 item 2; docs/ray.md).
+"""Evaluation episodes as Ray tasks (docs/ray.md).
 
 ``evaluate.py --suite ... --ray [ADDR]`` runs the same evaluation loop as the serial suite, one Ray task per
 (policy, seed) episode. Each task calls the serial path's own function (``joulegym.evaluation.runner.evaluate``,

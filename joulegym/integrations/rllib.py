@@ -1,5 +1,5 @@
-"""RLlib: every joulegym id as an RLlib env, with action masks for the discrete action modes (issue 19 item 3;
-docs/ray.md, ``examples/rllib_ppo_etf.py``).
+"""RLlib: every joulegym id as an RLlib env, with action masks for the discrete action modes
+(docs/ray.md, ``examples/rllib_ppo_etf.py``).
 
 :func:`register_envs` registers each ``joulegym/...`` id with ``ray.tune.register_env`` under the same name, so
 ``PPOConfig().environment("joulegym/ETF-v0", env_config={...})`` works; ``env_config`` holds ``gym.make`` keyword

@@ -83,6 +83,7 @@ FAMILY = FamilyDescriptor(
     reference_policy="dream-full",
     evaluation="joulegym.evaluation.dream",
     docs="docs/families/dream.md",
+    benchmark_script="benchmarks/bench_dream.py",
     contract_id="joulegym/DREAM-tiny-v0",
     trajectory_pins=("joulegym/DREAM-tiny-v0", "joulegym/DREAMParams-tiny-v0"),
     # Leaderboard (docs/leaderboard.md): Table 3 workloads on Fig. 7(a)'s SoC and random-mix, ranked by the episode's

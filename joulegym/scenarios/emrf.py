@@ -136,6 +136,7 @@ FAMILY = FamilyDescriptor(
     reference_policy="emrf",
     evaluation="joulegym.evaluation.emrf",
     docs="docs/families/emrf.md",
+    benchmark_script="benchmarks/bench_emrf.py",
     trajectory_pins=("joulegym/EMRF-v0", "joulegym/EMRFKnob-v0"),
     contract_id="joulegym/EMRF-apu-m2-v0",  # 20 windows; EMRF(0.1) is the per-window optimum of the floor reward
     # The leaderboard (docs/leaderboard.md): Figs. 4/5 (M1), 6 (M2, M3), 8 (4 users) and the random training mix,

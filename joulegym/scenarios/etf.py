@@ -108,20 +108,20 @@ def _build() -> list[Scenario]:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
-# The action mode each kind fixes; every kind is the one env class.
-# Every kind is the one env class with a fixed action mode. The base ids' descriptions end with their defaults (the
-# Fig. 5 apps of ``default_config``); scenario ids reuse the part before the first ":" and add the scenario's line.
-ENTRY_POINT = "joulegym.envs.etf.env:ETFEnv"
-# The batched vector env (gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")); issue 14.
+# One env class per decision problem (docs/architecture.md, "One env class per MDP"); each kind fixes its action
+# mode. The base ids' descriptions end with their defaults (the Fig. 5 apps of ``default_config``); scenario ids
+# reuse the part before the first ":" and add the scenario's line.
+ENV_MODULE = "joulegym.envs.etf.env"
+# The batched vector env (gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")).
 VECTOR_ENTRY_POINT = "joulegym.envs.etf.vector:ETFVectorEnv"
 KINDS = (
-    EnvKind("ETF", ENTRY_POINT, "split",
+    EnvKind("ETF", f"{ENV_MODULE}:ETFEnv", "split",
             "ETF time-share: the agent splits each scheduling interval above Algorithm 1's guarantee "
             "(Fig. 5 apps, phi = 0.7, reward 'etf')", vector_entry_point=VECTOR_ENTRY_POINT),
-    EnvKind("ETFPhi", ENTRY_POINT, "phi",
+    EnvKind("ETFPhi", f"{ENV_MODULE}:ETFPhiEnv", "phi",
             "ETF phi knob: the agent sets the time-fair factor phi each epoch (Fig. 5 apps, reward F_S)",
             vector_entry_point=VECTOR_ENTRY_POINT),
-    EnvKind("ETFDVFS", ENTRY_POINT, "dvfs",
+    EnvKind("ETFDVFS", f"{ENV_MODULE}:ETFDVFSEnv", "dvfs",
             "ETF tenant DVFS: ResNet50@1300.5 picks its GPU level against MobileNetV2 under ETF(0.7) "
             "(reward: its inferences/s)", vector_entry_point=VECTOR_ENTRY_POINT),
 )
@@ -135,6 +135,7 @@ FAMILY = FamilyDescriptor(
     reference_policy="etf",
     evaluation="joulegym.evaluation.etf",
     docs="docs/families/etf.md",
+    benchmark_script="benchmarks/bench_etf.py",
     trajectory_pins=("joulegym/ETF-v0", "joulegym/ETFPhi-v0", "joulegym/ETFDVFS-v0", "joulegym/ETF-random-mix-v0",
                      "joulegym/ETF-open-loop-v0", "joulegym/ETFPhi-random-mix-v0",
                      "joulegym/ETFPhi-tx2-fig9-dynamic-v0", "joulegym/ETFDVFS-tx2-fig10-incentive-v0",

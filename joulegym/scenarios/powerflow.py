@@ -134,6 +134,7 @@ FAMILY = FamilyDescriptor(
     reference_policy="powerflow",
     evaluation="joulegym.evaluation.powerflow",
     docs="docs/families/powerflow.md",
+    benchmark_script="benchmarks/bench_powerflow.py",
     contract_id="joulegym/PowerFlow-tiny-v0",
     trajectory_pins=("joulegym/PowerFlow-tiny-v0",),
     # The leaderboard (docs/leaderboard.md): average JCT, every policy under the scenario's rules: its power budget

@@ -92,6 +92,7 @@ FAMILY = FamilyDescriptor(
     reference_policy="qin",
     evaluation="joulegym.evaluation.qin",
     docs="docs/families/qin.md",
+    benchmark_script="benchmarks/bench_qin.py",
     contract_id="joulegym/QinCluster-paper-rw-v0",
     trajectory_pins=("joulegym/QinCluster-tiny-v0", "joulegym/Qin-tiny-v0", "joulegym/QinNode-node-splash2-fft-v0"),
     # The leaderboard (docs/leaderboard.md): makespan (the paper's JCT, A17) of Table 4's three 100-job mixes on five

@@ -14,7 +14,7 @@
 - :func:`to_powerflow_jobs`: a :class:`~joulegym.workloads.traces.JobTrace` (synthetic or loaded by
   :func:`~joulegym.workloads.traces.load_trace`) into the arrays the simulator runs. Model names map onto the
   catalog with :func:`~joulegym.workloads.dl_models.canonical_model` (ResNet-50 and BERT have their own models;
-  other networks run as a substitute and unknown names as a random Table 1 model, both warned: issue 12 #3);
+  other networks run as a substitute and unknown names as a random Table 1 model, both warned);
   missing models and batch sizes are drawn uniformly from the Table 1 pools (docs/families/powerflow.md); each
   job keeps its source's isolated run time (``duration_mode="trace"``, ``iterations = duration /
   T_iter(model, BS, n_req, f_max)``, following [31, 47]) or runs the trace's iterations (``"iterations"``), see
@@ -132,14 +132,14 @@ def to_powerflow_jobs(trace: JobTrace, *, device: str = "v100", seed: int = 0, g
                       iterations_scale: float = 1.0, duration_mode: str = "auto") -> DLJobs:
     """Turn a trace into PowerFlow jobs (model and batch-size completion, the work of each job).
 
-    Models (issue 12 #3): a name of a catalog network runs as itself (ResNet-50, BERT and the Table 1 models);
+    Models: a name of a catalog network runs as itself (ResNet-50, BERT and the Table 1 models);
     a network the catalog lacks runs as its substitute (:data:`~joulegym.workloads.dl_models.SUBSTITUTES`) and an
     unknown name as a Table 1 model drawn at random; both warn (``UserWarning`` naming the models, the jobs and
     the change of work). A trace without model names (the synthetic generators, Pollux's Philly) draws models
     silently, the documented completion. A substituted or drawn model never keeps the trace's batch size: it
     takes the nearest batch of its own pool (substitute) or a uniform draw from it (drawn), at least ``n_req``.
 
-    Work (issue 12 #4), ``duration_mode``:
+    Work, ``duration_mode``:
 
     - ``"trace"``: each job keeps the isolated run time its source implies (``duration_s``: ElasticFlow's A100
       ``duration``, Gavel's ``total_steps`` over its own measured throughput, a Philly run time): it runs
@@ -221,7 +221,7 @@ def to_powerflow_jobs(trace: JobTrace, *, device: str = "v100", seed: int = 0, g
 
 
 def _check_batch(job_id, raw: str, model: str, bs: int, n: int) -> None:
-    """Reject a job whose named model cannot run its batch (issue 12 #4: impossible jobs are errors)."""
+    """Reject a job whose named model cannot run its batch (impossible jobs are errors)."""
     if bs < n:
         raise ValueError(f"job {job_id!r}: batch_size {bs} of {raw!r} is below its {n} GPUs (at least one sample "
                          f"per GPU)")
@@ -239,7 +239,7 @@ def _job_hours(jobs: DLJobs, idx: np.ndarray, device: str, gpn: int) -> float:
 
 def _warn_work_change(trace: JobTrace, jobs: DLJobs, substituted: dict[tuple[str, str], list[int]], mode: str,
                       has_duration: np.ndarray, device: str, gpn: int, iterations_scale: float) -> None:
-    """Warn when the conversion changes the trace's models or work (issue 12 #3: never silently)."""
+    """Warn when the conversion changes the trace's models or work (never silently)."""
     durations = np.asarray(trace.duration_s, dtype=float)
     n_req = np.asarray(trace.num_gpus, dtype=float)
     if substituted:

@@ -32,15 +32,15 @@ gives 0.198 s for that configuration (the paper's 0.114 s is another software st
 1-GPU iteration costs 46.8 J, and its 2-GPU point is 0.111 s / 48.5 J against the paper's 0.112 s / 39 J.
 ResNet18 has no A100 table: its A100 time is the V100 model scaled by the median A100/V100 compute ratio of
 the fitted Table 1 models. ResNet-50 and BERT (named by the Philly and Gavel traces, not in Table 1) have A100
-tables and fitted constants too (issue 12 #3), and V100 models (see :data:`CATALOG`).
+tables and fitted constants too, and V100 models (see :data:`CATALOG`).
 
-Placement (issue 12 #6): packing is never slower than spreading the same GPUs at the same frequency. Eq. 2's IO
+Placement: packing is never slower than spreading the same GPUs at the same frequency. Eq. 2's IO
 contention counts the GPUs per node a packed job would share the node's IO with (``min(n, gpn)``), whatever the
 placement: on a loaded cluster the GPUs a spread job leaves free on its nodes serve other jobs, which read through
 the same IO path (the literal ``r`` made ResNet18 up to 38 % faster spread over nodes than packed). A job spread
 over nodes syncs no faster than on one node (``T_sync^node >= T_sync^local`` for ``n <= gpn``).
 
-Truth noise (issue 12 #7): the per-configuration lognormal factor keeps throughput non-decreasing in frequency
+Truth noise: the per-configuration lognormal factor keeps throughput non-decreasing in frequency
 (:func:`apply_truth_noise`: the least-squares non-increasing fit of the noisy log step time over the frequency grid).
 
 Zeus V100 power-limit traces (:data:`ZEUS_V100_FIT`): the model form (time vs average power along the DVFS
@@ -146,7 +146,7 @@ def _pow2(lo: int, hi: int) -> tuple[int, ...]:
 
 #: Table 1 [P §6.1]; batch sizes as global power-of-two pools (docs/families/powerflow.md [A]); parameters
 #: docs/families/powerflow.md [A]. ResNet-50 and BERT are not in Table 1: they are here because the public Philly
-#: trace (ElasticFlow's ``philly_103959.csv``) and Gavel's traces name them (issue 12 #3: no silent substitution).
+#: trace (ElasticFlow's ``philly_103959.csv``) and Gavel's traces name them (no silent substitution).
 #: ResNet-50: V100 compute ``T = 0.0424 s + 2.81 ms x bs`` fitted to Gavel's measured V100 isolated throughputs
 #: (``simulation_throughputs.json``, ResNet-50 at batch 16/32/64/128 on one GPU; recomputed in the tests), pool 16-256
 #: (Gavel 16-128, ElasticFlow 64-256). BERT (base, 110 M parameters): V100 compute from its ElasticFlow A100 fit
@@ -191,7 +191,7 @@ _ALIASES = {
     "bert": "bert", "bert-base": "bert", "bert_base_uncased": "bert", "bertbase": "bert",
     "deepspeech2": "deepspeech2", "deepspeech": "deepspeech2", "deep speech 2": "deepspeech2",
 }
-#: Other networks run as the nearest catalog model by task (a substitution: the loader warns, issue 12 #3).
+#: Other networks run as the nearest catalog model by task (a substitution: the loader warns).
 SUBSTITUTES = {"resnet": "resnet50", "vgg": "vgg16", "vgg19": "vgg16", "gpt": "gpt2", "transformer": "gpt2"}
 
 
@@ -390,7 +390,7 @@ def _a100_dyn0() -> float:
 def components(p: PerfParams, bs, n, r, multi, f_ghz, gpn: int = DEFAULT_GPN):
     """``(T_iter, T_grad, T_sync)`` (s), broadcasting over all arguments (Eqs. 2-5).
 
-    ``r`` (the job's GPUs per node) does not change the time (issue 12 #6, module docstring): IO contention
+    ``r`` (the job's GPUs per node) does not change the time (module docstring): IO contention
     counts ``min(n, gpn)`` GPUs per node and a multi-node job with ``n <= gpn`` syncs no faster than on one node,
     so packing is never slower than spreading. ``r`` is kept for callers that record the placement.
     """
@@ -490,8 +490,8 @@ def _non_increasing(y: np.ndarray) -> np.ndarray:
 def apply_truth_noise(t: np.ndarray, e: np.ndarray, factors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Noisy ``(T, E)`` rows from :func:`noise_factors` (last axis: the ascending frequency grid).
 
-    The step time's log is the least-squares non-increasing fit of ``log(T x factor)`` over frequency (issue 12
-    #7, pool-adjacent-violators): a higher clock is never slower, so "f_max" baselines run at their fastest
+    The step time's log is the least-squares non-increasing fit of ``log(T x factor)`` over frequency
+    (pool-adjacent-violators): a higher clock is never slower, so "f_max" baselines run at their fastest
     (independent factors made f_max up to 5 % slower than a lower level), and the noise stays centred: where it
     inverted the order, neighbouring levels share their mean (each row keeps its mean log factor), whereas a
     running minimum biases the high levels fast (f_max 1.3 % on average over the Table 1 pool at sigma 3 %, up to

@@ -1,4 +1,4 @@
-"""Family registration passes a kind's optional ``vector_entry_point`` to Gymnasium (issue 14)."""
+"""Family registration passes a kind's optional ``vector_entry_point`` to Gymnasium."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_vector_entry_point_reaches_gym_make_vec():
     kind = dataclasses.replace(toy_family.FAMILY.kinds[0], name="ToyBatched",
                                vector_entry_point=f"{__name__}:ToyVectorEnv")
     family = dataclasses.replace(toy_family.FAMILY, name="toy-batched", kinds=(kind,), scenarios={},
-                                 trajectory_pins=())
+                                 benchmark=None, trajectory_pins=())
     ids = register_family(family)
     try:
         assert ids == ["joulegym/ToyBatched-v0"]

@@ -18,7 +18,7 @@ from joulegym import baselines
 from joulegym.core.rollout import ActionSequencePolicy, rollout
 from joulegym.devices import get_device
 from joulegym.envs.etf.allocation import etf_allocate
-from joulegym.envs.etf.env import ETFEnv, slot_legend_labels
+from joulegym.envs.etf.env import ETFDVFSEnv, ETFEnv, ETFPhiEnv, slot_legend_labels
 from joulegym.envs.etf.simulator import ETFSimulator
 from joulegym.scenarios import registered_ids
 from joulegym.workloads import InferenceApp
@@ -28,7 +28,6 @@ sb3_env_checker = pytest.importorskip("stable_baselines3.common.env_checker")
 
 ETF_IDS = registered_ids("etf")
 KINDS = {"ETF": "split", "ETFPhi": "phi", "ETFDVFS": "dvfs"}
-BASE_IDS = [f"joulegym/{k}-v0" for k in KINDS]
 
 
 def observed(env, name_or_policy="random", seed: int = 0):
@@ -41,18 +40,24 @@ def observed(env, name_or_policy="random", seed: int = 0):
 
 
 # --- registration and API conformance --------------------------------------------------------------
-def test_one_class_three_kinds():
+def test_one_class_per_decision_problem():
+    """Each kind is its own env class on the template (docs/architecture.md); its action type only encodes."""
+    classes = {"ETF": ETFEnv, "ETFPhi": ETFPhiEnv, "ETFDVFS": ETFDVFSEnv}
     assert len(ETF_IDS) == len(set(ETF_IDS)) == 39
     for kind, mode in KINDS.items():
         env_id = f"joulegym/{kind}-v0"
-        assert env_id in ETF_IDS and gym.spec(env_id).entry_point == "joulegym.envs.etf.env:ETFEnv"
+        assert env_id in ETF_IDS and gym.spec(env_id).entry_point == f"joulegym.envs.etf.env:{classes[kind].__name__}"
         base = make_env(env_id).unwrapped
-        assert type(base) is ETFEnv and base.kind == kind and base.action_mode == mode
+        assert type(base) is classes[kind] and base.kind == kind and base.action_mode == mode
+        assert list(classes[kind].action_types) == [mode]
     assert "joulegym/ETF-tx2-fig5-v0" in ETF_IDS and "joulegym/ETFDVFS-tx2-fig10-incentive-v0" in ETF_IDS
     assert "joulegym/ETFDVFS-toy-fig3-v0" not in ETF_IDS  # single-frequency device: no DVFS kind
-    assert ETFEnv(action_mode="phi").kind == "ETFPhi"  # the class directly, mode as a kwarg
-    for method in ("step", "reset"):
-        assert method not in vars(ETFEnv)  # the core template owns them
+    assert ETFPhiEnv().kind == "ETFPhi"  # the class directly
+    with pytest.raises(ValueError, match="action_mode"):
+        ETFEnv(action_mode="phi")  # a mode of another decision problem is another class
+    for cls in classes.values():
+        for method in ("step", "reset"):
+            assert method not in vars(cls)  # the core template owns them
 
 
 @pytest.mark.parametrize("env_id", ETF_IDS)
@@ -715,8 +720,11 @@ def test_simulator_direct_use_and_errors():
         ETFSimulator(device, max_apps=2, T_units=40, unit_s=0.001, epoch_s=0.05, horizon=3)
     sim = ETFSimulator(device, max_apps=2, T_units=40, unit_s=0.001, epoch_s=1.0, horizon=3)
     with pytest.raises(ValueError, match="at least one"):
-        sim.reset([])
-    sim.reset([InferenceApp("resnet50", 1300.5), InferenceApp("resnet18", 726.75, arrival=1)])
+        sim.reset(None, [])
+    with pytest.raises(ValueError, match="instance"):
+        sim.reset(None)
+    sim.reset(None, [InferenceApp("resnet50", 1300.5), InferenceApp("resnet18", 726.75, arrival=1)])
+    assert sim.advance() is True and sim.epoch == 0  # nothing ran yet: still the first decision point
     assert sim.active == [True, False]
     assert sim.view()["active"] == (True, False) and sim.view()["frequency_mhz"][0] == 1300.5
     with pytest.raises(ValueError, match="units must"):
@@ -727,7 +735,7 @@ def test_simulator_direct_use_and_errors():
         sim.apply([40])
     result = sim.apply([40, 0])
     assert result.time_s[0] == pytest.approx(1.0) and result.energy_j[0] == pytest.approx(4.261)
-    assert sim.advance() is True and sim.active == [True, True]
+    assert sim.advance() is True and sim.membership_changed and sim.active == [True, True]
     sim.apply([20, 20])
     sim.advance()
     m = sim.metrics()
@@ -736,4 +744,4 @@ def test_simulator_direct_use_and_errors():
     assert m["time_fairness"] == pytest.approx(0.5 / 0.75)
     crowded = [InferenceApp("resnet50", 1300.5), InferenceApp("resnet50", 1300.5), InferenceApp("resnet50", 1300.5)]
     with pytest.raises(ValueError, match="max_apps"):
-        sim.reset(crowded)
+        sim.reset(None, crowded)

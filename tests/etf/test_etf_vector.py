@@ -1,5 +1,6 @@
-"""The batched ETF vector env (issue 14): the same per-instance trajectories as single envs, Gymnasium's autoreset,
-lean batched infos, and its own errors."""
+"""The batched ETF vector env: the same per-instance trajectories as single envs, Gymnasium's autoreset, lean batched
+infos, and its own errors; every test runs on both of its paths (instances one by one below ``ARRAY_MIN_N``, arrays
+over all instances from it on)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from joulegym.envs.etf.allocation import largest_remainder_list
 from joulegym.envs.etf.vector import ETFVectorEnv, split_units
 
 BATCHED = "vector_entry_point"
+
+
+@pytest.fixture(autouse=True, params=["per-instance", "arrays"])
+def path(request, monkeypatch):
+    """Run each test with the small batches stepped one by one (the default) and as arrays."""
+    if request.param == "arrays":
+        monkeypatch.setattr(ETFVectorEnv, "ARRAY_MIN_N", 1)
+    return request.param
 
 
 def _make_pair(env_id: str, n: int, **kwargs):

@@ -72,14 +72,14 @@ def test_performance_profile_legend_beside_the_axes():
     import numpy as np
     import pandas as pd
 
-    from joulegym.evaluation import suite
+    from joulegym.evaluation import figures
 
     rng = np.random.default_rng(0)
     policies = [f"policy-{k}" for k in range(7)]
-    episodes = pd.DataFrame([{"policy": p, "scenario": s, "seed": seed, "normalised": rng.uniform(-0.5, 1.7)}
+    episodes = pd.DataFrame([{"policy": p, "scenario": s, "run": 0, "seed": seed, "normalised": rng.uniform(-0.5, 1.7)}
                              for p in policies for s in ("a", "b") for seed in range(4)])
-    result = SimpleNamespace(episodes=episodes, aggregate=pd.DataFrame({"policy": policies}), scenarios=("a", "b"),
+    result = SimpleNamespace(episodes=episodes, ranking=pd.DataFrame({"policy": policies}), scenarios=("a", "b"),
                              benchmark=SimpleNamespace(metric="F_S"), name="toy")
-    fig = suite._profile_plot(result)
+    fig = figures.profile_plot(result)
     fig.canvas.draw()
     assert _legend_outside_axes(fig.axes[0])

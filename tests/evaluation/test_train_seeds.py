@@ -1,4 +1,4 @@
-"""Training and evaluation seeds never overlap (issue 17 item 2): ``train.py`` refuses the benchmark's held-out
+"""Training and evaluation seeds never overlap: ``train.py`` refuses the benchmark's held-out
 seeds, and plain ``evaluate.py --env`` scores on the same held-out seeds as ``evaluate.py --suite``."""
 
 from __future__ import annotations

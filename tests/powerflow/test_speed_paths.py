@@ -10,7 +10,7 @@ import pytest
 
 import joulegym.envs.powerflow.cluster as cluster
 import joulegym.envs.powerflow.simulator as simulator
-from joulegym.baselines.generic import _sample_multidiscrete
+from joulegym.core.policy import _sample_multidiscrete
 from joulegym.envs.powerflow import ClusterSpec, simulate
 from joulegym.workloads import dl_jobs
 

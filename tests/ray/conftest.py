@@ -1,6 +1,6 @@
 """One local Ray per test process (2 CPUs, no dashboard, its own short temp dir), shared by the Ray tests of that
-process and shut down at the end of the session, so that ``pytest -n auto`` starts at most one Ray per xdist worker
-(issue 19). Every test module skips with a clear reason when Ray is not installed."""
+process and shut down at the end of the session, so that ``pytest -n auto`` starts at most one Ray per xdist worker.
+Every test module skips with a clear reason when Ray is not installed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-RAY_MISSING = 'Ray is not installed (pip install "joulegym[ray]"): the Ray integration tests of issue 19 skip'
+RAY_MISSING = 'Ray is not installed (pip install "joulegym[ray]"): the Ray integration tests skip'
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""The base install stays light (issue 19): Ray is an optional extra, ``import joulegym`` never imports it, and the
+"""The base install stays light: Ray is an optional extra, ``import joulegym`` never imports it, and the
 ``all`` extra (what CI installs) includes it so that the Ray tests run there."""
 
 from __future__ import annotations

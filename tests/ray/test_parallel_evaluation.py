@@ -1,5 +1,5 @@
 """``evaluate.py --suite --ray``: episodes as Ray tasks give the serial run's files bit for bit, on a local Ray and
-on an external head reached by its address (issue 19 item 2)."""
+on an external head reached by its address."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """RLlib: every joulegym id is an RLlib env; PPO trains a few iterations on ETF-v0; on a masked discrete mode the
-action-masking RL module gives masked-out actions zero probability (issue 19 item 3)."""
+action-masking RL module gives masked-out actions zero probability."""
 
 from __future__ import annotations
 

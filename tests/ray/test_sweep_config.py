@@ -1,4 +1,4 @@
-"""SWEEP.yaml is checked before Ray starts: each mistake is a ValueError naming the field (issue 19 item 1).
+"""SWEEP.yaml is checked before Ray starts: each mistake is a ValueError naming the field.
 These tests need no Ray."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``train.py --sweep``: a 2 x 2 grid of Tune trials of the train.py training code completes and writes its results;
-a trial whose worker is killed mid-run is restarted and resumes from its checkpoint (issue 19 item 1)."""
+a trial whose worker is killed mid-run is restarted and resumes from its checkpoint."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trace loaders on hostile files (issues 13 #8 and 20 #8): every error names the file, the line and the column,
+"""Trace loaders on hostile files: every error names the file, the line and the column,
 and nothing is dropped or wrapped silently."""
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def test_gavel_traces():
     assert msr.model[0] == "Transformer" and msr.batch_size[0] == 128 and msr.iterations[0] == 5_635_991
     no_bs = np.isin(msr.model, ["A3C", "CycleGAN"])
     assert no_bs.sum() == 33 + 47 and np.all(msr.batch_size[no_bs] == 0)
-    # issue 12 #4: isolated run times from Gavel's simulation_throughputs.json (found above traces/)
+    # isolated run times from Gavel's simulation_throughputs.json (found above traces/)
     assert np.isfinite(msr.duration_s).all() and msr.duration_s[2] == pytest.approx(40093 / 1.5951407072133263)
     phys = load_trace(_need(GAVEL_PHYS))
     assert len(phys) == 15 and phys.model[0] == "ResNet-50" and phys.batch_size[0] == 64

@@ -1,7 +1,10 @@
 """The ETF env: one GPU time-shared by model-serving tenants, each at its own GPU frequency (Liang et al., SEC '23).
 
-One class, :class:`ETFEnv`, on the core template; the three registered kinds are its action modes
-(``docs/families/etf.md`` has the model, the equations and the errata we chose):
+One env class per decision problem on the core template (``docs/families/etf.md`` has the model, the equations
+and the errata we chose): :class:`ETFEnv` (``ETF``: the agent allocates the interval), :class:`ETFPhiEnv`
+(``ETFPhi``: the agent sets the operator's phi and Algorithm 1 allocates) and :class:`ETFDVFSEnv` (``ETFDVFS``:
+the agent is one tenant picking its GPU level under a fixed scheduler). They share the simulator, the slot
+features and the config keys (one scenario serves several kinds); each has one action type.
 
 ==================  =========================================================================================
 Kind / mode         ``joulegym/ETF-v0`` (``split``), ``joulegym/ETFPhi-v0`` (``phi``), ``joulegym/ETFDVFS-v0``
@@ -48,7 +51,8 @@ weighted energy over the sum of the active apps. Globals: phi, t/H, N_active/N_m
 log10(P_max/P_min). Every input of Algorithm 1 is there, so the ETF policy is a function of the
 observation; ``info["scheduler_inputs"]`` (``info_level="full"``) carries the same inputs at full precision.
 
-Version history (``-v0`` throughout): the three kinds became one class with ``action_mode``; the reward
+Version history (``-v0`` throughout): the three kinds were one class with ``action_mode`` and are one class each
+per decision problem again (same ids, kwargs and trajectories); the reward
 knobs ``beta`` and ``energy_penalty`` gave way to ``reward_weights``; ``info["reward_vector"]``,
 ``info["action_repaired"]``, the per-step ``info["metrics"]`` and the epoch ``time_fairness`` /
 ``energy_fairness`` / ``system_fairness`` info keys gave way to the core's ``reward_parts``, ``repaired``
@@ -59,8 +63,7 @@ clipped there, and the tenant's throughput feature clipped at 1; the values of e
 ``observation_names`` names each value.
 
 The per-epoch path works on plain lists (a handful of slots: list arithmetic beats numpy's per-call
-overhead several times); only membership changes touch numpy, and what depends only on the active set
-is cached by content.
+overhead); only membership changes touch numpy, and what depends only on the active set is cached by content.
 """
 
 from __future__ import annotations
@@ -139,14 +142,14 @@ BOUND_SLACK = 1e-6  # relative: float round-off of a part against its analytic b
 
 
 class ETFEnv(JoulegymEnv):
-    """ETF time-sharing env (kinds ``ETF``, ``ETFPhi``, ``ETFDVFS``); see the module docstring."""
+    """``ETF``: the agent splits each scheduling interval (above Algorithm 1's guarantee with
+    ``guarantee_mode="project"``); the base of the other ETF kinds. See the module docstring."""
 
     family: ClassVar[str] = "etf"
     full_info_keys: ClassVar[tuple[str, ...]] = ("phi", "scheduler_inputs", "slot_apps", "allocation_units",
-                                                 "app_time_s", "app_energy_j", "app_inferences",
-                                                 "tenant_frequency_mhz")
-    action_types: ClassVar[dict[str, type]] = {"split": SplitAction, "phi": PhiAction, "dvfs": DVFSAction}
-    reward_parts = FAIRNESS_PARTS  # split/phi; dvfs builds its own (its bounds depend on the tenant)
+                                                 "app_time_s", "app_energy_j", "app_inferences")
+    action_types: ClassVar[dict[str, type]] = {"split": SplitAction}
+    reward_parts = FAIRNESS_PARTS  # ETFDVFSEnv builds its own (its bounds depend on the tenant)
     reward_presets = SPLIT_PRESETS
 
     @classmethod
@@ -211,7 +214,6 @@ class ETFEnv(JoulegymEnv):
     # --- config -------------------------------------------------------------------------------------------
     def _configure(self) -> None:
         cfg = self.config
-        mode = self.action_mode
         self._check_mode_keys()
         self.device = get_device(cfg["device"])
         cfg["phi"] = check_unit_interval("phi", cfg["phi"])
@@ -229,14 +231,11 @@ class ETFEnv(JoulegymEnv):
         self.max_apps, self.T, self.horizon = cfg["max_apps"], cfg["T_units"], cfg["horizon"]
         self.sim = ETFSimulator(self.device, max_apps=self.max_apps, T_units=self.T, unit_s=cfg["unit_s"],
                                 epoch_s=cfg["epoch_s"], horizon=self.horizon)
+        self.sim.check_units = False  # the action types build whole units within T
         self._fixed_apps = self._checked_apps()
-        self._cumulative = cfg["reward_window"] == "cumulative" and mode != "dvfs"
-        self.uses_guarantee = mode != "split" or cfg["guarantee_mode"] == "project"
-        extra = 0
-        if mode == "dvfs":
-            self._configure_dvfs()
-            extra = self.max_apps + 2
-        size = self.max_apps * SLOT_FEATURES + GLOBAL_FEATURES + extra
+        self._cumulative = cfg["reward_window"] == "cumulative"
+        self.uses_guarantee = self._uses_guarantee()
+        size = self.max_apps * SLOT_FEATURES + GLOBAL_FEATURES + self._configure_kind()
         high = np.ones(size, dtype=np.float32)  # shares, fractions and normalised values
         high[self.max_apps * SLOT_FEATURES + GLOBAL_FEATURES - 1] = DISPARITY_HIGH
         self.observation_space = gym.spaces.Box(0.0, high, (size,), dtype=np.float32)
@@ -248,6 +247,14 @@ class ETFEnv(JoulegymEnv):
         self._units_cache: BoundedCache[list[int]] = BoundedCache()
         n = self.max_apps
         self._zeros_int, self._zeros_float = (0,) * n, (0.0,) * n
+
+    def _uses_guarantee(self) -> bool:
+        """Whether the action's floor is Algorithm 1's guarantee (``split``: with ``guarantee_mode="project"``)."""
+        return self.config["guarantee_mode"] == "project"
+
+    def _configure_kind(self) -> int:
+        """What a kind configures beyond the shared keys; returns its extra observation features."""
+        return 0
 
     def _check_mode_keys(self) -> None:
         cfg, mode = self.config, self.action_mode
@@ -322,41 +329,8 @@ class ETFEnv(JoulegymEnv):
                                  "epochs): the app would never run")
         return fixed
 
-    def _configure_dvfs(self) -> None:
-        cfg = self.config
-        grid = self.device.frequencies
-        if grid is None or len(grid.levels_mhz) < 2:
-            raise ValueError(f"device={cfg['device']!r} has a single frequency; action_mode='dvfs' (ETFDVFS) "
-                             "needs DVFS levels")
-        if cfg["mix"] is not None:
-            raise ValueError("action_mode='dvfs' (ETFDVFS) needs a fixed app list (mix must be None): the tenant "
-                             "must stay present")
-        cfg["tenant_app"] = check_int("tenant_app", cfg["tenant_app"], 0, len(cfg["apps"]) - 1)
-        tenant = self._fixed_apps[cfg["tenant_app"]]
-        if tenant.arrival != 0 or tenant.departure is not None:
-            raise ValueError("tenant_app must be present for the whole episode (arrival 0, no departure)")
-        self.levels_mhz = tuple(grid.levels_mhz)
-        self._fastest_s = min(self.device.profile(tenant.model).time_s)
-        self._tenant_power_max = (math.inf if tenant.power_w is not None else
-                                  max(self.sim.tenant_profile(tenant, f)[1] for f in self.levels_mhz))
-
     def _reward_spec(self) -> RewardSpec:
-        mode = self.action_mode
-        if mode == "split":
-            return RewardSpec(FAIRNESS_PARTS, SPLIT_PRESETS)
-        if mode == "phi":
-            return RewardSpec(FAIRNESS_PARTS, PHI_PRESETS)
-        slack = 1.0 + BOUND_SLACK
-        return RewardSpec((
-            RewardPart("throughput", 0.0, slack / self._fastest_s, "the tenant's inferences per second"),
-            RewardPart("power", -slack * self._tenant_power_max, 0.0, "minus the tenant's mean power (W)"),
-        ), DVFS_PRESETS)
-
-    @property
-    def scheduler_phi(self) -> float:
-        """The phi Algorithm 1 runs at in the ``dvfs`` mode (the env's phi under ``scheduler="etf"``)."""
-        fixed = SCHEDULERS[self.config["scheduler"]]
-        return self.phi if fixed is None else fixed
+        return RewardSpec(FAIRNESS_PARTS, SPLIT_PRESETS)
 
     # --- episode ----------------------------------------------------------------------------------------------
     def _draw_apps(self) -> list[InferenceApp]:
@@ -376,7 +350,7 @@ class ETFEnv(JoulegymEnv):
         cfg = self.config
         self.phi = float(self.np_random.choice(cfg["phi_choices"])) if cfg["phi_choices"] else cfg["phi"]
         self.nominal_phi = self.phi
-        self.sim.reset(self._draw_apps())
+        self.sim.reset(self.np_random, self._draw_apps())
         n = self.max_apps
         self.last_units = [0] * n
         self.last_time_fairness = 1.0
@@ -387,10 +361,6 @@ class ETFEnv(JoulegymEnv):
         self._slot_labels_seen: list[list[str]] = [[] for _ in range(n)]  # occupants this episode (plots)
         self._last_result: EpochResult | None = None
         self._refresh_membership()
-        if self.action_mode == "dvfs":
-            self.tenant_slot = self.sim.slot_app.index(cfg["tenant_app"])
-            self.level = self.levels_mhz.index(self.sim.frequency_mhz[self.tenant_slot])
-            self.last_throughput = 0.0
 
     def _refresh_membership(self) -> None:
         """The active set or a slot's power/demand changed: recompute what depends on it."""
@@ -445,8 +415,6 @@ class ETFEnv(JoulegymEnv):
     def _app_label(self, app_index: int) -> str:
         """A human name for app ``app_index`` of the episode (legends, ``info["slot_apps"]``)."""
         app = self.sim.apps[app_index]
-        if self.action_mode == "dvfs" and app_index == self.config["tenant_app"]:
-            return f"A{app_index + 1} {app.model} (tenant, DVFS)"
         return f"A{app_index + 1} {app.model}@{app.frequency_mhz:g}MHz"
 
     def _set_features(self) -> tuple[list[list[float]], float, float]:
@@ -492,30 +460,12 @@ class ETFEnv(JoulegymEnv):
         return list(units)
 
     # --- one epoch --------------------------------------------------------------------------------------------
-    def _transition(self, decision: Any) -> tuple[float, ...]:
-        mode = self.action_mode
-        if mode == "split":
-            units = decision
-        elif mode == "phi":
-            phi = self.action_type.phi_of(decision)
-            if phi != self.phi:
-                self.phi = phi
-                self._refresh_phi()
-            units = self._algorithm1(phi)
-        else:
-            if decision != self.level:
-                self.level = decision
-                self.sim.set_frequency(self.tenant_slot, self.levels_mhz[decision])
-                self._refresh_frequency()
-            units = self._algorithm1(self.scheduler_phi)
+    def _transition(self, decision: list[int]) -> tuple[float, ...]:
+        return self._fairness_epoch(decision)
+
+    def _fairness_epoch(self, units: list[int]) -> tuple[float, float, float, float]:
+        """Run the epoch with ``units`` and advance: the fairness parts (F_T, F_E, F_S, ETF objective)."""
         result, f_t, f_e = self._apply_epoch(units)
-        if mode == "dvfs":
-            epoch_s = self.config["epoch_s"]
-            throughput = float(result.inferences[self.tenant_slot] / epoch_s)
-            power = float(result.energy_j[self.tenant_slot] / epoch_s)
-            self.last_throughput = throughput
-            self._advance_epoch()
-            return throughput, -power
         objective = self._etf_objective(units, result.active)
         self._advance_epoch()
         if self._cumulative:
@@ -526,7 +476,7 @@ class ETFEnv(JoulegymEnv):
     def _apply_epoch(self, units: list[int]) -> tuple[EpochResult, float, float]:
         """Run the current epoch with ``units``; returns (result, epoch F_T, epoch F_E)."""
         sim = self.sim
-        result = sim.apply(units, check=False)  # built by the env: whole units within T
+        result = sim.apply(units)
         self._last_result = result
         self._epoch_slot_apps = self._slot_apps  # who ran this epoch (membership may change next)
         weight, energy, slot_energy = sim.weight, result.energy_j, self._slot_energy
@@ -552,7 +502,9 @@ class ETFEnv(JoulegymEnv):
 
     def _advance_epoch(self) -> None:
         """Move to the next epoch (arrivals/departures)."""
-        if self.sim.advance():
+        sim = self.sim
+        sim.advance()
+        if sim.membership_changed:
             self._refresh_membership()
 
     def _etf_objective(self, units: list[int], active: list[bool]) -> float:
@@ -572,6 +524,10 @@ class ETFEnv(JoulegymEnv):
 
     # --- observation and info ------------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
+        return np.array(self._features(), dtype=np.float32)
+
+    def _features(self) -> list[float]:
+        """The observation as a list (slots, then globals); a kind appends its own."""
         flat: list[float] = []
         for static, dynamic in zip(self._static, self._dynamic, strict=True):
             flat += static
@@ -579,23 +535,14 @@ class ETFEnv(JoulegymEnv):
         sim = self.sim
         flat += (self.phi, min(sim.epoch / self.horizon, 1.0), sum(sim.active) / self.max_apps,
                  self.last_time_fairness, self.last_energy_fairness, self._disparity)
-        if self.action_mode == "dvfs":
-            tenant = [0.0] * (self.max_apps + 2)
-            tenant[self.tenant_slot] = 1.0
-            tenant[-2] = self.level / (len(self.levels_mhz) - 1)
-            tenant[-1] = min(self.last_throughput * self._fastest_s, 1.0)  # 1: the fastest service time
-            flat += tenant
-        return np.array(flat, dtype=np.float32)
+        return flat
 
     def _max_episode_steps(self) -> int:
         return int(self.horizon)  # one epoch per step in every mode
 
     def _observation_names(self) -> list[str]:
         """The module docstring's "Observation": 9 per slot, 6 globals, and the tenant's (``dvfs``)."""
-        names = row_names("slot", self.max_apps, SLOT_FEATURE_NAMES) + list(GLOBAL_FEATURE_NAMES)
-        if self.action_mode == "dvfs":
-            names += [f"tenant_slot{k}" for k in range(self.max_apps)] + ["tenant_level", "tenant_throughput"]
-        return names
+        return row_names("slot", self.max_apps, SLOT_FEATURE_NAMES) + list(GLOBAL_FEATURE_NAMES)
 
     def _extra_info(self) -> dict[str, Any]:
         """Lean per-step info: nothing beyond the core's keys. The observation carries every input of Algorithm 1
@@ -617,8 +564,6 @@ class ETFEnv(JoulegymEnv):
             info["app_time_s"] = tuple(result.time_s)
             info["app_energy_j"] = tuple(result.energy_j)
             info["app_inferences"] = tuple(result.inferences)
-        if self.action_mode == "dvfs":
-            info["tenant_frequency_mhz"] = self.levels_mhz[self.level]
         return info
 
     @property
@@ -668,6 +613,117 @@ class ETFEnv(JoulegymEnv):
         axes[0, 0].set_title(f"{self.kind} {self.config.get('scenario') or ''} phi={self.phi:.2f}")
         fig.tight_layout()
         return fig
+
+
+class ETFPhiEnv(ETFEnv):
+    """``ETFPhi``: the operator's knob (paper §4.1). The agent sets the time-fair factor phi of each epoch and
+    Algorithm 1 allocates at it; phi is part of the state (the observation's phi and guarantees follow it)."""
+
+    action_types: ClassVar[dict[str, type]] = {"phi": PhiAction}
+    reward_presets = PHI_PRESETS
+
+    def _uses_guarantee(self) -> bool:
+        return True
+
+    def _reward_spec(self) -> RewardSpec:
+        return RewardSpec(FAIRNESS_PARTS, PHI_PRESETS)
+
+    def _transition(self, decision: int) -> tuple[float, ...]:
+        phi = self.action_type.phi_of(decision)
+        if phi != self.phi:
+            self.phi = phi
+            self._refresh_phi()
+        return self._fairness_epoch(self._algorithm1(phi))
+
+
+class ETFDVFSEnv(ETFEnv):
+    """``ETFDVFS``: another decision problem (paper §6.6, the efficiency incentive). The agent is one tenant
+    choosing its own GPU level each epoch under a fixed scheduler (``scheduler``: ETF at phi, TF or EF); its reward
+    is its own throughput and power, and its slot, level and last throughput extend the observation."""
+
+    action_types: ClassVar[dict[str, type]] = {"dvfs": DVFSAction}
+    reward_presets = DVFS_PRESETS
+    full_info_keys: ClassVar[tuple[str, ...]] = (*ETFEnv.full_info_keys, "tenant_frequency_mhz")
+
+    def _uses_guarantee(self) -> bool:
+        return True
+
+    def _configure_kind(self) -> int:
+        self._cumulative = False
+        self._configure_dvfs()
+        return self.max_apps + 2
+
+    def _configure_dvfs(self) -> None:
+        cfg = self.config
+        grid = self.device.frequencies
+        if grid is None or len(grid.levels_mhz) < 2:
+            raise ValueError(f"device={cfg['device']!r} has a single frequency; action_mode='dvfs' (ETFDVFS) "
+                             "needs DVFS levels")
+        if cfg["mix"] is not None:
+            raise ValueError("action_mode='dvfs' (ETFDVFS) needs a fixed app list (mix must be None): the tenant "
+                             "must stay present")
+        cfg["tenant_app"] = check_int("tenant_app", cfg["tenant_app"], 0, len(cfg["apps"]) - 1)
+        tenant = self._fixed_apps[cfg["tenant_app"]]
+        if tenant.arrival != 0 or tenant.departure is not None:
+            raise ValueError("tenant_app must be present for the whole episode (arrival 0, no departure)")
+        self.levels_mhz = tuple(grid.levels_mhz)
+        self._fastest_s = min(self.device.profile(tenant.model).time_s)
+        self._tenant_power_max = (math.inf if tenant.power_w is not None else
+                                  max(self.sim.tenant_profile(tenant, f)[1] for f in self.levels_mhz))
+
+    def _reward_spec(self) -> RewardSpec:
+        slack = 1.0 + BOUND_SLACK
+        return RewardSpec((
+            RewardPart("throughput", 0.0, slack / self._fastest_s, "the tenant's inferences per second"),
+            RewardPart("power", -slack * self._tenant_power_max, 0.0, "minus the tenant's mean power (W)"),
+        ), DVFS_PRESETS)
+
+    @property
+    def scheduler_phi(self) -> float:
+        """The phi Algorithm 1 runs at in the ``dvfs`` mode (the env's phi under ``scheduler="etf"``)."""
+        fixed = SCHEDULERS[self.config["scheduler"]]
+        return self.phi if fixed is None else fixed
+
+    def _begin_episode(self, options: dict[str, Any]) -> None:
+        super()._begin_episode(options)
+        self.tenant_slot = self.sim.slot_app.index(self.config["tenant_app"])
+        self.level = self.levels_mhz.index(self.sim.frequency_mhz[self.tenant_slot])
+        self.last_throughput = 0.0
+
+    def _app_label(self, app_index: int) -> str:
+        if app_index == self.config["tenant_app"]:
+            return f"A{app_index + 1} {self.sim.apps[app_index].model} (tenant, DVFS)"
+        return super()._app_label(app_index)
+
+    def _transition(self, decision: int) -> tuple[float, float]:
+        if decision != self.level:
+            self.level = decision
+            self.sim.set_frequency(self.tenant_slot, self.levels_mhz[decision])
+            self._refresh_frequency()
+        result, _, _ = self._apply_epoch(self._algorithm1(self.scheduler_phi))
+        epoch_s = self.config["epoch_s"]
+        throughput = float(result.inferences[self.tenant_slot] / epoch_s)
+        power = float(result.energy_j[self.tenant_slot] / epoch_s)
+        self.last_throughput = throughput
+        self._advance_epoch()
+        return throughput, -power
+
+    def _features(self) -> list[float]:
+        flat = super()._features()
+        tenant = [0.0] * (self.max_apps + 2)
+        tenant[self.tenant_slot] = 1.0
+        tenant[-2] = self.level / (len(self.levels_mhz) - 1)
+        tenant[-1] = min(self.last_throughput * self._fastest_s, 1.0)  # 1: the fastest service time
+        return flat + tenant
+
+    def _observation_names(self) -> list[str]:
+        tenant = [f"tenant_slot{k}" for k in range(self.max_apps)] + ["tenant_level", "tenant_throughput"]
+        return super()._observation_names() + tenant
+
+    def _diagnostic_info(self) -> dict[str, Any]:
+        info = super()._diagnostic_info()
+        info["tenant_frequency_mhz"] = self.levels_mhz[self.level]
+        return info
 
 
 def slot_legend_labels(seen: Sequence[Sequence[str]], max_names: int = 2) -> list[str]:

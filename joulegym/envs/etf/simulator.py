@@ -10,19 +10,23 @@ takes the lowest free slot and keeps it until it leaves. Everything the paper re
 kept in running accumulators (no recomputation over the history in a step).
 
 The per-slot state is kept in plain Python lists: with at most a handful of slots, list arithmetic
-is several times faster than numpy's per-call overhead, and this loop is an RL inner loop
-(``benchmarks/harness.py``). No Gymnasium here; it follows :class:`joulegym.core.simulator.Simulator`:
-``reset(apps)``, ``apply(units)``, ``advance()``, ``view()``, ``metrics()``, ``done``, ``truncated``.
+beats numpy's per-call overhead, and this loop is an RL inner loop. No Gymnasium here; it is a
+:class:`joulegym.core.simulator.Simulator`: ``reset(rng, apps)`` (the env draws the apps; the fluid model
+draws nothing itself), ``apply(units)`` runs the current epoch, ``advance()`` moves to the next epoch
+(:attr:`~ETFSimulator.membership_changed` says whether an app arrived or left), ``view()`` is a read-only
+snapshot of the per-slot state, ``metrics()``, ``done``, ``truncated``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from joulegym.core.simulator import Simulator
 from joulegym.devices import Device
 from joulegym.envs.etf.metrics import jain, min_max
 from joulegym.workloads.inference import InferenceApp
@@ -38,7 +42,7 @@ class EpochResult(NamedTuple):
     active: list[bool]  # the slots that were active
 
 
-class ETFSimulator:
+class ETFSimulator(Simulator):
     """Time-shared GPU with ``max_apps`` tenant slots.
 
     :param device: the device preset (profiles per model and frequency).
@@ -77,11 +81,21 @@ class ETFSimulator:
         self.slot_app = [-1] * n  # index in self.apps, -1 if free
         self.apps: list[InferenceApp] = []
         self.epoch = 0
+        self.membership_changed = False  # the last advance() saw an app arrive or leave
+        self.check_units = True  # validate apply()'s units (the envs build them whole and within T: they skip it)
+        self._applied = False  # an epoch ran since the last advance()
 
     # --- episode control -----------------------------------------------------------------------
-    def reset(self, apps: Sequence[InferenceApp]) -> None:
-        """Start an episode with ``apps`` (their arrival/departure epochs form the timeline)."""
-        self.apps = list(apps)
+    def reset(self, rng: np.random.Generator | None, instance: Sequence[InferenceApp] | None = None) -> None:
+        """Start an episode on the apps ``instance`` (their arrival/departure epochs form the timeline).
+
+        The env draws the apps (a random mix, random frequencies) from its own generator; the fluid model
+        draws nothing, so ``rng`` is unused.
+        """
+        if instance is None:
+            raise ValueError("ETFSimulator.reset needs the episode's apps (instance=[InferenceApp, ...]); the env "
+                             "draws them from its scenario")
+        self.apps = list(instance)
         if not self.apps:
             raise ValueError("apps must hold at least one application")
         m = len(self.apps)
@@ -106,7 +120,8 @@ class ETFSimulator:
         self.history: list[tuple[tuple[int, ...], tuple[float, ...]]] = []  # (units, power_w) per epoch
         self._arrivals = sorted(range(m), key=lambda k: (self.apps[k].arrival, k))
         self._next_arrival = 0
-        self._update_membership()
+        self._applied = False
+        self.membership_changed = self._update_membership()
 
     @property
     def done(self) -> bool:
@@ -120,11 +135,14 @@ class ETFSimulator:
     def active_mask(self) -> np.ndarray:
         return np.array(self.active, dtype=bool)
 
-    def view(self) -> dict[str, tuple]:
-        """The per-slot state a scheduler decides on (tuples: a read-only snapshot)."""
-        return {"active": tuple(self.active), "weight": tuple(self.weight), "power_w": tuple(self.power_w),
-                "service_s": tuple(self.service_s), "demand_units": tuple(self.demand_units),
-                "frequency_mhz": tuple(self.frequency_mhz), "slot_app": tuple(self.slot_app), "epoch": self.epoch}
+    def view(self) -> Mapping[str, Any]:
+        """The per-slot state a scheduler decides on: a read-only snapshot (a mapping proxy of tuples), with
+        ``T_units`` and ``max_apps``."""
+        return MappingProxyType({
+            "active": tuple(self.active), "weight": tuple(self.weight), "power_w": tuple(self.power_w),
+            "service_s": tuple(self.service_s), "demand_units": tuple(self.demand_units),
+            "frequency_mhz": tuple(self.frequency_mhz), "slot_app": tuple(self.slot_app), "epoch": self.epoch,
+            "T_units": self.T_units, "max_apps": self.max_apps})
 
     def _update_membership(self) -> bool:
         """Apply departures then arrivals for the current epoch; True if the active set changed."""
@@ -196,14 +214,15 @@ class ETFSimulator:
         return service_s, power_w
 
     # --- one epoch -----------------------------------------------------------------------------
-    def apply(self, units: Sequence[int], *, check: bool = True) -> EpochResult:
+    def _apply(self, units: Sequence[int]) -> EpochResult:
         """Run the current epoch with ``units`` per round per slot (ints, 0 on free slots, sum <= T).
 
-        ``check=False`` skips validation, for callers that built ``units`` themselves (the envs).
+        Validated unless :attr:`check_units` is off (the envs build ``units`` themselves).
         """
         active = self.active
-        if check:
+        if self.check_units:
             units = self._checked_units(units)
+        self._applied = True
         scale = self._seconds_per_unit
         time_s = [u * scale for u in units]
         energy_j = [p * t for p, t in zip(self.power_w, time_s)]
@@ -231,11 +250,16 @@ class ETFSimulator:
         return units
 
     def advance(self) -> bool:
-        """Move to the next epoch; True if the active set changed."""
-        self.epoch += 1
-        if self.epoch < self._next_event:
-            return False
-        return self._update_membership()
+        """Move to the next epoch once the current one ran (a no-op before the first :meth:`apply` of an
+        episode: reset leaves the simulator at its first decision point); ``True`` while the episode goes on.
+        :attr:`membership_changed` says whether the active set changed."""
+        if self._applied:
+            self._applied = False
+            self.epoch += 1
+            self.membership_changed = self.epoch >= self._next_event and self._update_membership()
+        else:
+            self.membership_changed = False
+        return not (self.done or self.truncated)
 
     # --- results -------------------------------------------------------------------------------
     def metrics(self) -> dict[str, float | tuple[float, ...]]:

@@ -2,9 +2,9 @@
 
 ``gym.make_vec("joulegym/ETF-v0", num_envs=N, vectorization_mode="vector_entry_point", **kwargs)`` builds an
 :class:`ETFVectorEnv` (the ids register it as their Gymnasium ``vector_entry_point``). One ``step()`` runs one
-decision epoch of every instance with array operations over all N (issue 14: an RL inner loop at hundreds of
-thousands of env steps per second), and gives, instance by instance, the same observations, rewards,
-terminations, truncations and ``info["metrics"]`` bits as N single envs (``gym.make``) in a
+decision epoch of every instance with array operations over all N (below :attr:`ETFVectorEnv.ARRAY_MIN_N`
+instances, with each instance's own single-env transition), and gives, instance by instance, the same
+observations, rewards, terminations, truncations and ``info["metrics"]`` bits as N single envs (``gym.make``) in a
 ``SyncVectorEnv`` under the same seeds: ``reset(seed=s)`` seeds instance ``i`` with ``s + i``, and an ended
 instance is reset on the next ``step()`` (Gymnasium's ``AutoresetMode.NEXT_STEP``, its default), its action
 ignored, reward 0, from its own random stream.
@@ -32,11 +32,13 @@ import numpy as np
 
 from joulegym.core.actions import ACTION_TOLERANCE
 from joulegym.core.cache import BoundedCache
+from joulegym.core.rewards import weighted_sum
 from joulegym.core.vector import BatchedVectorEnv, check_num_envs
 from joulegym.envs.etf.allocation import largest_remainder_list
-from joulegym.envs.etf.env import SLOT_FEATURES, ETFEnv
+from joulegym.envs.etf.env import SLOT_FEATURES, ETFDVFSEnv, ETFEnv, ETFPhiEnv
 from joulegym.envs.etf.simulator import run_metrics
 
+ENV_CLASSES: dict[str, type[ETFEnv]] = {"split": ETFEnv, "phi": ETFPhiEnv, "dvfs": ETFDVFSEnv}
 STATIC_FEATURES = 6  # slot features 0-5 (from the shadow's content-keyed caches); 6-8 are the epoch's
 
 
@@ -135,14 +137,21 @@ class ETFVectorEnv(BatchedVectorEnv):
     """
 
     horizon_hint: ClassVar[str] = "horizon (epochs)"
+    #: From this many instances on, one step is array work over all of them; below it each instance runs the single
+    #: env's own transition (numpy's fixed cost per call outweighs a few list-code steps; docs/performance.md).
+    ARRAY_MIN_N: ClassVar[int] = 16
 
     def __init__(self, num_envs: int, **kwargs: Any) -> None:
         num_envs = check_num_envs(num_envs)
         kwargs = self.check_kwargs(kwargs)
-        first = ETFEnv(**kwargs)
+        env_class = ENV_CLASSES.get(kwargs.get("action_mode", "split"), ETFEnv)  # ETFEnv names a bad mode
+        first = env_class(**kwargs)
         super().__init__(num_envs, first)
+        self._per_instance = num_envs < self.ARRAY_MIN_N
+        self._all_levels: np.ndarray | None = None
+        self._zero_parts = first._zero_parts
         mode = self.action_mode
-        self._shadows = [first] + [ETFEnv(**kwargs) for _ in range(num_envs - 1)]
+        self._shadows = [first] + [env_class(**kwargs) for _ in range(num_envs - 1)]
         caches = (BoundedCache(), BoundedCache(), BoundedCache())
         for shadow in self._shadows:  # content-keyed, so one set of caches serves every instance
             shadow._set_cache, shadow._phi_cache, shadow._units_cache = caches
@@ -190,7 +199,6 @@ class ETFVectorEnv(BatchedVectorEnv):
         self._last_fe = np.ones(N)
         self._tenant_slot = np.zeros(N, dtype=np.int64)
         self._last_throughput = np.zeros(N)
-        self._apps = 1
         self._alloc_apps(1)
         self._rows = np.arange(N)
 
@@ -269,6 +277,8 @@ class ETFVectorEnv(BatchedVectorEnv):
     def _reset_one(self, n: int, seed: int | None, options: dict[str, Any] | None) -> None:
         s = self._shadows[n]
         s.reset(seed=seed, options=options)
+        if self._per_instance:
+            return
         sim = s.sim
         apps = len(sim.apps)
         self._alloc_apps(apps)
@@ -300,6 +310,8 @@ class ETFVectorEnv(BatchedVectorEnv):
 
     # --- Gymnasium API (reset: the core shell's) -----------------------------------------------------------
     def step(self, actions: Any):
+        if self._per_instance:
+            return self._step_instances(actions)
         self._check_started()
         N = self.num_envs
         resetting = self._autoreset
@@ -319,14 +331,55 @@ class ETFVectorEnv(BatchedVectorEnv):
         truncated[resetting] = False
         ended = terminated | truncated
         self._autoreset = ended
+        return self._observe(), self._rewards(), terminated, truncated, self._info(np.ones(N, dtype=bool),
+                                                                                   ended & live)
+
+    def _rewards(self) -> np.ndarray:
+        """The step's rewards: the parts (``vector_reward``) or their weighted sum, row by row in part order (the
+        core's :func:`~joulegym.core.rewards.weighted_sum` over columns: the single env's bits)."""
         if self._vector_reward:
-            reward = parts.copy()
-        else:
-            reward = np.zeros(N)
-            for w, column in zip(self.reward_weights, parts.T, strict=True):
-                if w:
-                    reward = reward + (column if w == 1.0 else w * column)
-        return self._observe(), reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
+            return self._parts.copy()
+        return np.broadcast_to(weighted_sum(self.reward_weights, self._parts.T), (self.num_envs,)).astype(np.float64)
+
+    def _step_instances(self, actions: Any):
+        """:meth:`step` below :attr:`ARRAY_MIN_N` instances: each instance runs the single env's own transition
+        (``JoulegymEnv._advance``, which validates its action); the batch stacks the results."""
+        self._check_started()
+        N = self.num_envs
+        array = np.asarray(actions)
+        if array.shape[:1] != (N,):
+            raise ValueError(f"actions must hold one action per instance (shape ({N}, ...)) in {self.action_space}, "
+                             f"got {type(actions).__name__} of shape {np.shape(actions)}")
+        resetting = self._autoreset.tolist()
+        zeros = self._zero_parts
+        weights, vector = self.reward_weights, self._vector_reward
+        ends, rewards, parts, repaired, features = [], [], [], [], []
+        for n, shadow in enumerate(self._shadows):
+            if resetting[n]:
+                shadow.reset()
+                ends.append((False, False))
+                parts.append(zeros)
+                repaired.append(False)
+                rewards.append(0.0)
+            else:
+                try:
+                    step_parts, terminated, truncated = shadow._advance(array[n])
+                except ValueError as error:
+                    raise ValueError(f"actions[{n}]: {error}") from None
+                ends.append((terminated, truncated))
+                parts.append(step_parts)
+                repaired.append(shadow.action_type.repaired)
+                rewards.append(0.0 if vector else weighted_sum(weights, step_parts))
+            features.append(shadow._features())
+        self._parts[:] = parts
+        self._repaired[:] = repaired
+        terminated, truncated = np.array(ends, dtype=bool).T
+        ended = terminated | truncated
+        live = ~self._autoreset
+        self._autoreset = ended
+        reward = self._parts.copy() if vector else np.array(rewards)
+        obs = np.array(features, dtype=np.float32)
+        return obs, reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
 
     def close_extras(self, **kwargs: Any) -> None:
         for shadow in self._shadows:
@@ -438,13 +491,7 @@ class ETFVectorEnv(BatchedVectorEnv):
             parts[rows, 1] = -(energy[np.arange(rows.size), tenant] / self._epoch_s)
             self._last_throughput[rows] = throughput
         else:
-            demand = self._current(rows, self._t_demand)
-            eligible = active & (units < np.minimum(demand, T))
-            weighted = np.where(eligible, units * power / weight, np.inf).min(axis=1)
-            ef_level = self._current(rows, self._t_ef_level)
-            ok = eligible.any(axis=1) & (ef_level > 0)
-            objective = np.ones(rows.size)
-            objective[ok] = np.minimum(weighted[ok] / ef_level[ok], 1.0)
+            objective = self._etf_objective(rows, units, active, power, weight)
         # --- advance (arrivals and departures through the shadows) ---
         self._epoch[rows] += 1
         epoch = self._epoch[rows]
@@ -458,6 +505,18 @@ class ETFVectorEnv(BatchedVectorEnv):
             parts[rows, 1] = f_e
             parts[rows, 2] = np.minimum(f_t, f_e)
             parts[rows, 3] = objective
+
+    def _etf_objective(self, rows: np.ndarray, units: np.ndarray, active: np.ndarray, power: np.ndarray,
+                       weight: np.ndarray) -> np.ndarray:
+        """:meth:`ETFEnv._etf_objective <joulegym.envs.etf.env.ETFEnv._etf_objective>` over rows."""
+        demand = self._current(rows, self._t_demand)
+        eligible = active & (units < np.minimum(demand, self._T))
+        weighted = np.where(eligible, units * power / weight, np.inf).min(axis=1)
+        ef_level = self._current(rows, self._t_ef_level)
+        ok = eligible.any(axis=1) & (ef_level > 0)
+        objective = np.ones(rows.size)
+        objective[ok] = np.minimum(weighted[ok] / ef_level[ok], 1.0)
+        return objective
 
     def _membership_event(self, n: int) -> None:
         s = self._shadows[n]
@@ -504,15 +563,21 @@ class ETFVectorEnv(BatchedVectorEnv):
         return np.concatenate(parts, axis=1).astype(np.float32)
 
     def _batch_obs(self) -> np.ndarray:
+        if self._per_instance:
+            return np.stack([shadow._observe() for shadow in self._shadows])
         return self._observe()
 
     def _mask_info(self, info: dict[str, Any], present: np.ndarray) -> None:
         if self.action_mode != "split":  # every level is always valid
-            info["action_mask"] = np.ones((self.num_envs, int(self.single_action_space.n)), dtype=np.int8)
+            if self._all_levels is None:
+                self._all_levels = np.ones((self.num_envs, int(self.single_action_space.n)), dtype=np.int8)
+            info["action_mask"] = self._all_levels.copy()
             info["_action_mask"] = present.copy()
 
     def metrics(self, n: int) -> dict[str, Any]:
         """The paper's metrics of instance ``n``'s episode so far (the single env's ``metrics()``)."""
+        if self._per_instance:
+            return self._shadows[n].metrics()
         apps = int(self._n_apps[n])
         return run_metrics(self._app_time[n, :apps].tolist(), self._app_energy[n, :apps].tolist(),
                            self._app_inferences[n, :apps].tolist(), self._app_epochs[n, :apps].tolist(),
