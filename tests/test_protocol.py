@@ -93,7 +93,7 @@ def test_ship_takes_one_directory_per_seed_and_refuses_what_is_not_one_agent(run
     assert protocol.main(["ship", str(runs / "seed0"), str(runs / "seed1"), "--zoo", str(tmp_path / "zoo")]) == 0
     [agent] = find_agents(tmp_path / "zoo", "etf", "tx2-fig6-random", ENV)
     assert [r.seed for r in agent.runs] == [0, 1] and agent.trained_on == "tx2-fig6-random"
-    assert agent.provenance["spaces"]["observation"]["shape"] == [42] and agent.provenance["n_envs"] == 1
+    assert agent.provenance["spaces"]["observation"]["shape"] == [42] and agent.provenance["n_envs"] == 4
     with pytest.raises(ValueError, match="given twice"):
         protocol.ship([runs, runs / "seed0"], tmp_path / "zoo2")
     other = tmp_path / "other" / "seed0"
@@ -146,11 +146,13 @@ def test_the_leaderboard_from_a_shipped_protocol_zoo(runs, tmp_path):
     md = (out / "leaderboard.md").read_text()
     seeds = re.search(r"Seeds: training ([^;]+) \(the shipped runs' training envs\); validation (\S+) \(the shipped "
                       r"runs' model selection\); test (\S+) \(2 held-out seeds", md)
-    assert seeds.groups() == ("0-1", "9000-9009", "10000-10001")
-    train = {r["seed"] for r in (json.loads(p.read_text()) for p in zoo.rglob("provenance.json"))}
+    # env i of the packaged 4-env PPO setting trains from seed + i: seeds 0-3 and 1-4
+    assert seeds.groups() == ("0-4", "9000-9009", "10000-10001")
+    train = {s for r in (json.loads(p.read_text()) for p in zoo.rglob("provenance.json"))
+             for s in range(r["seed"], r["seed"] + r["n_envs"])}
     validation = set(get_family("etf").benchmark.validation_seeds)
     test = set(pd.read_csv(out / "episodes.csv")["seed"])
-    assert train == {0, 1} and test == {10_000, 10_001}
+    assert train == {0, 1, 2, 3, 4} and test == {10_000, 10_001}
     assert not (train & validation or train & test or validation & test)
     assert "python -m joulegym.protocol ship" in md and f"--out {runs}" in md  # how the runs were made
 

@@ -87,15 +87,16 @@ def quick_page(tmp_path_factory) -> Path:
 
 @needs_browser
 def test_index_html_renders_tables_and_every_image(quick_page, tmp_path):
-    # the test's own script clicks the score header of the first ranking (ascending) and records the column, after
+    # the test's own script clicks the score header of the first ranking (ascending; columns: rank, policy, class,
+    # trained on, score) and records the column, after
     # the page's load handler
     html = quick_page.read_text()
     probe = quick_page.with_name("probe.html")
     probe.write_text(html.replace("</body>", """<script>window.addEventListener("load", function(){
   var table = document.querySelector("table.sortable.ranking");
-  table.tHead.rows[0].cells[3].click();
+  table.tHead.rows[0].cells[4].click();
   document.body.dataset.sortedIqm = Array.prototype.map.call(table.tBodies[0].rows,
-    function(r){ return r.cells[3].dataset.v; }).join(",");
+    function(r){ return r.cells[4].dataset.v; }).join(",");
 });</script></body>"""))
     dom, console = _render(probe, tmp_path)
     images = len(re.findall(r"<img ", html))

@@ -349,8 +349,8 @@ def test_quick_suite_picks_up_the_shipped_agent(quick_run):
     assert provenance["class"] == "agent"
     assert provenance["scenarios"][ETF_QUICK[0]]["seed1"]["command"].startswith("test fixture")
     page = (quick_run / "index.html").read_text()
-    assert (f"ppo (trained on {ETF_QUICK[0]}): 2 training seeds, 10 CPU-s each; evaluated on "
-            f"{', '.join(ETF_QUICK)}") in page
+    assert (f"ppo (trained on {ETF_QUICK[0]}): 2 training seeds, 10 CPU-s each, below the 3600 CPU-s budget; "
+            f"evaluated on {', '.join(ETF_QUICK)}.") in page
     assert provenance["played"] == {ETF_QUICK[0]: {"trained_on": ETF_QUICK[0], "split": "held-in"},
                                     ETF_QUICK[1]: {"trained_on": ETF_QUICK[0], "split": "held-out instance"}}
 
