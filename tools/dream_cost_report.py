@@ -1,6 +1,6 @@
-"""Print what docs/families/dream-cost-model.md reports: the calibration (``KAPPA`` and ``MODEL_SCALE`` as
-:func:`calibration_constants` regenerates them, to paste into joulegym/workloads/dream_scenarios.py when they
-differ from the committed ones), the caps and offered-load tables and the MAESTRO/XRBench validation tables
+"""Print what docs/families/dream-cost-model.md reports: the calibration (``KAPPA`` as
+:func:`calibration_constants` regenerates it, to paste into joulegym/workloads/dream_scenarios.py when it
+differs from the committed one), the feasibility and offered-load tables and the MAESTRO/XRBench validation tables
 (needs the reference-data checkout beside the repository).
 
 Usage: ``python tools/dream_cost_report.py [--reference-data ../shared/reference-data]``.
@@ -14,8 +14,7 @@ from pathlib import Path
 from joulegym.workloads.dream_models import catalog_markdown
 from joulegym.workloads.dream_scenarios import (
     KAPPA,
-    MODEL_SCALE,
-    calibrate,
+    TARGET_LOAD,
     calibration_constants,
     calibration_markdown,
     offered_load_markdown,
@@ -29,13 +28,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference-data", type=Path, default=ROOT / ".." / "shared" / "reference-data")
     args = parser.parse_args()
-    kappa, scale = calibration_constants()
-    same = kappa == dict(KAPPA) and all(scale[n] == dict(MODEL_SCALE[n]) for n in scale)
-    print(f"calibration (committed copy {'matches' if same else 'DIFFERS: paste the lines below'}):")
+    kappa = calibration_constants()
+    same = kappa == dict(KAPPA)
+    print(f"calibration at offered load {TARGET_LOAD} (committed copy {'matches' if same else 'DIFFERS: paste'}):")
     print("KAPPA = {" + ", ".join(f'"{n}": {v!r}' for n, v in kappa.items()) + "}")
-    for name, scales in scale.items():
-        cal = calibrate(name)
-        print(f'MODEL_SCALE["{name}"] = {scales!r}  # rho {cal.rho:.3f}, level {cal.level:.4g}')
     print()
     print(calibration_markdown())
     print()

@@ -1,57 +1,81 @@
 """DREAM reference policies (Kim et al., ASPLOS '23, §4, §5.1 "Schedulers"; ``docs/families/dream.md`` §6).
 
-``DREAM-v0`` (dispatch): every scheduler of :mod:`joulegym.envs.dream.scheduling` as a
-:class:`~joulegym.core.policy.Policy`. Each is privileged: ``act`` reads the simulator's view
-(``env.unwrapped.sim.view()``), asks the scheduler for one decision and returns
-``env.unwrapped.action_type.encode(decision)`` (a decision the integer action cannot express travels with it, so
-an env episode equals a direct simulator run of the scheduler, ``tests/dream/test_policies_env.py``):
+``DREAM-v0`` (dispatch): DREAM and the schedulers it is compared with, registered once as the core's *inner*
+policies (:mod:`joulegym.core.inner`): ``reset(sim, rng)`` and ``decide(view)`` on the simulator.
+:func:`joulegym.core.policy.make` wraps one in :class:`~joulegym.core.policy.InnerPolicyAdapter` to drive the
+env (a decision the integer action cannot express travels with it, so an env episode equals
+``joulegym.core.inner.run_inner`` on the simulator, ``tests/dream/test_policies_env.py``);
+:func:`joulegym.core.policy.make_inner` builds the inner policy for the fast path.
 
 - ``dream-full``, ``dream-smartdrop``, ``dream-mapscore``: DREAM's variants of Table 4 (MapScore with its
   parameter optimisation; + smart frame drop; + Supernet switching), ``mapscore-fixed``: MapScore with
   alpha = beta = 1 (the Fig. 9 ablation baseline);
-- ``fcfs`` (oldest request, whole model on the first idle accelerator), ``fcfs-static`` (Fig. 2's offline
-  reservation), ``veltair`` (layer blocks, earliest deadline first, heterogeneity-unaware), ``planaria``
-  (per layer the smallest idle accelerator that meets the deadline), the paper's three baselines as our docs
-  read them;
-- ``edf`` (earliest deadline first, fastest idle accelerator) and ``random-dispatch`` (a random ready frame on
-  a random idle accelerator): extra references, not in the paper.
+- ``fcfs``, ``fcfs-static`` (Fig. 2's offline reservation), ``veltair``, ``planaria``: the paper's baselines as
+  docs §3 #22-#23 read them;
+- ``edf`` and ``random-dispatch``: extra references, not in the paper.
 
-``DREAMParams-v0`` (params, one step per window):
+``DREAMParams-v0`` (one step per window), agent-facing policies:
 
-- ``adaptivity``: DREAM's online adaptivity engine (§4.4): it proposes the next (alpha, beta) from the UXCost of
-  the window just run (:class:`joulegym.envs.dream.scheduling.AdaptivityEngine`), restarting its search when the
-  model list changes (privileged: it reads the active models from the simulator);
+- ``adaptivity``: DREAM's online adaptivity engine (§4.4) proposing the next (alpha, beta) from the window just
+  run (:class:`joulegym.envs.dream.search.AdaptivityEngine`), restarting its search when the model list changes;
 - ``fixed-params``: a fixed (alpha, beta), (1, 1) by default;
-- ``grid-optimal``: the best fixed pair of a grid over [0, 2]^2 (``step``, 0.25 by default: 81 points; the
-  docs' global optimum uses 0.1), each point a whole offline episode with the episode's own random numbers
-  (privileged; an upper reference, not an online policy).
+- ``grid-optimal``: the best fixed pair of a grid over [0, 2]^2 (``step``, 0.25 by default: 81 points), each point
+  a whole offline episode with the episode's own random numbers (privileged: an upper reference).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from joulegym.core.inner import policy_rng, run_inner
 from joulegym.core.policy import PolicyNotApplicable, register_policy
+from joulegym.envs.dream.mapscore import DreamPolicy
+from joulegym.envs.dream.schedulers import (
+    EDFScheduler,
+    FCFSScheduler,
+    PlanariaScheduler,
+    RandomDispatch,
+    StaticFCFSScheduler,
+    VeltairScheduler,
+)
+from joulegym.envs.dream.search import AdaptivityEngine
 
 DISPATCH_KIND = "DREAM"
 PARAMS_KIND = "DREAMParams"
-# The schedulers of joulegym.envs.dream.scheduling, under their registry names, with one line each.
-SCHEDULERS = {
-    "dream-full": "DREAM-Full: MapScore + parameter optimisation + smart frame drop + Supernet switching (Table 4)",
-    "dream-smartdrop": "DREAM-SmartDrop: MapScore + parameter optimisation + smart frame drop (Table 4)",
-    "dream-mapscore": "DREAM-MapScore: MapScore with parameter optimisation (Table 4)",
-    "mapscore-fixed": "MapScore with alpha = beta = 1, no optimisation (Fig. 9 ablation baseline)",
-    "fcfs": "dynamic FCFS: oldest request, whole model on the first idle accelerator (§5, Fig. 2)",
-    "fcfs-static": "static FCFS: offline worst-case reservation of (start, accelerator) per job (Fig. 2)",
-    "veltair": "Veltair: threshold layer blocks, earliest deadline first, heterogeneity-unaware (§5)",
-    "planaria": "Planaria: per layer the smallest idle accelerator that meets the deadline, else the fastest (§5)",
-    "edf": "earliest deadline first per layer on the fastest idle accelerator (not in the paper)",
-    "random-dispatch": "a random ready frame's next layer on a random idle accelerator (not in the paper)",
-}
-SIM_NAME = {"random-dispatch": "random"}  # registry name -> scheduler name where they differ (generic "random")
 GRID_STEP = 0.25  # grid-optimal's default grid: 81 points (the docs' 441-point 0.1 grid is its step=0.1)
+
+
+def _dream(variant: str, name: str, **fixed: Any) -> Callable[..., DreamPolicy]:
+    def factory(**kwargs: Any) -> DreamPolicy:
+        return DreamPolicy(variant, name=name, **{**fixed, **kwargs})
+
+    factory.__name__ = f"make_{name.replace('-', '_')}"
+    return factory
+
+
+# registry name -> (factory, one line); the inner policies of DREAM-v0 (envs/dream/mapscore.py, schedulers.py)
+INNER: dict[str, tuple[Callable[..., Any], str]] = {
+    "dream-full": (_dream("full", "dream-full"),
+                   "DREAM-Full: MapScore + parameter optimisation + smart frame drop + Supernet switching (Table 4)"),
+    "dream-smartdrop": (_dream("smartdrop", "dream-smartdrop"),
+                        "DREAM-SmartDrop: MapScore + parameter optimisation + smart frame drop (Table 4)"),
+    "dream-mapscore": (_dream("mapscore", "dream-mapscore"),
+                       "DREAM-MapScore: MapScore with parameter optimisation (Table 4)"),
+    "mapscore-fixed": (_dream("mapscore", "mapscore-fixed", tuning="fixed", alpha=1.0, beta=1.0),
+                       "MapScore with alpha = beta = 1, no optimisation (Fig. 9 ablation baseline)"),
+    "fcfs": (FCFSScheduler, "dynamic FCFS: oldest request, whole model on the first idle accelerator (§5, Fig. 2)"),
+    "fcfs-static": (StaticFCFSScheduler,
+                    "static FCFS: offline worst-case reservation of (start, accelerator) per job (Fig. 2)"),
+    "veltair": (VeltairScheduler, "Veltair: threshold layer blocks, earliest deadline first, heterogeneity-unaware"),
+    "planaria": (PlanariaScheduler,
+                 "Planaria: per layer the smallest idle accelerator that meets the deadline, else the fastest (§5)"),
+    "edf": (EDFScheduler, "earliest deadline first per layer on the fastest idle accelerator (not in the paper)"),
+    "random-dispatch": (RandomDispatch,
+                        "a random ready frame's next layer on a random idle accelerator (not in the paper)"),
+}
 
 
 def _base(env: Any, kind: str, who: str) -> Any:
@@ -59,44 +83,6 @@ def _base(env: Any, kind: str, who: str) -> Any:
     if getattr(base, "family", None) != "dream" or getattr(base, "kind", None) != kind:
         raise PolicyNotApplicable(f"{who} drives joulegym/{kind} envs only, not {getattr(base, 'kind', base)!r}")
     return base
-
-
-class SchedulerPolicy:
-    """A scheduler of :mod:`joulegym.envs.dream.scheduling` driving ``DREAM-v0`` (privileged).
-
-    :param name: the registry name (:data:`SCHEDULERS`).
-    :param kwargs: the scheduler's own keyword arguments (e.g. ``alpha``, ``beta``, ``tuning``).
-    """
-
-    privileged = True
-
-    def __init__(self, name: str, **kwargs: Any) -> None:
-        from joulegym.envs.dream.scheduling import make_scheduler
-
-        self.name = name
-        self.scheduler = make_scheduler(SIM_NAME.get(name, name), **kwargs)
-        self._env: Any = None
-
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        base = _base(env, DISPATCH_KIND, self.name)
-        self._env = base
-        # the simulator's seed (drawn from the env's reset seed): a direct run_episode(sim, scheduler, seed) seeds
-        # both with one number, so the two paths see the same random choices (random-dispatch)
-        self.scheduler.reset(base.sim, seed=base.sim_seed)
-
-    def act(self, obs: Any, info: dict[str, Any]) -> Any:
-        base = self._env
-        if base is None:
-            raise RuntimeError(f"{self.name}.act() called before reset(env)")
-        return base.action_type.encode(self.scheduler.decide(base.sim.view()))
-
-
-def _scheduler_factory(name: str):
-    def factory(**kwargs: Any) -> SchedulerPolicy:
-        return SchedulerPolicy(name, **kwargs)
-
-    factory.__name__ = f"make_{name.replace('-', '_')}"
-    return factory
 
 
 class FixedParams:
@@ -120,11 +106,11 @@ class FixedParams:
 
 class AdaptivityPolicy:
     """``DREAMParams-v0``: DREAM's online adaptivity engine (§4.4) as a meta-policy: after each window it is told
-    the window's UXCost, DLV and drop rates and the active model list, and gives the (alpha, beta) of the next
-    window (:meth:`joulegym.envs.dream.scheduling.AdaptivityEngine.step`; a search candidate while it searches,
-    the locked pair after)."""
+    the window's UXCost, DLV and drop rates and the active model list (what DREAM's engine tracks on a real
+    system), and gives the (alpha, beta) of the next window (a search candidate while it searches, the locked
+    pair after)."""
 
-    privileged = True
+    privileged = False
     name = "adaptivity"
 
     def __init__(self, **kwargs: Any) -> None:
@@ -133,10 +119,8 @@ class AdaptivityPolicy:
         self._env: Any = None
 
     def reset(self, env: Any, seed: int | None = None) -> None:
-        from joulegym.envs.dream.scheduling import AdaptivityEngine
-
         base = self._env = _base(env, PARAMS_KIND, self.name)
-        self.engine = AdaptivityEngine(seed=seed, **self.kwargs)
+        self.engine = AdaptivityEngine(rng=policy_rng(seed, self.name), **self.kwargs)
         self._told = 0
         self.params = self.engine.step(base.sim.active_models(), None)
 
@@ -176,25 +160,23 @@ class GridOptimal:
 
 
 def grid_search(env: Any, step: float = GRID_STEP) -> list[tuple[float, float, float]]:
-    """``(alpha, beta, UXCost)`` of every grid point: a whole episode of ``env``'s workload, hardware and
-    simulator seed with the env's DREAM variant at fixed (alpha, beta) (the offline evaluation of §3.6)."""
-    from joulegym.envs.dream.scheduling import make_scheduler, run_episode
-
+    """``(alpha, beta, UXCost)`` of every grid point: a whole episode of ``env``'s workload, hardware and episode
+    key with the env's DREAM variant at fixed (alpha, beta) (the offline evaluation of §3.6), on the fast path
+    (:func:`joulegym.core.inner.run_inner`)."""
     points = np.round(np.arange(0.0, 2.0 + 1e-9, step), 6)
+    sim = env.make_sim(env.workload, env.hw)
+    key = env.sim.episode_key
     table = []
     for alpha in points:
         for beta in points:
-            sim = env.make_sim(env.workload, env.hw)
-            scheduler = make_scheduler(f"dream-{env.config['dream_variant']}", tuning="fixed",
-                                       alpha=float(alpha), beta=float(beta))
-            metrics = run_episode(sim, scheduler, env.sim_seed)
+            policy = DreamPolicy(env.config["dream_variant"], "fixed", float(alpha), float(beta))
+            metrics = run_inner(sim, policy, 0, instance=key)
             table.append((float(alpha), float(beta), float(metrics["uxcost"])))
     return table
 
 
-for _name, _description in SCHEDULERS.items():
-    register_policy(_name, _scheduler_factory(_name), family="dream", description=_description,
-                    kinds=(DISPATCH_KIND,))
+for _name, (_factory, _description) in INNER.items():
+    register_policy(_name, _factory, family="dream", description=_description, kinds=(DISPATCH_KIND,), inner=True)
 register_policy("adaptivity", AdaptivityPolicy, family="dream", kinds=(PARAMS_KIND,),
                 description="DREAM's online adaptivity engine proposing (alpha, beta) per window (§4.4)")
 register_policy("fixed-params", FixedParams, family="dream", kinds=(PARAMS_KIND,),

@@ -77,8 +77,9 @@ def run_inner(sim: Any, policy: Any, seed: int | None, instance: Any = None, *,
     """
     if not callable(getattr(policy, "decide", None)):
         raise ValueError(f"run_inner needs a policy with decide(view); {getattr(policy, 'name', policy)!r} has none")
+    stream = policy_rng(seed, policy.name)  # checks the seed before the simulator uses it
     sim.reset(np.random.default_rng(seed) if rng is None else rng, instance)
-    policy.reset(sim, policy_rng(seed, policy.name))
+    policy.reset(sim, stream)
     view = sim.view()
     decide, apply, advance = policy.decide, sim.apply, sim.advance
     while advance():

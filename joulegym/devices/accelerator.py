@@ -195,6 +195,34 @@ def get_soc(name: str | SoC) -> SoC:
         raise ValueError(f"hw={name!r} is not one of {list(SOC_PRESETS)}") from None
 
 
+SOC_KEYS = ("name", "accelerators", "sram_bytes", "offchip_bw_bytes_per_s", "clock_hz")
+
+
+def soc_from_config(config: Mapping) -> SoC:
+    """A custom SoC from a config dict (``hw={...}`` of the DREAM envs): ``accelerators`` a non-empty list of
+    ``[dataflow, pes]`` pairs or ``{"dataflow", "pes", "rows", "cols"}`` dicts, optional ``name``, ``sram_bytes``,
+    ``offchip_bw_bytes_per_s`` and ``clock_hz`` (Table 2's values by default)."""
+    if not isinstance(config, Mapping) or set(config) - set(SOC_KEYS):
+        raise ValueError(f"hw must be a preset name or a dict with keys from {list(SOC_KEYS)}, got {config!r}")
+    accs = config.get("accelerators")
+    if not isinstance(accs, list | tuple) or not accs:
+        raise ValueError(f"hw['accelerators'] must be a non-empty list of [dataflow, pes] pairs, got {accs!r}")
+    built = []
+    for k, item in enumerate(accs):
+        if isinstance(item, Mapping) and set(item) <= {"dataflow", "pes", "rows", "cols"} and "pes" in item:
+            built.append(SubAccelerator(item.get("dataflow"), item["pes"], item.get("rows"), item.get("cols")))
+        elif isinstance(item, list | tuple) and len(item) == 2:
+            built.append(SubAccelerator(item[0], item[1]))
+        else:
+            raise ValueError(f"hw['accelerators'][{k}] must be [dataflow, pes] or a dict with dataflow, pes "
+                             f"(rows, cols), got {item!r}")
+    extra = {key: config[key] for key in ("sram_bytes", "offchip_bw_bytes_per_s", "clock_hz") if key in config}
+    name = config.get("name", "custom")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"hw['name'] must be a non-empty string, got {name!r}")
+    return SoC(name, tuple(built), description=f"custom: {', '.join(a.label for a in built)}", **extra)
+
+
 def _check_layer_table(layer_type: np.ndarray, dims: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     layer_type = np.asarray(layer_type)
     dims = np.asarray(dims)

@@ -60,7 +60,7 @@ def _build() -> list[Scenario]:
         Scenario("random-mix", "workload and hardware drawn per episode (all 5 x 8): generalisation",
                  {"workload": list(WORKLOADS), "hw": list(HW_PRESETS)}),
         Scenario("tiny", "AR_Call on 4K 1WS+2OS for 0.2 s: CI and quick RL",
-                 {"workload": "ar-call", "hw": DEFAULT_HW, "horizon_s": 0.2, "window_s": 0.05}),
+                 {"workload": "ar-call", "hw": DEFAULT_HW, "horizon_s": 0.2}),
     ]
     return out
 
@@ -70,7 +70,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 KINDS = (
     EnvKind("DREAM", "joulegym.envs.dream.env:DreamEnv", "dispatch",
             "DREAM: dispatch a layer / drop a frame / wait on a multi-accelerator SoC, min UXCost"),
-    EnvKind("DREAMParams", "joulegym.envs.dream.env:DreamEnv", "params",
+    EnvKind("DREAMParams", "joulegym.envs.dream.params_env:DreamParamsEnv", "params",
             "DREAMParams: DREAM's MapScore (alpha, beta) per window, min UXCost"),
 )
 
@@ -86,14 +86,14 @@ FAMILY = FamilyDescriptor(
     benchmark_script="benchmarks/bench_dream.py",
     contract_id="joulegym/DREAM-tiny-v0",
     trajectory_pins=("joulegym/DREAM-tiny-v0", "joulegym/DREAMParams-tiny-v0"),
-    # Leaderboard (docs/leaderboard.md): Table 3 workloads on Fig. 7(a)'s SoC and random-mix, ranked by the episode's
-    # UXCost (final info["metrics"]["uxcost"], eq. 3). The published heuristics are Table 4's schedulers (DREAM's
-    # variants and the baselines). best_heuristic is the one with the lowest mean UXCost over the ten eval seeds
-    # 10000-10009, measured on the simulator (same metrics as the env episode, docs §6) with the per-model
-    # calibration of cost model §4.4 (docs §5): AR_Call Veltair 0.1521 (DREAM-Full 0.1541), Drone_Outdoor Veltair
-    # 0.044 (DREAM-Full 1.15), Drone_Indoor Planaria 1.485 (DREAM-Full 1.584), VR_Gaming DREAM-Full 0.546 (Veltair
-    # 0.904), AR_Social DREAM-Full 0.210 (SmartDrop 0.240); random-mix through DREAM-v0: DREAM-Full 0.2017
-    # (SmartDrop 0.2030, Planaria 0.2437).
+    # Leaderboard (docs/leaderboard.md, docs/families/dream.md §5): the Table 3 workloads on Fig. 7(a)'s SoC and
+    # random-mix, ranked by the episode's UXCost (final info["metrics"]["uxcost"], Alg. 2). The published heuristics
+    # are Table 4's schedulers (DREAM's variants and the baselines) and MapScore at Fig. 9's untuned (1, 1).
+    # best_heuristic is the one with the lowest mean UXCost over the ten eval seeds 10000-10009 (fast path, the same
+    # episodes as DREAM-v0's; calibration of cost model §4.4; tools/dream_board.py): VR_Gaming DREAM-Full 0.3247
+    # (MapScore-fixed 0.3253), AR_Call Planaria 0.248 (DREAM-Full 0.526), Drone_Outdoor MapScore-fixed 0.0273
+    # (Planaria 0.0352), Drone_Indoor Planaria 0.164 (DREAM-Full 0.226), AR_Social DREAM-Full 0.169 (the same
+    # decisions as MapScore-fixed; Planaria 0.187), random-mix DREAM-Full 0.800 (Veltair 0.934).
     benchmark=Benchmark(
         kind="DREAM", scenarios=(*WORKLOADS, "random-mix"), generalisation="random-mix",
         metric="UXCost", metric_terms={"uxcost": 1.0}, higher_is_better=False,
@@ -103,13 +103,13 @@ FAMILY = FamilyDescriptor(
         zero="random-dispatch",
         zero_why="random-dispatch: a random ready frame's next layer on a random idle sub-accelerator (it never waits "
                  "and never drops): the dispatcher with no scheduling policy; random, which also waits and drops at "
-                 "random, is 50 times worse and kept as a row.",
-        best_heuristic={"vr-gaming": "dream-full", "ar-call": "veltair", "drone-outdoor": "veltair",
+                 "random (no deployed dispatcher does), is kept as a row.",
+        best_heuristic={"vr-gaming": "dream-full", "ar-call": "planaria", "drone-outdoor": "mapscore-fixed",
                         "drone-indoor": "planaria", "ar-social": "dream-full", "random-mix": "dream-full"},
         one_why="the published scheduler (Table 4) with the lowest mean UXCost on the held-out seeds (measured above).",
         zoo_algo="maskable_ppo",
         quick_scenarios=("ar-call",),
-        note="UXCost of a 2 s episode (eq. 3, lower is better) on the Table 3 workloads on 4K 1WS+2OS; the best "
-             "published scheduler is DREAM-Full on VR_Gaming, AR_Social and random-mix, Veltair on AR_Call and "
-             "Drone_Outdoor, Planaria on Drone_Indoor (docs/families/dream.md §5)."),
+        note="UXCost of a 2 s episode (Alg. 2, lower is better) on the Table 3 workloads on 4K 1WS+2OS; the best "
+             "published scheduler is DREAM-Full on VR_Gaming, AR_Social and random-mix, Planaria on AR_Call and "
+             "Drone_Indoor, MapScore at (1, 1) on Drone_Outdoor (docs/families/dream.md §5)."),
 )

@@ -1,4 +1,4 @@
-"""The DREAM growth curve that ``benchmarks/harness.py`` loads from ``benchmarks/bench_dream.py`` (issue 14): the
+"""The DREAM growth curve that ``benchmarks/harness.py`` loads from ``benchmarks/bench_dream.py``: the
 real hook registers and answers with one positive CPU time per episode length (no timings asserted)."""
 
 from __future__ import annotations

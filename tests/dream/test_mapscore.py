@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from joulegym.envs.dream.scheduling import DreamScheduler, map_score, map_score_terms
+from joulegym.envs.dream.mapscore import DreamPolicy, map_score, map_score_terms
 from joulegym.envs.dream.simulator import EPS_SLACK_S, DreamSim
 
 # task A: ToGo 6 ms, Slack 12 ms, waited 2 ms; next layer 1/2/4 ms, energy 10/5/5; a switch to acc 1 costs 5
@@ -65,27 +66,27 @@ def test_homogeneous_preferences_equal_n_acc_and_late_tasks_get_epsilon_slack():
 @pytest.mark.parametrize(("scenario", "hw"), [("vr-gaming", "4k-1ws2os"), ("ar-social", "4k-1os2ws")])
 def test_dream_dispatch_is_the_argmax_of_the_pure_mapscore(scenario, hw):
     sim = DreamSim.from_catalog(scenario, hw, horizon_s=0.3)
-    sched = DreamScheduler("mapscore", "fixed", 0.7, 1.3)
-    sim.reset(2)
-    sched.reset(sim, 2)
+    sched = DreamPolicy("mapscore", "fixed", 0.7, 1.3)
+    sim.reset(np.random.default_rng(2))
+    sched.reset(sim, np.random.default_rng(0))
     view = sim.view()
     checked = 0
     while sim.advance():
         decision = sched.decide(view)
         now = sim.now
         best, best_key = None, None
-        for i in sim.ready:
-            for a in sim.idle_accs():
-                s = map_score(sim.to_go(i), sim.f_deadline[i] - now, now - sim.f_tcmpl[i], sim.next_lat(i),
-                              sim.next_energy(i), a, sim.switch_energy(i, a), 0.7, 1.3)
+        for i in view.ready:
+            for a in view.idle_accs():
+                s = map_score(view.to_go(i), view.f_deadline[i] - now, now - view.f_tcmpl[i], view.next_lat(i),
+                              view.next_stats(i)[1], a, view.switch_energy(i, a), 0.7, 1.3)
                 key = (s, -sim.f_release[i], -a)
                 if best_key is None or key > best_key:
                     best, best_key = (i, a), key
         assert (decision.task, decision.acc) == best or math.isclose(
-            best_key[0], map_score(sim.to_go(decision.task), sim.f_deadline[decision.task] - now,
-                                   now - sim.f_tcmpl[decision.task], sim.next_lat(decision.task),
-                                   sim.next_energy(decision.task), decision.acc,
-                                   sim.switch_energy(decision.task, decision.acc), 0.7, 1.3), rel_tol=1e-12)
+            best_key[0], map_score(view.to_go(decision.task), view.f_deadline[decision.task] - now,
+                                   now - view.f_tcmpl[decision.task], view.next_lat(decision.task),
+                                   view.next_stats(decision.task)[1], decision.acc,
+                                   view.switch_energy(decision.task, decision.acc), 0.7, 1.3), rel_tol=1e-12)
         checked += 1
         sim.apply(decision)
     assert checked > 500

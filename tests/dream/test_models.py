@@ -29,6 +29,7 @@ from joulegym.workloads.dream_scenarios import (
     TARGET_LOAD,
     DreamScenario,
     ScenarioModel,
+    calibration_markdown,
     get_scenario,
     offered_load,
     offered_load_markdown,
@@ -291,14 +292,14 @@ def test_bad_scenarios_name_the_field():
 
 # --- load calibration (CM §4.4) ---------------------------------------------------------------------------
 
-def test_committed_kappa_is_the_uniform_scale_with_the_same_load():
-    """KAPPA (context-switch scale) is the load-weighted mean of the per-model scales: applied uniformly it gives
-    the calibrated rho on 4k-1ws2os, at most TARGET_LOAD (tests/dream/test_calibration.py checks the rest)."""
+def test_committed_kappa_is_the_one_scale_of_the_target_load():
+    """KAPPA scales every model of a scenario: the offered load is linear in it and TARGET_LOAD at the committed
+    value on 4k-1ws2os (tests/dream/test_calibration.py checks the rest)."""
     for name in DREAM_SCENARIOS:
         rho = offered_load(name, CALIBRATION_HW)
-        assert rho <= TARGET_LOAD * (1 + 1e-4), name
-        assert offered_load(name, CALIBRATION_HW, KAPPA[name]) == pytest.approx(rho, rel=1e-4), name
-        assert offered_load(name, CALIBRATION_HW, 2 * KAPPA[name]) == pytest.approx(2 * rho, rel=1e-4)
+        assert rho == pytest.approx(TARGET_LOAD, rel=1e-5), name
+        assert offered_load(name, CALIBRATION_HW, KAPPA[name]) == pytest.approx(rho, rel=1e-12), name
+        assert offered_load(name, CALIBRATION_HW, 2 * KAPPA[name]) == pytest.approx(2 * rho, rel=1e-12)
 
 
 def test_offered_load_counts_cascades_and_dynamic_layers():
@@ -314,7 +315,7 @@ def test_offered_load_counts_cascades_and_dynamic_layers():
 
 def test_doc_reports_the_generated_tables():
     text = DOC.read_text()
-    for table in (offered_load_markdown(), catalog_markdown(), dataflow_preference_markdown()):
+    for table in (offered_load_markdown(), calibration_markdown(), catalog_markdown(), dataflow_preference_markdown()):
         assert table in text, "regenerate the tables in docs/families/dream-cost-model.md (tools/dream_cost_report.py)"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from joulegym.envs.dream.scheduling import AdaptivityEngine, ParamSearch, optimize
+from joulegym.envs.dream.search import AdaptivityEngine, ParamSearch, optimize
 
 
 def bowl(center, floor=0.1):
@@ -67,7 +67,7 @@ def test_tell_after_the_end_and_bad_arguments_raise():
 
 def test_online_engine_converges_on_a_stationary_workload_and_then_locks():
     f = bowl((0.4, 1.5))
-    eng = AdaptivityEngine(seed=3)
+    eng = AdaptivityEngine(rng=np.random.default_rng(3))
     params = eng.step((0, 1, 2), None)
     assert eng.search is not None  # booting: a random start, one candidate per window
     for _ in range(60):
@@ -78,7 +78,7 @@ def test_online_engine_converges_on_a_stationary_workload_and_then_locks():
 
 
 def test_online_engine_restarts_on_task_change_from_the_locked_pair_and_on_load_change():
-    eng = AdaptivityEngine(seed=0)
+    eng = AdaptivityEngine(rng=np.random.default_rng(0))
     params = eng.step((0, 1), None)
     f = bowl((1.0, 1.0))
     while eng.locked is None:
@@ -90,7 +90,7 @@ def test_online_engine_restarts_on_task_change_from_the_locked_pair_and_on_load_
     assert eng.search is None
     eng.step((0, 1), f(params), 0.35, 0.0)  # load change: DLV rate moved by 0.25
     assert eng.search is not None and eng.search.radius == pytest.approx(0.25)
-    eng2 = AdaptivityEngine(seed=0)
+    eng2 = AdaptivityEngine(rng=np.random.default_rng(0))
     p = eng2.step((0, 1), None)
     while eng2.locked is None:
         p = eng2.step((0, 1), f(p), 0.1, 0.0)

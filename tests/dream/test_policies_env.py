@@ -1,11 +1,15 @@
-"""The DREAM reference policies through the env equal the schedulers run on the simulator directly (issue 15:
-"the same policy gives identical metrics through the simulator and through the env"; docs/families/dream.md §6).
+"""Every DREAM reference policy's fast path equals its ``DREAM-v0`` episode (docs/families/dream.md §6).
 
-Direct: :func:`joulegym.envs.dream.scheduling.run_episode` on a :class:`DreamSim` with the env's simulator seed.
-Env: :func:`joulegym.core.rollout.rollout` of the registered policy on ``DREAM-v0`` (or ``DREAMParams-v0``).
+Fast path: :func:`joulegym.core.inner.run_inner` of the registered inner policy on a
+:class:`~joulegym.envs.dream.simulator.DreamSim` with the same seed. Env: :func:`joulegym.core.rollout.rollout` of
+the same name through the core's ``InnerPolicyAdapter`` on ``DREAM-v0`` (or the agent-facing policies on
+``DREAMParams-v0``). The metrics must be equal key for key and bit for bit.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
 
 import gymnasium as gym
 import numpy as np
@@ -13,18 +17,21 @@ import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
-from joulegym.baselines.dream import SCHEDULERS, SIM_NAME, grid_search
-from joulegym.core.policy import PolicyNotApplicable, available
+from joulegym.baselines.dream import INNER, grid_search
+from joulegym.core.inner import policy_rng, run_inner
+from joulegym.core.policy import InnerPolicyAdapter, PolicyNotApplicable, available, make_inner
 from joulegym.core.rollout import rollout
-from joulegym.envs.dream.scheduling import make_scheduler, run_episode, run_window
+from joulegym.envs.dream.mapscore import DreamPolicy
 from joulegym.envs.dream.simulator import DreamSim
+from joulegym.envs.dream.view import _SHARED, DreamView
+from tests.dream.toy import run_until
 
 HORIZON = 0.3
 
 
 def _direct(name: str, workload: str, seed: int, **sim_kw) -> dict:
     sim = DreamSim.from_catalog(workload, "4k-1ws2os", horizon_s=HORIZON, **sim_kw)
-    return run_episode(sim, make_scheduler(SIM_NAME.get(name, name)), seed)
+    return run_inner(sim, make_inner(name, family="dream"), seed)
 
 
 def _through_env(name: str, workload: str, seed: int, **env_kw):
@@ -33,34 +40,75 @@ def _through_env(name: str, workload: str, seed: int, **env_kw):
     return episode, env.unwrapped
 
 
-def test_every_scheduler_is_registered_for_the_dispatch_kind():
-    names = available("dream", kind="DREAM")
-    assert set(SCHEDULERS) <= set(names)
-    assert {SIM_NAME.get(n, n) for n in SCHEDULERS} == set(__import__(
-        "joulegym.envs.dream.scheduling", fromlist=["SCHEDULER_NAMES"]).SCHEDULER_NAMES)
+def test_every_inner_policy_is_registered_once_for_the_dispatch_kind():
+    assert set(INNER) == set(available("dream", kind="DREAM", inner=True))
+    assert "random" not in INNER and "random-dispatch" in INNER  # one spelling each, no family-local remap
+    assert isinstance(baselines.make("dream-full", family="dream"), InnerPolicyAdapter)
     assert {"adaptivity", "fixed-params", "grid-optimal"} <= set(available("dream", kind="DREAMParams"))
     assert "adaptivity" not in available("dream", kind="DREAM")
 
 
 @pytest.mark.parametrize("workload", ["vr-gaming", "ar-call"])
-@pytest.mark.parametrize("name", sorted(SCHEDULERS))
-def test_env_metrics_equal_the_direct_run(name, workload):
+@pytest.mark.parametrize("name", sorted(INNER))
+def test_fast_path_metrics_equal_the_env_episode(name, workload):
     episode, base = _through_env(name, workload, seed=11)
-    direct = _direct(name, workload, base.sim_seed)
-    metrics = episode.metrics
-    assert metrics.pop("overflow_steps") == 0
-    assert metrics == direct
+    direct = _direct(name, workload, 11)
+    assert episode.metrics == direct
+    assert base.slots.overflow_steps == 0
     assert episode.total_return == pytest.approx(-direct["uxcost"], rel=1e-9)
+
+
+class _SnapshotView(DreamView):
+    """The view with the simulator's lists copied to tuples and its dicts to read-only mappings: a scheduler that
+    writes into the state through the view raises."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for key in _SHARED:
+            value = getattr(self, key)
+            if isinstance(value, list):
+                object.__setattr__(self, key, tuple(value))
+            elif isinstance(value, dict):
+                object.__setattr__(self, key, MappingProxyType(dict(value)))
+
+
+def test_the_view_cannot_be_rebound():
+    sim = DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.05)
+    sim.reset(np.random.default_rng(0))
+    view = sim.view()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.f_pos = []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del view.ready
+
+
+@pytest.mark.parametrize("name", sorted(INNER))
+def test_no_inner_policy_writes_through_the_view(name):
+    """Every inner policy decides on a fresh snapshot view per decision (tuples, read-only mappings) without
+    raising, and with the metrics of :func:`run_inner`'s live view: none writes into the simulator's lists."""
+    expected = run_inner(DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=0.1),
+                         make_inner(name, family="dream"), 3)
+    sim, policy = DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=0.1), make_inner(name, family="dream")
+    sim.reset(np.random.default_rng(3))
+    policy.reset(sim, policy_rng(3, policy.name))
+    while sim.advance():
+        sim.apply(policy.decide(_SnapshotView(sim)))
+    assert sim.metrics() == expected
 
 
 @pytest.mark.parametrize("name", ["dream-full", "fcfs", "mapscore-fixed"])
 def test_equal_with_frames_outside_the_slots(name):
     """With one slot most decisions name frames outside it: they travel with the action and still match."""
     episode, base = _through_env(name, "vr-gaming", seed=5, max_slots=1)
-    direct = _direct(name, "vr-gaming", base.sim_seed)
-    metrics = episode.metrics
-    assert metrics.pop("overflow_steps") > 0
-    assert metrics == direct
+    assert base.slots.overflow_steps > 0
+    assert episode.metrics == _direct(name, "vr-gaming", 5)
+
+
+@pytest.mark.parametrize("granularity", ["chunk:1", "chunk:4"])
+@pytest.mark.parametrize("name", ["dream-full", "planaria", "veltair", "random-dispatch"])
+def test_equal_at_chunk_granularity(name, granularity):
+    episode, _ = _through_env(name, "vr-gaming", seed=6, granularity=granularity)
+    assert episode.metrics == _direct(name, "vr-gaming", 6, granularity=granularity)
 
 
 def test_single_layer_decisions_are_plain_actions():
@@ -90,16 +138,15 @@ def test_dispatch_policies_refuse_the_params_kind():
 
 def test_fixed_params_equal_a_direct_windowed_run():
     """DREAMParams-v0 with (1, 1) every window = DREAM-Full at fixed (1, 1) run window by window on the simulator."""
-    env = gym.make("joulegym/DREAMParams-v0", workload="vr-gaming", horizon_s=0.5)
+    env = gym.make("joulegym/DREAMParams-v0", workload="vr-gaming", horizon_s=0.5, window_s=0.25)
     episode = rollout(env, baselines.make("fixed-params", family="dream"), seed=2, record=True)
-    base = env.unwrapped
     sim = DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=0.5)
-    sim.reset(base.sim_seed)
-    scheduler = make_scheduler("dream-full", tuning="fixed", alpha=1.0, beta=1.0)
-    scheduler.reset(sim, base.sim_seed)
+    sim.reset(np.random.default_rng(2))  # the env's episode for seed 2
+    scheduler = DreamPolicy("full", "fixed", alpha=1.0, beta=1.0)
+    scheduler.reset(sim, np.random.default_rng(0))
     uxs = []
     for w in range(2):
-        run_window(sim, scheduler, (w + 1) * 0.25)
+        run_until(sim, scheduler, (w + 1) * 0.25)
         uxs.append(sim.window_uxcost(w * 0.25, (w + 1) * 0.25))
     metrics = episode.metrics
     assert metrics.pop("windows") == 2
@@ -110,6 +157,7 @@ def test_fixed_params_equal_a_direct_windowed_run():
 def test_adaptivity_and_grid_optimal_drive_the_params_kind():
     env = gym.make("joulegym/DREAMParams-v0", workload="ar-call", horizon_s=0.5, window_s=0.1)
     adaptive = rollout(env, baselines.make("adaptivity", family="dream"), seed=1, record=True)
+    assert baselines.make("adaptivity", family="dream").privileged is False
     pairs = [tuple(log[:2]) for log in env.unwrapped.param_log]
     assert adaptive.length == 5 and len(set(pairs)) > 1  # the engine searches: it moves (alpha, beta)
     assert all(0.0 <= a <= 2.0 and 0.0 <= b <= 2.0 for a, b in pairs)
@@ -131,16 +179,13 @@ def test_adaptivity_and_grid_optimal_drive_the_params_kind():
 @pytest.mark.parametrize("name", ["dream-full", "dream-smartdrop", "fcfs", "planaria"])
 def test_env_with_agent_supernet_equals_the_direct_run(name):
     """DREAM-Full's variant choices are plain actions of the bigger space; every scheduler still matches exactly."""
-    episode, base = _through_env(name, "ar-social", seed=4, supernet="agent")
-    direct = _direct(name, "ar-social", base.sim_seed)
-    metrics = episode.metrics
-    metrics.pop("overflow_steps")
-    assert metrics == direct
+    episode, _ = _through_env(name, "ar-social", seed=4, supernet="agent")
+    assert episode.metrics == _direct(name, "ar-social", 4)
 
 
 def test_dream_full_switch_point_choices_are_plain_actions_with_agent_supernet():
-    env = gym.make("joulegym/DREAM-v0", workload="ar-social", horizon_s=HORIZON, supernet="agent")
-    policy = baselines.make("dream-full", family="dream")
+    env = gym.make("joulegym/DREAM-v0", workload="ar-social", horizon_s=HORIZON, supernet="agent", kappa=4.0)
+    policy = baselines.make("dream-full", family="dream", supernet_rule="load-aware")  # loaded: it switches
     obs, info = env.reset(seed=2)
     policy.reset(env, seed=2)
     base, action_type = env.unwrapped, env.unwrapped.action_type
@@ -193,7 +238,7 @@ def test_lighter_subnets_are_masked_away_from_the_switch_point():
     V, seen_open, seen_closed = base.action_type.V, 0, 0
     for _ in range(300):
         mask = base.action_masks().astype(bool)  # int8 0/1: boolean indexing below
-        for k, task in base._occupied:
+        for k, task in base.slots.occupied():
             row = mask[k * 3 * V: (k + 1) * 3 * V].reshape(3, V)
             if not row[:, 0].any():
                 continue

@@ -5,21 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from joulegym.envs.dream import scheduling as sch
-from joulegym.envs.dream.scheduling import (
-    MULTI_LAYER,
-    SCHEDULER_NAMES,
-    DreamScheduler,
-    FCFSScheduler,
-    PlanariaScheduler,
-    StaticFCFSScheduler,
-    VeltairScheduler,
-    make_scheduler,
-    run_episode,
-    select_variant,
-)
+from joulegym.baselines.dream import INNER
+from joulegym.core.inner import run_inner
+from joulegym.core.policy import available, make_inner
+from joulegym.envs.dream import mapscore
+from joulegym.envs.dream.mapscore import DreamPolicy, select_variant
+from joulegym.envs.dream.schedulers import FCFSScheduler, PlanariaScheduler, StaticFCFSScheduler, VeltairScheduler
 from joulegym.envs.dream.simulator import App, Dispatch, DreamSim, Drop, Wait
-from tests.dream.toy import model, sim, table
+from tests.dream.toy import model, reset, sim, table
+
+MULTI_LAYER = frozenset({"fcfs", "fcfs-static", "veltair"})  # dispatch more than one layer per decision
 
 
 def skip_toy(**kw) -> DreamSim:
@@ -30,7 +25,7 @@ def skip_toy(**kw) -> DreamSim:
 
 def test_fcfs_known_completion_times():
     s = skip_toy()
-    run_episode(s, FCFSScheduler(), 0)
+    run_inner(s, FCFSScheduler(), 0)
     names = s.model_names
     ends = {(names[s.f_model[i]], s.f_frame[i]): round(s.f_end[i], 9) for i in range(len(s.f_state))}
     # A skips its second layer (20 ms), then B (50 ms); every 100 ms
@@ -42,7 +37,7 @@ def test_fcfs_known_completion_times():
 def test_static_fcfs_waits_for_the_worst_case_reservation():
     s = skip_toy()
     sched = StaticFCFSScheduler()
-    run_episode(s, sched, 0)
+    run_inner(s, sched, 0)
     # the offline plan assumes A's skippable layer runs (40 ms): B is reserved at 40 ms and may not start early
     assert sched.plan[(0, 0)] == (0.0, 0) and sched.plan[(1, 0)] == (pytest.approx(0.04), 0)
     names = s.model_names
@@ -58,8 +53,8 @@ def test_static_fcfs_leaves_the_slot_of_an_unactivated_child_idle():
     stat = sim(tabs, apps, horizon_s=1.0, record_timeline=True)
     dyn = sim(tabs, apps, horizon_s=1.0, record_timeline=True)
     plan = StaticFCFSScheduler()
-    run_episode(stat, plan, 1)
-    run_episode(dyn, FCFSScheduler(), 1)
+    run_inner(stat, plan, 1)
+    run_inner(dyn, FCFSScheduler(), 1)
     # plan per period: P [0, 10], then X (released at 0, older than C) [10, 40], C [40, 70]
     assert plan.plan[(2, 0)][0] == pytest.approx(0.01) and plan.plan[(1, 0)][0] == pytest.approx(0.04)
     for s in (stat, dyn):
@@ -77,9 +72,9 @@ def test_veltair_blocks_group_layers_below_the_threshold():
     V = VeltairScheduler(theta_block_s=1e-3)
     s = sim({"m": model("m", table("m", [[0.4], [0.4], [0.4], [2.0], [0.3], [0.3]]))}, [App("m", 10)],
             horizon_s=0.1)
-    s.reset(0)
+    reset(s, 0)
     s.advance()
-    ends = V.block_end(s.tables_of(0))
+    ends = V.block_end(s.view().tables_of(0))
     assert ends == [2, 2, 3, 4, 6, 6]  # [0.4 0.4] [0.4] [2.0] [0.3 0.3]
     d = V.decide(s.view())
     assert d == Dispatch(0, 0, 2)
@@ -89,12 +84,12 @@ def test_planaria_takes_the_smallest_accelerator_that_meets_the_deadline():
     # acc 0: 4096 PEs fast; acc 1: 1024 PEs slower but fast enough
     s = sim({"m": model("m", table("m", [[10.0, 30.0]]))}, [App("m", 10)], n_acc=2, pes=[4096, 1024],
             horizon_s=0.1)
-    s.reset(0)
+    reset(s, 0)
     s.advance()
     assert PlanariaScheduler().decide(s.view()) == Dispatch(0, 1)
     tight = sim({"m": model("m", table("m", [[10.0, 120.0]]))}, [App("m", 10)], n_acc=2, pes=[4096, 1024],
                 horizon_s=0.1)
-    tight.reset(0)
+    reset(tight, 0)
     tight.advance()
     assert PlanariaScheduler().decide(tight.view()) == Dispatch(0, 0)
 
@@ -102,15 +97,17 @@ def test_planaria_takes_the_smallest_accelerator_that_meets_the_deadline():
 def test_edf_takes_the_earliest_deadline_on_the_fastest_idle_accelerator():
     tabs = {"slow": model("slow", table("slow", [[5.0, 1.0]])), "fast": model("fast", table("fast", [[2.0, 4.0]]))}
     s = sim(tabs, [App("slow", 5), App("fast", 50)], n_acc=2, horizon_s=0.1)
-    s.reset(0)
+    reset(s, 0)
     s.advance()
-    assert make_scheduler("edf").decide(s.view()) == Dispatch(1, 0)
+    assert make_inner("edf", family="dream").decide(s.view()) == Dispatch(1, 0)
 
 
 def test_random_is_reproducible_by_seed():
-    a = run_episode(DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.4), make_scheduler("random"), 9)
-    b = run_episode(DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.4), make_scheduler("random"), 9)
-    assert a == b
+    sim_ = DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.4)
+    a = run_inner(sim_, make_inner("random-dispatch", family="dream"), 9)
+    b = run_inner(sim_, make_inner("random-dispatch", family="dream"), 9)
+    c = run_inner(sim_, make_inner("random-dispatch", family="dream"), 10)
+    assert a == b and a != c
 
 
 def test_supernet_rule_prefers_the_heaviest_variant_that_fits():
@@ -127,20 +124,33 @@ def test_dream_full_switches_to_a_lighter_variant_under_load_only():
     heavy_load = sim(tabs, [App("o", 20), App("x", 100)], horizon_s=0.5)  # offered load 1.18
     res = {}
     for key, s in (("light", light_load), ("heavy", heavy_load)):
-        res[key] = run_episode(s, DreamScheduler("full", "fixed"), 0)
+        res[key] = run_inner(s, DreamPolicy("full", "fixed"), 0)
     assert res["light"]["subnet/o-small"] == 0 and res["light"]["subnet/o-big"] > 0
     assert res["heavy"]["subnet/o-small"] > 0
-    smartdrop = run_episode(heavy_load, DreamScheduler("smartdrop", "fixed"), 0)
+    smartdrop = run_inner(heavy_load, DreamPolicy("smartdrop", "fixed"), 0)
     assert smartdrop["subnet/o-small"] == 0  # only DREAM-Full switches
 
 
-@pytest.mark.parametrize("name", SCHEDULER_NAMES)
+def test_fig6_rule_switches_only_a_frame_that_is_behind_and_the_load_aware_rule_earlier():
+    """Fig. 6 reads "slack = remaining time until deadline - expected completion time": the frame's own ToGo;
+    the load-aware option also counts the work of the frames due no later (docs §3 #12)."""
+    heavy = table("o-big", [[1.0], [1.0]] + [[6.0]] * 4)
+    light = table("o-small", [[1.0], [1.0], [2.0]])
+    tabs = {"o": model("o", heavy, light, switch_point=2), "x": model("x", table("x", [[20.0]]))}
+    s = sim(tabs, [App("o", 20), App("x", 25)], horizon_s=1.0)  # offered load 1.02 on one accelerator
+    fig6 = run_inner(s, DreamPolicy("full", "fixed", supernet_rule="slack"), 0)
+    load = run_inner(s, DreamPolicy("full", "fixed", supernet_rule="load-aware"), 0)
+    assert fig6["subnet/o-small"] > 0  # frames that fell behind do switch
+    assert fig6["subnet/o-big"] > load["subnet/o-big"] and load["subnet/o-small"] > fig6["subnet/o-small"]
+
+
+@pytest.mark.parametrize("name", sorted(INNER))
 def test_every_scheduler_runs_a_catalog_episode(name):
     kwargs = {"tuning": "fixed"} if name.startswith("dream-") else {}
     s = DreamSim.from_catalog("vr-gaming", "4k-1os2ws", horizon_s=0.3)
-    sched = make_scheduler(name, **kwargs)
+    sched = make_inner(name, family="dream", **kwargs)
     assert sched.name == name
-    m = run_episode(s, sched, 0)
+    m = run_inner(s, sched, 0)
     assert m["frames"] > 0 and m["dispatches"] > 0 and np.isfinite(m["uxcost"]) and m["uxcost"] > 0
     assert (m["layers"] > m["dispatches"]) == (name in MULTI_LAYER)
     if not name.startswith("dream-") or name == "dream-mapscore":
@@ -154,33 +164,35 @@ def test_offline_tuning_locks_the_search_result_and_is_cached(monkeypatch):
     tabs = {"a": model("a", table("a", [[3.0, 6.0], [6.0, 3.0]], [[1.0, 3.0], [3.0, 1.0]])),
             "b": model("b", table("b", [[4.0, 4.0]], [[2.0, 1.0]]))}
     s = sim(tabs, [App("a", 40), App("b", 40)], n_acc=2, horizon_s=0.5)
-    sched = DreamScheduler("mapscore", "offline")
-    sched.reset(s, 0)
+    sched = DreamPolicy("mapscore", "offline")
+    sched.reset(s, np.random.default_rng(0))
     rec = sched.tuning_record
     assert rec is not None and len(rec.trajectory) == 5
     assert (sched.alpha, sched.beta) == rec.params
     calls = []
-    monkeypatch.setattr(sch, "optimize", lambda *a, **k: calls.append(a))
-    again = DreamScheduler("mapscore", "offline")
-    again.reset(s.spawn(3), 3)
+    monkeypatch.setattr(mapscore, "optimize", lambda *a, **k: calls.append(a))
+    again = DreamPolicy("mapscore", "offline")
+    again.reset(s.spawn(3), np.random.default_rng(3))
     assert not calls and (again.alpha, again.beta) == rec.params
 
 
 def test_online_tuning_changes_parameters_during_the_episode():
     s = DreamSim.from_catalog("ar-social", "4k-1ws2os", horizon_s=1.0)
-    sched = DreamScheduler("mapscore", "online", window_s=0.1)
-    run_episode(s, sched, 1)
+    sched = DreamPolicy("mapscore", "online", window_s=0.1)
+    run_inner(s, sched, 1)
     hist = sched.engine.history
     assert len(hist) >= 8 and len({h["params"] for h in hist}) > 3
 
 
 def test_bad_scheduler_arguments():
-    with pytest.raises(ValueError, match="scheduler="):
-        make_scheduler("lottery")
+    with pytest.raises(ValueError, match="policy='lottery'"):
+        make_inner("lottery", family="dream")
+    with pytest.raises(ValueError, match="supernet_rule="):
+        DreamPolicy("full", supernet_rule="greedy")
     with pytest.raises(ValueError, match="variant="):
-        DreamScheduler("turbo")
+        DreamPolicy("turbo")
     with pytest.raises(ValueError, match="alpha="):
-        DreamScheduler("full", "fixed", alpha=3.0)
+        DreamPolicy("full", "fixed", alpha=3.0)
     with pytest.raises(ValueError, match="theta_block_s"):
         VeltairScheduler(0.0)
     with pytest.raises(ValueError, match="acc_choice"):
@@ -189,12 +201,28 @@ def test_bad_scheduler_arguments():
 
 def test_schedulers_return_only_protocol_decisions():
     s = DreamSim.from_catalog("drone-indoor", "4k-1ws2os", horizon_s=0.2)
-    for name in SCHEDULER_NAMES:
-        sched = make_scheduler(name, **({"tuning": "fixed"} if name.startswith("dream-") else {}))
-        s.reset(0)
-        sched.reset(s, 0)
+    assert set(INNER) == set(available("dream", "DREAM", inner=True))
+    for name in INNER:
+        sched = make_inner(name, family="dream", **({"tuning": "fixed"} if name.startswith("dream-") else {}))
+        assert sched.name == name and sched.privileged is False
+        reset(s, 0)
+        sched.reset(s, np.random.default_rng(0))
         v = s.view()
         while s.advance():
             d = sched.decide(v)
             assert type(d) in (Dispatch, Drop, Wait)
             s.apply(d)
+
+
+def test_table_assignment_waits_for_a_busy_preferred_accelerator():
+    """``assignment="table"`` (§4.1's MapScore table over every accelerator): a frame whose best pair is a busy
+    accelerator waits for it instead of taking a slower idle one; ``"idle"`` (the default) dispatches there."""
+    tabs = {"big": model("big", table("big", [[30.0, 1000.0]])), "small": model("small", table("small", [[1.0, 90.0]]))}
+    s = sim(tabs, [App("big", 10), App("small", 10)], n_acc=2, horizon_s=0.1)
+    reset(s, 0)
+    s.advance()
+    s.apply(Dispatch(0, 0))  # "big" takes accelerator 0; "small" is ready, only accelerator 1 is idle
+    assert s.advance()
+    view = s.view()
+    assert DreamPolicy("mapscore", "fixed", 0.0, 0.0).decide(view) == Dispatch(1, 1)
+    assert DreamPolicy("mapscore", "fixed", 0.0, 0.0, assignment="table").decide(view) == Wait()

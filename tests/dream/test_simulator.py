@@ -9,8 +9,10 @@ import time
 import numpy as np
 import pytest
 
+from joulegym.core.inner import run_inner
+from joulegym.core.policy import make_inner
 from joulegym.core.simulator import Simulator
-from joulegym.envs.dream.scheduling import DreamScheduler, make_scheduler, run_episode, run_window
+from joulegym.envs.dream.mapscore import DreamPolicy
 from joulegym.envs.dream.simulator import (
     ALL_LAYERS,
     COMPLETED,
@@ -26,7 +28,7 @@ from joulegym.envs.dream.simulator import (
     Workload,
     crn_uniform,
 )
-from tests.dream.toy import E_BYTE, model, sim, table
+from tests.dream.toy import E_BYTE, model, reset, run_until, sim, table
 
 
 def run_fixed(s: DreamSim, decisions) -> None:
@@ -44,14 +46,17 @@ def test_follows_core_protocol():
     s = sim({"a": model("a", table("a", [[1.0]]))}, [App("a", 10)])
     assert isinstance(s, Simulator)
     assert s.done is False and s.truncated is False
+    view = s.view()
+    assert view is not s and not isinstance(view, Simulator) and not hasattr(view, "sim")
+    assert not any(hasattr(view, name) for name in ("apply", "advance", "reset"))
 
 
 def test_periodic_releases_deadlines_and_completion_times():
     # one model, 10 FPS, two layers of 30 ms on one accelerator: frame k runs [0.1k, 0.1k + 0.06]
     s = sim({"a": model("a", table("a", [[30.0], [30.0]]))}, [App("a", 10)], horizon_s=0.5, record_timeline=True)
-    s.reset(0)
+    reset(s, 0)
     run_fixed(s, first_ready_first_idle)
-    assert s.truncated and s.finished
+    assert s.truncated
     assert s.f_release == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
     assert s.f_deadline == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
     assert s.f_end[:4] == pytest.approx([0.06, 0.16, 0.26, 0.36])
@@ -64,7 +69,7 @@ def test_periodic_releases_deadlines_and_completion_times():
 
 def test_finishing_exactly_at_deadline_meets_it_and_late_frames_keep_running():
     s = sim({"a": model("a", table("a", [[50.0], [50.0]]))}, [App("a", 10)], horizon_s=0.35)
-    s.reset(0)
+    reset(s, 0)
     run_fixed(s, first_ready_first_idle)
     assert s.f_end[0] == pytest.approx(0.1)
     assert not s.f_violated[0]
@@ -74,7 +79,7 @@ def test_finishing_exactly_at_deadline_meets_it_and_late_frames_keep_running():
 
 def test_late_frame_is_violated_at_its_deadline_and_still_completes():
     s = sim({"a": model("a", table("a", [[80.0], [80.0]]))}, [App("a", 10)], horizon_s=0.45, cap=None)
-    s.reset(0)
+    reset(s, 0)
     run_fixed(s, first_ready_first_idle)
     assert s.f_violated[0] and s.f_state[0] == COMPLETED and s.f_end[0] == pytest.approx(0.16)
     assert s.metrics()["violated"] == s.metrics()["frames"]
@@ -83,7 +88,7 @@ def test_late_frame_is_violated_at_its_deadline_and_still_completes():
 def test_safety_cap_discards_the_oldest_outstanding_frame():
     # an accelerator that never gets work: every frame stays outstanding; cap 2
     s = sim({"a": model("a", table("a", [[10.0]]))}, [App("a", 10)], horizon_s=0.55, cap=2)
-    s.reset(0)
+    reset(s, 0)
     v = s.view()
     while s.advance():
         s.apply(WAIT)
@@ -99,32 +104,34 @@ def test_context_switch_flush_and_fetch_bytes_energy_and_latency():
     b = table("b", [[1.0, 1.0], [1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]], in_b=[2, 3], out_b=[17, 19])
     s = sim({"a": model("a", a), "b": model("b", b)}, [App("a", 1), App("b", 1)], n_acc=2,
             lat_per_byte=np.array([1e-6, 1e-6]), horizon_s=5.0)
-    s.reset(0)
+    reset(s, 0)
     assert s.advance()
     ta, tb = 0, 1
-    assert s.switch_bytes(ta, 0) == 0  # nothing resident, first layer's input is in its table entry
+    assert s.view().switch_bytes(ta, 0) == 0  # nothing resident, first layer's input is in its table entry
     s.apply(Dispatch(ta, 0))
     s.apply(Dispatch(tb, 1))
     assert s.advance()
     assert s.now == pytest.approx(1e-3)
     # a continues on acc 1 where b is resident: flush b's last output (17) + fetch a's next input (7)
-    assert s.switch_bytes(ta, 1) == 17 + 7
+    assert s.view().switch_bytes(ta, 1) == 17 + 7
     # a continues on acc 0 (its own activation): free
-    assert s.switch_bytes(ta, 0) == 0
-    assert s.switch_energy(ta, 1) == pytest.approx(24 * E_BYTE)
+    assert s.view().switch_bytes(ta, 0) == 0
+    assert s.view().switch_energy(ta, 1) == pytest.approx(24 * E_BYTE)
     s.apply(Dispatch(ta, 1))
     assert s.acc_busy_until[1] == pytest.approx(1e-3 + 1e-3 + 24e-6)
-    assert s.f_energy[ta] == pytest.approx(2.0 + 24 * E_BYTE)
+    # the flush is b's data movement (charged to b), the fetch a's (docs §3 #7)
+    assert s.f_energy[ta] == pytest.approx(2.0 + 7 * E_BYTE)
+    assert s.f_energy[tb] == pytest.approx(1.0 + 17 * E_BYTE)
     assert s.context_switches == 1
     # acc 0 no longer holds a's activation (it moved with the fetch): b there pays only its fetch (in_b[1] = 3)
     assert s.acc_resident[0] == -1
-    assert s.switch_bytes(tb, 0) == 3
+    assert s.view().switch_bytes(tb, 0) == 3
 
 
 def test_worst_case_energy_is_the_nominal_path_on_the_hungriest_accelerator():
     t = table("a", [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], [[1.0, 4.0], [3.0, 2.0], [5.0, 5.0]], skip=[[1, 2]])
     s = sim({"a": model("a", t)}, [App("a", 10, p_dynamic=1.0)], n_acc=2, horizon_s=0.2)
-    s.reset(0)
+    reset(s, 0)
     run_fixed(s, first_ready_first_idle)
     assert s.f_worst[0] == pytest.approx(4 + 3 + 5)
     # layer 1 is always skipped (p = 1): frame 0 runs layers 0, 2 on acc 0: 1 + 5
@@ -137,7 +144,7 @@ def test_skipnet_gates_and_early_exits_follow_the_presampled_outcomes():
     exit_t = table("e", [[1.0]] * 5, exits=[1, 3])
     s = sim({"s": model("s", skip_t), "e": model("e", exit_t)},
             [App("s", 10, p_dynamic=0.5), App("e", 10, p_dynamic=0.5)], horizon_s=1.0, record_timeline=True)
-    s.reset(7)
+    reset(s, 7)
     run_fixed(s, first_ready_first_idle)
     layers_run: dict[int, int] = {}
     for _a, t0, t1, _m, _k, i in s.timeline:
@@ -160,18 +167,18 @@ def test_skipnet_gates_and_early_exits_follow_the_presampled_outcomes():
 def test_min_to_go_is_a_lower_bound_and_to_go_the_worst_case_mean():
     skip_t = table("s", [[1.0, 3.0], [2.0, 1.0], [4.0, 4.0], [1.0, 2.0]], skip=[[1, 3]])
     s = sim({"s": model("s", skip_t)}, [App("s", 10, p_dynamic=0.5)], n_acc=2, horizon_s=0.1)
-    s.reset(0)
+    reset(s, 0)
     s.advance()
     # at layer 0: best = 1 (layer 0) + skip block [1, 3) skipped + 1 (layer 3) = 2 ms
-    assert s.min_to_go(0) == pytest.approx(2e-3)
-    assert s.to_go(0) == pytest.approx((2 + 1.5 + 4 + 1.5) * 1e-3)
+    assert s.view().min_to_go(0) == pytest.approx(2e-3)
+    assert s.view().to_go(0) == pytest.approx((2 + 1.5 + 4 + 1.5) * 1e-3)
 
 
 def test_cascade_child_released_with_probability_and_inherits_deadline():
     tabs = {"p": model("p", table("p", [[10.0, 10.0]])), "c": model("c", table("c", [[10.0, 10.0]]))}
     apps = [App("p", 10), App("c", 10, parent="p", p=0.5)]
     s = sim(tabs, apps, n_acc=2, horizon_s=2.0)
-    s.reset(3)
+    reset(s, 3)
     run_fixed(s, first_ready_first_idle)
     children = [i for i in range(len(s.f_state)) if s.model_names[s.f_model[i]] == "c"]
     parents = {s.f_frame[i]: i for i in range(len(s.f_state)) if s.model_names[s.f_model[i]] == "p"}
@@ -182,7 +189,7 @@ def test_cascade_child_released_with_probability_and_inherits_deadline():
         assert s.f_deadline[i] == s.f_deadline[par]
         assert crn_uniform(s._seed_key, s._name_keys[1], s.f_frame[i], 0) < 0.5
     own = sim(tabs, apps, n_acc=2, horizon_s=2.0, child_deadline="own_period")
-    own.reset(3)
+    reset(own, 3)
     run_fixed(own, first_ready_first_idle)
     for i in range(len(own.f_state)):
         if own.model_names[own.f_model[i]] == "c":
@@ -192,7 +199,7 @@ def test_cascade_child_released_with_probability_and_inherits_deadline():
 def test_drop_of_a_running_frame_frees_the_accelerator_at_chunk_end_without_children():
     tabs = {"p": model("p", table("p", [[10.0], [10.0]])), "c": model("c", table("c", [[10.0]]))}
     s = sim(tabs, [App("p", 10), App("c", 10, parent="p", p=1.0)], horizon_s=0.1)
-    s.reset(0)
+    reset(s, 0)
     s.advance()
     s.apply(Dispatch(0, 0))
     s.apply(Drop(0))
@@ -208,16 +215,16 @@ def test_supernet_variant_choice_and_lock():
     heavy = table("v0", [[1.0]] * 5)
     light = table("v1", [[1.0]] * 4)
     s = sim({"o": model("o", heavy, light, switch_point=2)}, [App("o", 10)], horizon_s=0.1)
-    s.reset(0)
+    reset(s, 0)
     s.advance()
-    assert not s.at_switch_point(0)
+    assert not s.view().at_switch_point(0)
     s.apply(Dispatch(0, 0, 2))
     s.advance()
-    assert s.at_switch_point(0)
-    assert s.min_to_go(0) == pytest.approx(2e-3)  # the lightest open variant (layers 2, 3 of v1)
+    assert s.view().at_switch_point(0)
+    assert s.view().min_to_go(0) == pytest.approx(2e-3)  # the lightest open variant (layers 2, 3 of v1)
     s.apply(Dispatch(0, 0, 1, variant=1))
     s.advance()
-    assert not s.at_switch_point(0)
+    assert not s.view().at_switch_point(0)
     with pytest.raises(ValueError, match="past its switch point"):
         s.apply(Dispatch(0, 0, 1, variant=0))
     run_fixed(s, first_ready_first_idle)
@@ -230,8 +237,8 @@ def test_task_level_switch_cancels_absent_models_and_restarts_releases():
     wl2 = Workload("two", (App("b", 10), App("c", 5)))
     s = DreamSim(tabs, Workload("one", (App("a", 10), App("b", 10))), acc_pes=[1024],
                  switch_lat_per_byte=[0.0], switch_energy_per_byte=E_BYTE, horizon_s=1.0,
-                 switch=(0.45, wl2, tabs, [0.0]), record_timeline=True)
-    s.reset(0)
+                 switch=(0.45, wl2, tabs, [0.0]), record_timeline=True, release_phase="sync")
+    reset(s, 0)
     v = s.view()
     while s.advance():
         s.apply(WAIT if s.now < 0.42 else first_ready_first_idle(v))  # a backlog builds up before the switch
@@ -251,7 +258,7 @@ def test_task_level_switch_cancels_absent_models_and_restarts_releases():
 
 def test_window_stats_of_the_episode_window_equal_the_running_sums():
     s = DreamSim.from_catalog("ar-social", "4k-1ws2os", horizon_s=0.5)
-    run_episode(s, make_scheduler("edf"), 1)
+    run_inner(s, make_inner("edf", family="dream"), 1)
     w = s.window_stats(0.0, 0.5)
     assert w["frames"] == s.acc_frames and w["violated"] == s.acc_violated
     assert w["energy"] == pytest.approx(s.acc_energy) and w["worst"] == pytest.approx(s.acc_worst)
@@ -260,27 +267,27 @@ def test_window_stats_of_the_episode_window_equal_the_running_sums():
 
 def test_advance_until_stops_between_windows_without_losing_decisions():
     whole = DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.6)
-    ref = run_episode(whole, make_scheduler("edf"), 5)
+    ref = run_inner(whole, make_inner("edf", family="dream"), 5)
     parts = DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.6)
-    parts.reset(5)
-    sched = make_scheduler("edf")
-    sched.reset(parts, 5)
+    parts.reset(np.random.default_rng(5))  # the episode run_inner(..., 5) runs
+    sched = make_inner("edf", family="dream")
+    sched.reset(parts, np.random.default_rng(0))
     for t1 in (0.1, 0.25, 0.4, None):
-        run_window(parts, sched, t1)
+        run_until(parts, sched, t1)
         if t1 is not None:
-            assert parts.now <= t1 + 1e-12 and not parts.finished
-    assert parts.finished
+            assert parts.now <= t1 + 1e-12 and not parts.truncated
+    assert parts.truncated
     assert parts.metrics() == ref
 
 
 def test_same_seed_same_trajectory_and_metrics():
     s1 = DreamSim.from_catalog("vr-gaming", "4k-1os2ws", horizon_s=0.5, record_timeline=True)
     s2 = DreamSim.from_catalog("vr-gaming", "4k-1os2ws", horizon_s=0.5, record_timeline=True)
-    for sched in ("random", "mapscore-fixed"):
-        m1 = run_episode(s1, make_scheduler(sched), 11)
-        m2 = run_episode(s2, make_scheduler(sched), 11)
+    for sched in ("random-dispatch", "mapscore-fixed"):
+        m1 = run_inner(s1, make_inner(sched, family="dream"), 11)
+        m2 = run_inner(s2, make_inner(sched, family="dream"), 11)
         assert m1 == m2 and s1.timeline == s2.timeline
-    m3 = run_episode(s2, make_scheduler("random"), 12)
+    m3 = run_inner(s2, make_inner("random-dispatch", family="dream"), 12)
     assert m3 != m1
 
 
@@ -289,7 +296,7 @@ def test_common_random_numbers_across_schedulers():
     outcomes = []
     for name in ("fcfs", "edf", "veltair"):
         s = DreamSim.from_catalog("ar-call", "8k-2ws", horizon_s=1.0, cap=None, record_timeline=True)
-        run_episode(s, make_scheduler(name), 4)
+        run_inner(s, make_inner(name, family="dream"), 4)
         children = sorted((s.f_model[i], s.f_frame[i]) for i in range(len(s.f_state))
                           if s.model_names[s.f_model[i]] == "gnmt")
         roots = sorted((s.f_model[i], s.f_frame[i], s.f_release[i]) for i in range(len(s.f_state))
@@ -336,7 +343,7 @@ def test_bad_input_raises_value_error_naming_the_field():
     with pytest.raises(ValueError, match="scenario="):
         DreamSim.from_catalog("vr-racing", "4k-2ws")
     s = sim({"a": model("a", table("a", [[10.0], [10.0]]))}, [App("a", 10), ], horizon_s=0.3)
-    s.reset(0)
+    reset(s, 0)
     s.advance()
     with pytest.raises(ValueError, match=r"Dispatch.variant=2"):
         s.apply(Dispatch(0, 0, 1, variant=2))
@@ -357,7 +364,7 @@ def test_bad_input_raises_value_error_naming_the_field():
 
 def test_all_layers_dispatch_runs_the_model_in_one_chunk():
     s = sim({"a": model("a", table("a", [[10.0], [20.0], [30.0]]))}, [App("a", 10)], horizon_s=0.1)
-    s.reset(0)
+    reset(s, 0)
     s.advance()
     s.apply(Dispatch(0, 0, ALL_LAYERS))
     assert s.acc_busy_until[0] == pytest.approx(0.06)
@@ -366,12 +373,53 @@ def test_all_layers_dispatch_runs_the_model_in_one_chunk():
 
 
 def test_dream_full_vr_gaming_episode_under_two_cpu_seconds():
-    """Issue 15 speed target: a 2 s VR_Gaming episode (~10^4 layer dispatches) with DREAM-Full < 2 s CPU
-    (fixed parameters: the offline tuning is a one-off per configuration, cached)."""
+    """Speed (docs §7): a 2 s VR_Gaming episode (~10^4 layer dispatches) with DREAM-Full < 2 s CPU on the fast
+    path (fixed parameters: the offline tuning is a one-off per configuration, cached)."""
     s = DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=2.0)
-    sched = DreamScheduler("full", "fixed", 0.0, 0.6)
+    sched = DreamPolicy("full", "fixed", 0.0, 0.6)
     t0 = time.process_time()
-    m = run_episode(s, sched, 0)
+    m = run_inner(s, sched, 0)
     cpu = time.process_time() - t0
     assert m["dispatches"] > 10_000
     assert cpu < 2.0, f"DREAM-Full VR_Gaming episode took {cpu:.2f} s CPU"
+
+
+def test_chunk_granularity_dispatches_whole_chunks():
+    """``granularity="chunk:N"``: a model's layers cut into at most N chunks of consecutive layers (a Supernet's stem
+    a chunk of its own); any dispatch runs the rest of the chunk it starts in, and the decision costs are the
+    chunk's (docs §4)."""
+    from joulegym.envs.dream.tables import chunk_ends, parse_granularity
+
+    assert chunk_ends(6, None) == [1, 2, 3, 4, 5, 6]
+    assert chunk_ends(6, 2) == [3, 3, 3, 6, 6, 6]
+    assert chunk_ends(5, 9) == [1, 2, 3, 4, 5]  # never more chunks than layers
+    assert chunk_ends(7, 3, switch_point=2) == [2, 2, 4, 4, 7, 7, 7]  # stem [0, 2), then 2 chunks
+    assert parse_granularity("layer") is None and parse_granularity("chunk:4") == 4
+    for bad in ("chunk:0", "chunk:x", "chunks:2", 3):
+        with pytest.raises(ValueError, match="granularity"):
+            parse_granularity(bad)
+    s = sim({"a": model("a", table("a", [[10.0], [20.0], [30.0], [40.0]]))}, [App("a", 5)], horizon_s=0.2,
+            granularity="chunk:2")
+    reset(s, 0)
+    s.advance()
+    v = s.view()
+    assert v.next_lat(0) == pytest.approx((0.03,))  # the chunk [0, 2): 10 + 20 ms
+    s.apply(Dispatch(0, 0))  # one unit: the whole first chunk
+    assert s.acc_busy_until[0] == pytest.approx(0.03) and s.layers == 2
+    s.advance()
+    assert s.f_pos[0] == 2 and v.next_lat(0) == pytest.approx((0.07,))
+    s.apply(Dispatch(0, 0, ALL_LAYERS))  # coarser requests stay coarser
+    assert s.acc_busy_until[0] == pytest.approx(0.1) and s.layers == 4
+
+
+@pytest.mark.parametrize("name", ["planaria", "veltair", "dream-full", "random-dispatch"])
+def test_energy_floor_bounds_every_completed_frame(name):
+    """:meth:`DreamSim.energy_floor` (the R5 bound, docs/families/dream-cost-model.md "Energy"): no completed frame
+    of any scheduler spent less than its floor, and the floor is not simply the spend (some frames spent more)."""
+    s = DreamSim.from_catalog("ar-call", "4k-1os2ws", horizon_s=0.3)
+    run_inner(s, make_inner(name, family="dream"), 2)
+    done = [i for i, state in enumerate(s.f_state) if state == COMPLETED]
+    assert done
+    floors = {i: s.energy_floor(i) for i in done}
+    assert all(0.0 < floors[i] <= s.f_energy[i] * (1 + 1e-12) for i in done)
+    assert any(s.f_energy[i] > floors[i] * (1 + 1e-6) for i in done)

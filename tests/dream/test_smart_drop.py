@@ -3,9 +3,12 @@ victim is the highest minimum_to_go / Slack; the simulator-level engine agrees w
 
 from __future__ import annotations
 
-from joulegym.envs.dream.scheduling import DreamScheduler, smart_drop_conditions, smart_drop_select
+import numpy as np
+
+from joulegym.core.policy import make_inner
+from joulegym.envs.dream.mapscore import DreamPolicy, smart_drop_conditions, smart_drop_select
 from joulegym.envs.dream.simulator import App, Dispatch, Drop
-from tests.dream.toy import model, sim, table
+from tests.dream.toy import model, reset, run_until, sim, table
 
 # frame 0: the candidate (leaf, no drops yet) that cannot make it; frame 1: also late but not a leaf;
 # frame 2: on time
@@ -63,17 +66,17 @@ def toy_sim(horizon_s: float = 1.0):
 
 def test_scheduler_drops_only_leaf_frames_within_the_budget_and_matches_the_pure_rule():
     s = toy_sim()
-    sched = DreamScheduler("smartdrop", "fixed", 1.0, 1.0)
-    s.reset(0)
-    sched.reset(s, 0)
+    sched = DreamPolicy("smartdrop", "fixed", 1.0, 1.0)
+    reset(s, 0)
+    sched.reset(s, np.random.default_rng(0))
     view = s.view()
     drops = []
     while s.advance():
         now = s.now
         out = list(s.outstanding)
-        expect = smart_drop_select([s.min_to_go(i) for i in out], [s.f_deadline[i] - now for i in out],
-                                   [s.is_leaf(s.f_model[i]) for i in out],
-                                   [s.drops_in_window(s.f_model[i]) for i in out])
+        expect = smart_drop_select([view.min_to_go(i) for i in out], [s.f_deadline[i] - now for i in out],
+                                   [view.is_leaf(s.f_model[i]) for i in out],
+                                   [view.drops_in_window(s.f_model[i], 9) for i in out])  # the generic count
         d = sched.decide(view)
         if isinstance(d, Drop):
             assert out[expect] == d.task
@@ -92,33 +95,30 @@ def test_scheduler_drops_only_leaf_frames_within_the_budget_and_matches_the_pure
 
 
 def test_drop_window_counts_the_last_ten_released_frames():
-    from joulegym.envs.dream.scheduling import make_scheduler, run_window
-
-    s = toy_sim()
-    s.reset(0)
+    s = reset(toy_sim(), 0)
+    v = s.view()
     s.advance()
     s.apply(Drop(0))  # model a, frame 0
-    assert s.drops_in_window(0) == 1
-    edf = make_scheduler("edf")
-    run_window(s, edf, 0.95)  # frames 0..9 of "a" released: frame 0 is still among the last 10
-    assert s.drops_in_window(0) == 1
-    run_window(s, edf, None)  # frames 0..9 + 10: frame 0 has left the window
-    assert len(s._released[0]) == 10 and s.drops_in_window(0) == 1
-    longer = toy_sim(1.15)
-    longer.reset(0)
+    assert v.drops_in_window(0) == 1 == s.recent_drops[0]
+    edf = make_inner("edf", family="dream")
+    run_until(s, edf, 0.95)  # frames 0..9 of "a" released: frame 0 is still among the last 10
+    assert v.drops_in_window(0) == 1 == s.recent_drops[0]
+    run_until(s, edf, None)  # frames 0..9 + 10: frame 0 has left the window
+    assert len(s._released[0]) == 10 and v.drops_in_window(0) == 1
+    longer = reset(toy_sim(1.15), 0)
     longer.advance()
     longer.apply(Drop(0))
-    run_window(longer, edf, None)
-    assert len(longer._released[0]) == 12 and longer.drops_in_window(0) == 0
+    run_until(longer, edf, None)
+    assert len(longer._released[0]) == 12 and longer.view().drops_in_window(0) == 0 == longer.recent_drops[0]
+    assert longer.view().drops_in_window(0, 12) == 1  # a longer window still holds it
 
 
 def test_smart_drop_reduces_violations_of_an_overloaded_toy():
-    plain, smart = (DreamScheduler(v, "fixed", 1.0, 1.0) for v in ("mapscore", "smartdrop"))
+    plain, smart = (DreamPolicy(v, "fixed", 1.0, 1.0) for v in ("mapscore", "smartdrop"))
     res = {}
     for sched in (plain, smart):
-        s = toy_sim()
-        s.reset(0)
-        sched.reset(s, 0)
+        s = reset(toy_sim(), 0)
+        sched.reset(s, np.random.default_rng(0))
         v = s.view()
         while s.advance():
             s.apply(sched.decide(v))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from joulegym.envs.dream.scheduling import make_scheduler, run_episode, uxcost
+from joulegym.core.inner import run_inner
+from joulegym.core.policy import make_inner
 from joulegym.envs.dream.simulator import CANCELLED, DreamSim
+from joulegym.envs.dream.tables import uxcost
 
 
 def test_hand_made_counts():
@@ -55,8 +57,8 @@ def test_energy_exponent_option():
 
 def test_simulator_uxcost_equals_alg2_over_its_frames():
     """metrics()["uxcost"] (running sums) equals Alg 2 recomputed from the per-frame record."""
-    sim = DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=1.0, warmup_s=0.1)
-    m = run_episode(sim, make_scheduler("dream-smartdrop", tuning="fixed"), 3)
+    sim = DreamSim.from_catalog("vr-gaming", "4k-1os2ws", horizon_s=1.0, warmup_s=0.1)  # loaded: frames are dropped
+    m = run_inner(sim, make_inner("dream-smartdrop", family="dream", tuning="fixed"), 3)
     M = sim.n_models
     v, f, e, w = [0] * M, [0] * M, [0.0] * M, [0.0] * M
     for i, d in enumerate(sim.f_deadline):

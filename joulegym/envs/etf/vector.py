@@ -350,6 +350,7 @@ class ETFVectorEnv(BatchedVectorEnv):
         if array.shape[:1] != (N,):
             raise ValueError(f"actions must hold one action per instance (shape ({N}, ...)) in {self.action_space}, "
                              f"got {type(actions).__name__} of shape {np.shape(actions)}")
+        self._decode(array)  # every row is checked before any instance steps: a refused batch steps none
         resetting = self._autoreset.tolist()
         zeros = self._zero_parts
         weights, vector = self.reward_weights, self._vector_reward

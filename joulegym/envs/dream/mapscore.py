@@ -1,0 +1,403 @@
+"""DREAM's scheduler (Kim et al., ASPLOS'23 §3-§4, Table 4; ``docs/families/dream.md`` §2): MapScore
+(Algorithm 1), smart frame drop (§4.2.1), Supernet switching (§4.5.1, Fig. 6) and the (alpha, beta) tuning
+(§3.6 offline, §4.4 online), as the inner policy :class:`DreamPolicy`.
+
+Pure functions (usable without a simulator; the unit tests call them): :func:`map_score_terms`,
+:func:`map_score`, :func:`smart_drop_conditions`, :func:`smart_drop_select`, :func:`select_variant`.
+
+"Tuned" alpha/beta ([A]): by default each DREAM variant locks its parameters with the offline search of §3.6 on
+a tuning episode (a key no evaluation uses) of the same workload and hardware, cached per configuration;
+``tuning="online"`` runs the adaptivity engine inside the episode instead, ``tuning="fixed"`` keeps the given
+alpha, beta (what ``DREAMParams-v0``'s agent sets).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from joulegym.core.cache import BoundedCache
+from joulegym.core.inner import run_inner
+from joulegym.envs.dream.search import PARAM_HI, PARAM_LO, AdaptivityEngine, optimize
+from joulegym.envs.dream.tables import EPS_SLACK_S, WAIT, Dispatch, Drop, Wait, uxcost
+from joulegym.envs.dream.view import DreamView
+
+MAX_DROPS, DROP_WINDOW = 2, 10  # at most 2 drops per 10 frames [P §4.2.1, §5.1]
+TUNE_KEY = 1_000_003  # the offline tuning episode's key [A]: evaluation episodes draw theirs from their seed
+TUNE_HORIZON_S = 1.0  # the offline tuning episode's length [A] (docs §3 #11; the episode's own if shorter)
+TUNE_EPISODES = 1  # tuning episodes per (alpha, beta) candidate, keys TUNE_KEY + k [A] (docs §3 #11)
+SUPERNET_RULES = ("slack", "load-aware")
+ASSIGNMENTS = ("idle", "table")
+
+
+# ================================================================================================ pure
+def map_score_terms(to_go: float, slack: float, t_queue: float, lat_next: Sequence[float],
+                    energy_next: Sequence[float], acc: int, switch_energy: float) -> dict[str, float]:
+    """The unit scores of Algorithm 1 for one (task, accelerator) pair (§3.1-§3.4).
+
+    :param to_go: ToGo(tsk), line 2: remaining latency averaged over accelerators.
+    :param slack: Slack(tsk) = T_deadline - T_curr, line 3 (<= 0 is replaced by 1 us, docs §3 #5).
+    :param t_queue: T_queue(tsk) = T_curr - T_cmpl(tsk), line 4.
+    :param lat_next: Est_Latency(NextLayer(tsk), i) for every accelerator i.
+    :param energy_next: Est_Energy(NextLayer(tsk), i) for every accelerator i.
+    :param acc: the accelerator scored.
+    :param switch_energy: CswitchEnergy(tsk, acc.prevTask, acc), line 10.
+    :returns: ``urgency`` (line 7), ``lat_pref`` (8), ``starvation`` (9), ``cost_switch`` (10),
+        ``pref_energy`` (11), ``energy`` (12).
+    """
+    n_acc = len(lat_next)
+    if slack <= 0:
+        slack = EPS_SLACK_S
+    sum_lat = float(sum(lat_next))
+    sum_en = float(sum(energy_next))
+    e_acc = max(float(energy_next[acc]), 1e-30)
+    cost_switch = switch_energy / e_acc
+    pref_energy = sum_en / e_acc
+    return {
+        "urgency": to_go / slack,
+        "lat_pref": sum_lat / float(lat_next[acc]),
+        "starvation": t_queue / (sum_lat / n_acc),
+        "cost_switch": cost_switch,
+        "pref_energy": pref_energy,
+        "energy": pref_energy - cost_switch,
+    }
+
+
+def map_score(to_go: float, slack: float, t_queue: float, lat_next: Sequence[float], energy_next: Sequence[float],
+              acc: int, switch_energy: float, alpha: float, beta: float) -> float:
+    """MapScore(tsk, acc), Algorithm 1 lines 14-15: ``Urgency x LatPref + alpha Starv + beta Energy``."""
+    s = map_score_terms(to_go, slack, t_queue, lat_next, energy_next, acc, switch_energy)
+    return s["urgency"] * s["lat_pref"] + alpha * s["starvation"] + beta * s["energy"]
+
+
+def smart_drop_conditions(min_to_go: Sequence[float], slack: Sequence[float], is_leaf: Sequence[bool],
+                          drops_in_window: Sequence[int], active: Sequence[bool] | None = None, *,
+                          max_drops: int = MAX_DROPS) -> list[tuple[bool, bool, bool, bool]]:
+    """The four conditions of smart frame drop (§4.2.1) for each outstanding frame, as ``(c1, c2, c3, c4)``.
+
+    1. deadline-violation likelihood: ``minimum_to_go > Slack``;
+    2. multi-model violation: at least 2 active frames (the candidate included) satisfy condition 1
+       (docs §3 #9; ``active`` marks which frames count, default all outstanding);
+    3. dependency-free: the frame's model is the last of its pipeline (``is_leaf``);
+    4. maximum drop rate: fewer than ``max_drops`` drops among its model's last 10 released frames (docs §3 #10).
+    """
+    n = len(min_to_go)
+    c1 = [min_to_go[k] > slack[k] for k in range(n)]
+    act = [True] * n if active is None else list(active)
+    likely = sum(1 for k in range(n) if c1[k] and act[k])
+    return [(c1[k], c1[k] and act[k] and likely >= 2, bool(is_leaf[k]), drops_in_window[k] < max_drops)
+            for k in range(n)]
+
+
+def smart_drop_select(min_to_go: Sequence[float], slack: Sequence[float], is_leaf: Sequence[bool],
+                      drops_in_window: Sequence[int], active: Sequence[bool] | None = None, *,
+                      max_drops: int = MAX_DROPS) -> int:
+    """The frame smart drop removes (§4.2.1): among frames meeting all four conditions, the highest
+    ``minimum_to_go / Slack`` (+inf when Slack <= 0, docs §3 #5; ties: the first); -1 if none."""
+    best, best_ratio = -1, -math.inf
+    for k, conds in enumerate(smart_drop_conditions(min_to_go, slack, is_leaf, drops_in_window, active,
+                                                    max_drops=max_drops)):
+        if not all(conds):
+            continue
+        ratio = math.inf if slack[k] <= 0 else min_to_go[k] / slack[k]
+        if ratio > best_ratio:
+            best, best_ratio = k, ratio
+    return best
+
+
+def select_variant(slack: float, to_go_variants: Sequence[float], work_ahead: float = 0.0) -> int:
+    """Supernet switching (§4.5.1, Fig. 6): the heaviest variant whose slack ``Slack - (W_ahead + ToGo_v)`` is
+    >= 0, else the lightest. ``to_go_variants`` is heaviest -> lightest; ``work_ahead`` the work expected
+    before the frame's own (0 in the Fig. 6 reading, docs §3 #12)."""
+    for v, togo in enumerate(to_go_variants):
+        if slack - (work_ahead + togo) >= 0:
+            return v
+    return len(to_go_variants) - 1
+
+
+def supernet_variant(view: DreamView, i: int, rule: str = "slack") -> int:
+    """The sub-net of ready task ``i`` at its switch point (§4.5.1; docs §3 #12): :func:`select_variant` with
+    ``Slack = deadline - now`` and ``ToGo_v`` the mean-over-accelerators latency of variant v's remaining
+    layers (Alg. 1's ToGo: the frame's expected completion time). ``rule="slack"`` (Fig. 6: "slack = remaining
+    time until deadline - expected completion time", so the original runs unless the frame itself is behind);
+    ``rule="load-aware"`` also counts the ToGo of every other outstanding frame due no later, over N_acc."""
+    now = view.now
+    dl = view.f_deadline
+    d_i = dl[i]
+    ahead = 0.0
+    if rule == "load-aware":
+        for j in view.outstanding:
+            if j != i and dl[j] <= d_i:
+                ahead += view.to_go(j)
+        ahead /= view.n_acc
+    n = view.supernet_options(i)
+    return select_variant(d_i - now, [view.remaining_mean(i, v) for v in range(n)], ahead)
+
+
+# ================================================================================================ tuning
+_TUNED: BoundedCache[tuple[float, float]] = BoundedCache(512)
+
+
+def forget_tuning() -> None:
+    """Empty the cache of tuned (alpha, beta) pairs (benchmarks time the search cold)."""
+    _TUNED.clear()
+
+
+@dataclass
+class TuningRecord:
+    """What the offline search did (for Fig. 10/11-style reports)."""
+
+    params: tuple[float, float]
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+
+
+def episode_evaluator(sim: Any, variant: str = "mapscore", key: int | Sequence[int] = TUNE_KEY, *,
+                      metric: str = "uxcost", horizon_s: float | None = None,
+                      **kwargs: Any) -> Callable[[tuple[float, float]], float]:
+    """``evaluate(pair)`` for :func:`~joulegym.envs.dream.search.optimize`: an episode of ``sim``'s configuration
+    with episode key ``key`` (the mean over several keys) under DREAM-``variant`` at the fixed pair, run by
+    :func:`joulegym.core.inner.run_inner` (offline mode; common random numbers, so every pair sees the same
+    workload), returning ``metric`` (``"uxcost"``; Fig. 13 optimises the DLV or energy sums instead).
+    ``horizon_s``: a shorter tuning episode. Results are memoised per pair."""
+    keys = (int(key),) if isinstance(key, int | np.integer) else tuple(int(x) for x in key)
+    if not keys:
+        raise ValueError("key must be an int or a non-empty sequence of ints")
+    runner = sim.spawn(keys[0], record_timeline=False, horizon_s=horizon_s)
+    memo: dict[tuple[float, float], float] = {}
+
+    def evaluate(p: tuple[float, float]) -> float:
+        pair = (round(float(p[0]), 12), round(float(p[1]), 12))
+        if pair not in memo:
+            policy = DreamPolicy(variant, "fixed", pair[0], pair[1], **kwargs)
+            values = [run_inner(runner, policy, 0, instance=k)[metric] for k in keys]
+            memo[pair] = float(np.mean(values))
+        return memo[pair]
+
+    evaluate.memo = memo  # type: ignore[attr-defined]
+    return evaluate
+
+
+# ================================================================================================ the policy
+class DreamPolicy:
+    """DREAM (§4, Table 4) as an inner policy: MapScore dispatch of one unit (a layer, or a chunk) to the idle
+    accelerator with the highest score, with smart frame drop (``smartdrop``, ``full``) and Supernet switching
+    (``full``). It reads only what DREAM's engines read on a real SoC (queues, deadlines, the offline cost
+    tables, accelerator availability): not privileged.
+
+    :param variant: ``"full"``, ``"smartdrop"`` or ``"mapscore"``.
+    :param tuning: ``"offline"`` (lock alpha, beta with the §3.6 search on a tuning episode, cached),
+        ``"online"`` (the :class:`AdaptivityEngine` inside the episode) or ``"fixed"``.
+    :param alpha, beta: the fixed pair (``tuning="fixed"``) and the offline search's start.
+    :param supernet_rule: ``"slack"`` (Fig. 6) or ``"load-aware"`` (:func:`supernet_variant`).
+    :param tune_horizon_s: length of the offline tuning episodes (1 s; ``None`` or longer than the episode: the
+        simulator's horizon). :param tune_episodes: tuning episodes per candidate (their mean UXCost; each draws its
+        own release phases, so the tuned pair does not fit one phase alignment).
+    :param assignment: ``"idle"`` (the arg-max over idle accelerators, work-conserving, docs §3 #8) or ``"table"``
+        (the MapScore table over every accelerator, §4.1: a frame whose best pair is a busy accelerator waits).
+    :param active_def: which frames count as "active" for smart-drop Cond 2 (docs §3 #9).
+    Ties (docs §2): the earlier release, then the lower accelerator id.
+    """
+
+    VARIANTS = ("full", "smartdrop", "mapscore")
+    TUNINGS = ("offline", "online", "fixed")
+    privileged = False
+
+    def __init__(self, variant: str = "full", tuning: str = "offline", alpha: float = 1.0, beta: float = 1.0, *,
+                 window_s: float = 0.2, tune_key: int = TUNE_KEY, tune_horizon_s: float | None = TUNE_HORIZON_S,
+                 tune_episodes: int = TUNE_EPISODES,
+                 supernet_rule: str = "slack", assignment: str = "idle", max_drops: int = MAX_DROPS,
+                 drop_window: int = DROP_WINDOW,
+                 active_def: str = "outstanding", name: str | None = None) -> None:
+        for key, value, allowed in (("variant", variant, self.VARIANTS), ("tuning", tuning, self.TUNINGS),
+                                    ("supernet_rule", supernet_rule, SUPERNET_RULES),
+                                    ("assignment", assignment, ASSIGNMENTS),
+                                    ("active_def", active_def, ("outstanding", "started"))):
+            if value not in allowed:
+                raise ValueError(f"{key}={value!r} is not one of {allowed}")
+        for key, value in (("alpha", alpha), ("beta", beta)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not PARAM_LO <= value <= PARAM_HI:
+                raise ValueError(f"{key}={value!r} must be in [{PARAM_LO}, {PARAM_HI}]")
+        if tune_horizon_s is not None and not (isinstance(tune_horizon_s, int | float) and tune_horizon_s > 0):
+            raise ValueError(f"tune_horizon_s={tune_horizon_s!r} must be a number of seconds > 0 or None")
+        self.variant, self.tuning = variant, tuning
+        self.smart_drop = variant in ("full", "smartdrop")
+        self.supernet = variant == "full"
+        self.alpha0, self.beta0 = float(alpha), float(beta)
+        self.alpha, self.beta = float(alpha), float(beta)
+        self.window_s = float(window_s)
+        if isinstance(tune_episodes, bool) or not isinstance(tune_episodes, int) or tune_episodes < 1:
+            raise ValueError(f"tune_episodes={tune_episodes!r} must be an int >= 1")
+        self.tune_key, self.tune_horizon_s, self.tune_episodes = int(tune_key), tune_horizon_s, tune_episodes
+        self.supernet_rule, self.assignment = supernet_rule, assignment
+        self.max_drops, self.drop_window, self.active_def = int(max_drops), int(drop_window), active_def
+        self.name = name or f"dream-{variant}"
+        self.engine: AdaptivityEngine | None = None
+        self.tuning_record: TuningRecord | None = None
+
+    def set_params(self, alpha: float, beta: float) -> None:
+        """Set (alpha, beta) (DREAMParams-v0's action; clipped to the search range)."""
+        self.alpha = min(max(float(alpha), PARAM_LO), PARAM_HI)
+        self.beta = min(max(float(beta), PARAM_LO), PARAM_HI)
+
+    def reset(self, sim: Any, rng: np.random.Generator) -> None:
+        self.alpha, self.beta = self.alpha0, self.beta0
+        self.engine = None
+        if self.tuning == "offline":
+            self.set_params(*self.offline_params(sim))
+        elif self.tuning == "online":
+            self.engine = AdaptivityEngine(window_s=self.window_s, rng=rng)
+            self._w0 = sim.now
+            self.set_params(*self.engine.step(sim.active_models(), None))
+
+    def _tuning_settings(self) -> dict[str, Any]:
+        return {"max_drops": self.max_drops, "drop_window": self.drop_window, "active_def": self.active_def,
+                "supernet_rule": self.supernet_rule, "assignment": self.assignment}
+
+    def offline_params(self, sim: Any) -> tuple[float, float]:
+        """Locked (alpha, beta) for ``sim``'s configuration: the §3.6 search from (alpha0, beta0) where each
+        evaluation is an episode with key ``tune_key`` of the same variant at fixed parameters (cached)."""
+        settings = self._tuning_settings()
+        key = (sim.signature(), self.variant, self.tune_key, self.tune_horizon_s, self.tune_episodes, self.alpha0,
+               self.beta0,
+               tuple(sorted(settings.items())))
+        hit = _TUNED.get(key)
+        if hit is not None:
+            return hit
+        horizon = self.tune_horizon_s if self.tune_horizon_s is not None and self.tune_horizon_s < sim.horizon_s \
+            else None
+        keys = tuple(self.tune_key + k for k in range(self.tune_episodes))
+        evaluate = episode_evaluator(sim, self.variant, keys, horizon_s=horizon, **settings)
+        search = optimize((self.alpha0, self.beta0), evaluate)
+        self.tuning_record = TuningRecord(search.center, search.trajectory)
+        return _TUNED.put(key, search.center)
+
+    # -------------------------------------------------------------------------------------- decide
+    def _online_tick(self, view: DreamView) -> None:
+        engine = self.engine
+        now = view.now
+        if engine is None or now < self._w0 + engine.window_s:
+            return
+        w1 = self._w0 + engine.window_s * math.floor((now - self._w0) / engine.window_s)
+        stats = view.window_stats(self._w0, w1)
+        frames = sum(stats["frames"])
+        ux = uxcost(stats["violated"], stats["frames"], stats["energy"], stats["worst"])["uxcost"]
+        dlv = sum(stats["violated"]) / frames if frames else 0.0
+        drop = sum(stats["drops"]) / frames if frames else 0.0
+        self._w0 = w1
+        self.set_params(*engine.step(view.active_models(), ux if frames else None, dlv, drop))
+
+    def _drop_candidate(self, view: DreamView) -> int:
+        """Smart frame drop (§4.2.1) over the outstanding frames (:func:`smart_drop_select`, inlined)."""
+        likely = view.likely_late(self.active_def == "started")  # Cond 1
+        if len(likely) < 2:  # Cond 2
+            return -1
+        best, best_ratio = -1, -math.inf
+        fm = view.f_model
+        for i, mtg, slack in likely:
+            m = fm[i]
+            if not view.is_leaf(m):  # Cond 3
+                continue
+            ratio = math.inf if slack <= 0 else mtg / slack
+            if ratio > best_ratio and view.drops_in_window(m, self.drop_window) < self.max_drops:  # Cond 4
+                best, best_ratio = i, ratio
+        return best
+
+    def decide(self, view: DreamView) -> Dispatch | Drop | Wait:
+        if self.engine is not None:
+            self._online_tick(view)
+        if self.smart_drop:
+            victim = self._drop_candidate(view)
+            if victim >= 0:
+                return Drop(victim)
+        idle = view.idle_accs()
+        if not idle or not view.ready:
+            return WAIT
+        if self.assignment == "table":
+            return self._table_pick(view, idle)
+        return self._best_pair(view, idle)
+
+    def _table_pick(self, view: DreamView, idle: list[int]) -> Dispatch | Wait:
+        """The MapScore table over every accelerator (§4.1, §4.5): pairs in decreasing score, each task and each
+        accelerator taken once; the first pair whose accelerator is idle is dispatched, a task whose best free pair
+        is a busy accelerator waits for it."""
+        pairs = self._scores(view, list(range(view.n_acc)))
+        pairs.sort(key=lambda row: (-row[0], view.f_release[row[1]], row[2]))
+        busy_taken, tasks_taken = set(), set()
+        running = view.acc_running
+        for _score, i, a, v in pairs:
+            if i in tasks_taken or a in busy_taken:
+                continue
+            if running[a] < 0:
+                return Dispatch(i, a, 1, v)
+            tasks_taken.add(i)
+            busy_taken.add(a)
+        return WAIT
+
+    def _scores(self, view: DreamView, accs: list[int]) -> list[tuple[float, int, int, int]]:
+        """``(MapScore, task, accelerator, sub-net)`` of every ready task on every accelerator of ``accs``."""
+        now = view.now
+        n_acc = view.n_acc
+        alpha, beta = self.alpha, self.beta
+        e_byte = view.switch_energy_per_byte
+        flush = view.flush_bytes()
+        dl, tc, pos, prev_acc = view.f_deadline, view.f_tcmpl, view.f_pos, view.f_prev_acc
+        out = []
+        for i in view.ready:
+            V = view.tables_of(i)
+            v = -1
+            if self.supernet and view.at_switch_point(i):
+                v = supernet_variant(view, i, self.supernet_rule)
+                V = view.variant_of(i, v)
+            p = pos[i]
+            slack = dl[i] - now
+            if slack <= 0:
+                slack = EPS_SLACK_S
+            urgency = V.togo_from[p] / slack
+            lat, en = V.lat[p], V.en[p]
+            sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
+            base = alpha * (now - tc[i]) / (sum_lat / n_acc)
+            prev, fetch = prev_acc[i], V.in_b[p]
+            for a in accs:
+                e_a = en[a] if en[a] > 0 else 1e-30
+                resident, moved = flush[a]
+                moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
+                out.append((urgency * sum_lat / lat[a] + base + beta * (sum_en - moved * e_byte) / e_a, i, a, v))
+        return out
+
+    def _best_pair(self, view: DreamView, idle: list[int]) -> Dispatch:
+        """The arg-max of MapScore (Alg. 1 lines 14-15) over (ready task, idle accelerator)."""
+        now = view.now
+        n_acc = view.n_acc
+        alpha, beta = self.alpha, self.beta
+        e_byte = view.switch_energy_per_byte
+        flush = view.flush_bytes()
+        dl, rel, tc, pos, prev_acc = view.f_deadline, view.f_release, view.f_tcmpl, view.f_pos, view.f_prev_acc
+        best_score, best_i, best_a, best_v = -math.inf, -1, -1, -1
+        for i in view.ready:
+            V = view.tables_of(i)
+            v = -1
+            if self.supernet and view.at_switch_point(i):
+                v = supernet_variant(view, i, self.supernet_rule)
+                V = view.variant_of(i, v)
+            p = pos[i]
+            slack = dl[i] - now
+            if slack <= 0:
+                slack = EPS_SLACK_S
+            urgency = V.togo_from[p] / slack
+            lat, en = V.lat[p], V.en[p]
+            sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
+            base = alpha * (now - tc[i]) / (sum_lat / n_acc)
+            prev, fetch = prev_acc[i], V.in_b[p]
+            for a in idle:
+                e_a = en[a] if en[a] > 0 else 1e-30
+                resident, moved = flush[a]
+                moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
+                # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
+                score = urgency * sum_lat / lat[a] + base + beta * (sum_en - moved * e_byte) / e_a
+                if score > best_score or (score == best_score and (rel[i], a) < (rel[best_i], best_a)):
+                    best_score, best_i, best_a, best_v = score, i, a, v
+        return Dispatch(best_i, best_a, 1, best_v)

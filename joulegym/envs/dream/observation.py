@@ -1,0 +1,232 @@
+"""``DREAM-v0``'s observation and action mask, kept up to date incrementally (``docs/families/dream.md`` §4).
+
+The observation is one preallocated float32 buffer: ``K`` slot rows, ``A`` accelerator rows, ``M`` model rows
+and the global features. A slot row's features that change only when its frame moves (a release, a dispatch,
+a layer completion) are rewritten for that slot only; the features that change with time (slack, ToGo of a
+running frame, urgency, time queued, drop allowed) are computed for every slot at once from per-slot numpy
+arrays; accelerator and model rows are a few scalars each. The mask is built from the same per-slot state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from joulegym.core.env import row_names
+
+OBS_BOUND = 10.0
+SLOT_HEAD = 1  # valid
+SLOT_TAIL = ("leaf", "drop_allowed", "slack", "to_go", "min_to_go", "urgency", "queued", "done_fraction")
+ACC_FEATURES = 6  # present, idle, busy time left (ms), PEs / 4096, WS, OS
+MODEL_FEATURES = 5  # present, DLV rate, drops in the last 10 frames / 2, outstanding / 4, energy / worst
+N_WORKLOADS = 5  # Table 3 workloads (the global one-hot)
+GLOBAL_FEATURES = 3 + N_WORKLOADS + 3
+TINY_SLACK = 1e-30  # slack floor of the urgency ratio (a passed deadline: urgency clipped to OBS_BOUND)
+
+
+def slot_features(n_models: int, n_acc: int) -> int:
+    """Width of one slot row: valid, model one-hot, the tail, next-unit latency / energy and resident flags per
+    accelerator, started, running."""
+    return SLOT_HEAD + n_models + len(SLOT_TAIL) + 3 * n_acc + 2
+
+
+def obs_size(K: int, n_models: int, n_acc: int) -> int:
+    return K * slot_features(n_models, n_acc) + n_acc * ACC_FEATURES + n_models * MODEL_FEATURES + GLOBAL_FEATURES
+
+
+ACC_NAMES = ("present", "idle", "busy_ms", "pes", "ws", "os")
+MODEL_NAMES = ("present", "dlv_rate", "drops", "outstanding", "energy")
+
+
+def observation_names(K: int, n_models: int, n_acc: int, workloads: tuple[str, ...]) -> list[str]:
+    """A name per value of the buffer, in order (the layout of :func:`obs_size`): ``slot{k}.{feature}``,
+    ``acc{a}.{feature}``, ``model{m}.{feature}``, then the global features."""
+    slot = ("valid", *(f"model_{m}" for m in range(n_models)), *SLOT_TAIL,
+            *(f"next_lat_{a}" for a in range(n_acc)), *(f"next_energy_{a}" for a in range(n_acc)),
+            *(f"resident_{a}" for a in range(n_acc)), "started", "running")
+    glob = ("time", "cascade_p", "log1p_overflow", *(f"workload_{w}" for w in workloads), "accelerators",
+            "total_pes", "switched")
+    return (row_names("slot", K, slot) + row_names("acc", n_acc, ACC_NAMES) + row_names("model", n_models, MODEL_NAMES)
+            + list(glob))
+
+
+class DispatchObservation:
+    """The observation buffer and mask of one ``DREAM-v0`` env (sizes ``K`` slots, ``M`` models, ``A``
+    accelerators, ``V`` sub-net choices per dispatch)."""
+
+    _VIEWS = ("slots", "accs", "models", "glob", "mask_dispatch", "mask_drop", "_dispatch_2d", "base", "slope",
+              "_ready_col", "_dyn_view")
+
+    def __init__(self, K: int, M: int, A: int, V: int) -> None:
+        self.K, self.M, self.A, self.V = K, M, A, V
+        self.F = slot_features(M, A)
+        tail = SLOT_HEAD + M
+        self.c_leaf = tail
+        self.c_dyn = slice(tail + 1, tail + 7)  # drop_allowed, slack, to_go, min_to_go, urgency, queued
+        self.c_done = tail + 7
+        self.c_lat = tail + 8
+        self.c_en = self.c_lat + A
+        self.c_res = self.c_en + A
+        self.c_started = self.c_res + A
+        self.c_running = self.c_started + 1
+        self.buf = np.zeros(obs_size(K, M, A), dtype=np.float32)
+        self.mask = np.zeros(K * A * V + K + 1, dtype=bool)
+        self.mask[-1] = True
+        self._idle = np.zeros(A, dtype=bool)
+        self._zeros: tuple[float, ...] = (0.0,)
+        self._pad: tuple[float, ...] = ()
+        # per-slot state: the time-dependent features are affine in the time, base + slope * now
+        self.valid = np.zeros(K, dtype=bool)
+        self.ready = np.zeros(K, dtype=bool)
+        self.model = np.zeros(K, dtype=np.int64)
+        self.affine = np.zeros((K, 12))  # per slot: the 6 features' base, then their slopes
+        self._slack_floor = np.zeros(K)
+        self.var_ok = np.zeros((K, V), dtype=bool)  # sub-nets a dispatch may pick (V > 1)
+        self._dyn = np.zeros((K, 6))
+        self._dyn_now: float | None = None  # the time the time-dependent features were computed at (None: stale)
+        self._accs_at: tuple = ()
+        self._bind()
+
+    def _bind(self) -> None:
+        """The views into the buffers (rebuilt after a copy or an unpickle, which would make them arrays of their
+        own)."""
+        K, M, A, F = self.K, self.M, self.A, self.F
+        self.slots = self.buf[: K * F].reshape(K, F)
+        off = K * F
+        self.accs = self.buf[off: off + A * ACC_FEATURES].reshape(A, ACC_FEATURES)
+        off += A * ACC_FEATURES
+        self.models = self.buf[off: off + M * MODEL_FEATURES].reshape(M, MODEL_FEATURES)
+        self.glob = self.buf[off + M * MODEL_FEATURES:]
+        n_dispatch = K * A * self.V
+        self.mask_dispatch = self.mask[:n_dispatch].reshape(K, A, self.V)
+        self.mask_drop = self.mask[n_dispatch: n_dispatch + K]
+        self._dispatch_2d = self.mask_dispatch[:, :, 0]
+        self.base, self.slope = self.affine[:, :6], self.affine[:, 6:]
+        self._ready_col = self.ready[:, None]
+        self._dyn_view = self.slots[:, self.c_dyn]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._bind()
+
+    def clear(self, n_acc: int) -> None:
+        """Start an episode on a SoC of ``n_acc`` accelerators."""
+        self._zeros, self._pad = (0.0,) * n_acc, (0.0,) * (self.A - n_acc)
+        self.mask_dispatch[:] = self.mask_drop[:] = False
+        self._dyn_now, self._accs_at = None, ()
+        self.buf[:] = 0.0
+        self.valid[:] = self.ready[:] = self.var_ok[:] = False
+        self.affine[:] = 0.0
+        self._onehot = [tuple(float(j == m) for j in range(self.M)) for m in range(self.M)]
+
+    def free(self, k: int) -> None:
+        self._dyn_now = None
+        self.slots[k] = 0.0
+        self.valid[k] = self.ready[k] = self.var_ok[k] = self.mask_drop[k] = False
+        self.affine[k] = 0.0
+
+    def seat(self, k: int, view: Any, task: int, leaf: list[bool], period: list[float], allowed: np.ndarray) -> None:
+        """Write slot ``k``'s row for a frame just released into it."""
+        m = view.f_model[task]
+        resident = view.acc_resident
+        self.slots[k, : self.c_done] = (1.0, *self._onehot[m], leaf[m], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        self.slots[k, self.c_res: self.c_started] = (*(float(resident[a] == task) for a in range(view.n_acc)),
+                                                      *self._pad)
+        self.valid[k] = True
+        self.model[k] = m
+        self.mask_drop[k] = allowed[m]
+        self.move(k, view, task, period)
+
+    def move(self, k: int, view: Any, task: int, period: list[float]) -> None:
+        """Rewrite what changes when slot ``k``'s frame moves (dispatched, or its span ended): fraction done, next
+        unit's latency and energy, started, running, the time-dependent features and the sub-nets it may pick."""
+        self._dyn_now = None
+        m = view.f_model[task]
+        pos, running = view.f_pos[task], view.f_running[task]
+        tables = view.tables_of(task)
+        inv = 1.0 / period[m]
+        pad = self._pad
+        if running < 0 and pos < tables.n:
+            energy = tables.en[pos]
+            top = max(energy)
+            lat = tuple(x * inv for x in tables.lat[pos]) + pad
+            en = (tuple(e / top for e in energy) if top > 0 else self._zeros) + pad
+        else:
+            lat = en = self._zeros + pad
+        slots = self.slots
+        slots[k, self.c_done: self.c_res] = (min(pos / tables.n, 1.0), *lat, *en)
+        slots[k, self.c_started:] = (pos > 0, running >= 0)
+        self.ready[k] = running < 0
+        togo, min_togo = view.remaining_after_span(task)
+        drop = self.mask_drop[k]
+        deadline, tcmpl = view.f_deadline[task] * inv, -view.f_tcmpl[task] * inv
+        if running >= 0:  # a running span ends at run_end: its rest shrinks with time until then
+            run_end = view.acc_busy_until[running]
+            self.affine[k] = (drop, deadline, (togo + run_end) * inv, (min_togo + run_end) * inv, 0.0, tcmpl,
+                              0.0, -inv, -inv, -inv, 0.0, inv)
+        else:
+            self.affine[k] = (drop, deadline, togo * inv, min_togo * inv, 0.0, tcmpl, 0.0, -inv, 0.0, 0.0, 0.0, inv)
+        if self.V > 1:
+            self.var_ok[k] = False
+            self.var_ok[k, 0] = True
+            if view.at_switch_point(task):
+                self.var_ok[k, : min(self.V, view.supernet_options(task))] = True
+
+    def resident(self, view: Any, slot_of: dict[int, int], old: list[int]) -> None:
+        """Move the resident flags of the accelerators whose resident frame changed since ``old``."""
+        col = self.c_res
+        for a, (was, now) in enumerate(zip(old, view.acc_resident)):
+            if was == now:
+                continue
+            k = slot_of.get(was, -1) if was >= 0 else -1
+            if k >= 0:
+                self.slots[k, col + a] = 0.0
+            k = slot_of.get(now, -1) if now >= 0 else -1
+            if k >= 0:
+                self.slots[k, col + a] = 1.0
+
+    def drops_allowed(self, allowed: np.ndarray) -> None:
+        """Every occupied slot's "drop allowed" after ``allowed[m]`` changed."""
+        np.logical_and(allowed[self.model], self.valid, out=self.mask_drop)
+        self.base[:, 0] = self.mask_drop
+        self._dyn_now = None
+
+    def dynamic(self, now: float) -> None:
+        """The time-dependent slot features of every slot at ``now``: slack, ToGo, best-case ToGo (per period),
+        urgency ToGo / slack (OBS_BOUND once the deadline passed), time queued (per period), drop allowed."""
+        if now == self._dyn_now:  # no slot changed since the last decision at this very time
+            return
+        self._dyn_now = now
+        dyn, floor = self._dyn, self._slack_floor
+        np.multiply(self.slope, now, out=dyn)
+        np.add(self.base, dyn, out=dyn)
+        np.maximum(dyn[:, 1], TINY_SLACK, out=floor)  # a passed deadline gives a huge ratio, clipped below
+        np.divide(dyn[:, 2], floor, out=dyn[:, 4])  # the period cancels; an empty slot's is 0 / TINY_SLACK
+        np.minimum(dyn, OBS_BOUND, out=dyn)
+        np.maximum(dyn, -OBS_BOUND, out=self._dyn_view)  # clamped into the slot rows of the buffer
+
+    def accelerators(self, running: list[int], busy: list[float], now: float) -> None:
+        """Idle flags and busy time left (ms) of the accelerators."""
+        at = (now, *running)
+        if at == self._accs_at:
+            return
+        self._accs_at = at
+        self.accs[: len(running), 1:3] = [(1.0, 0.0) if task < 0 else (0.0, min((busy[a] - now) * 1e3, OBS_BOUND))
+                                          for a, task in enumerate(running)]
+
+    def build_mask(self, running: list[int]) -> np.ndarray:
+        """The valid actions: dispatch a ready slot's frame on an idle accelerator (with an open sub-net), drop a
+        frame of a model whose drop is allowed (kept up to date as slots change), wait."""
+        idle = self._idle
+        idle[: len(running)] = [task < 0 for task in running]
+        if self.V == 1:
+            np.logical_and(self._ready_col, idle, out=self._dispatch_2d)
+        else:
+            np.logical_and((self._ready_col & idle)[:, :, None], self.var_ok[:, None, :], out=self.mask_dispatch)
+        return self.mask
+
+
