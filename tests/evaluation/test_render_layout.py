@@ -78,8 +78,8 @@ def test_performance_profile_legend_beside_the_axes():
     policies = [f"policy-{k}" for k in range(7)]
     episodes = pd.DataFrame([{"policy": p, "scenario": s, "run": 0, "seed": seed, "normalised": rng.uniform(-0.5, 1.7)}
                              for p in policies for s in ("a", "b") for seed in range(4)])
-    result = SimpleNamespace(episodes=episodes, ranking=pd.DataFrame({"policy": policies}), scenarios=("a", "b"), aggregated=["a", "b"],
-                             benchmark=SimpleNamespace(metric="F_S"), name="toy")
+    result = SimpleNamespace(episodes=episodes, ranking=pd.DataFrame({"policy": policies}), scenarios=("a", "b"),
+                             aggregated=["a", "b"], benchmark=SimpleNamespace(metric="F_S"), name="toy")
     fig = figures.profile_plot(result)
     fig.canvas.draw()
     assert _legend_outside_axes(fig.axes[0])
