@@ -10,6 +10,8 @@ the benchmark's validation seeds (9000-9009); the score is on its held-out seeds
     python -m joulegym.protocol train --env joulegym/ETF-tx2-fig6-random-v0 --algo sac --seeds 0 1 2 \\
         --out runs/protocol/etf-sac                   # 3 runs x 3600 training CPU-s, validation every 10000 steps
     python -m joulegym.protocol ship runs/protocol/etf-sac   # into joulegym/agents/zoo/etf/tx2-fig6-random/sac/
+    python -m joulegym.protocol ship runs/protocol/etf-sac-seed0 runs/protocol/etf-sac-seed1 \\
+        runs/protocol/etf-sac-seed2                   # one process per seed, shipped as one agent
     python -m joulegym.tuning --env joulegym/PowerFlow-tiny-v0 --algo maskable_ppo --trials 20 \\
         --trial-cpu-budget 600 --out runs/tune/pf-mppo     # writes best.yml, usable as --hyperparams
 
@@ -158,7 +160,7 @@ def train_seed(env_id: str, algo: str, seed: int, out: Path, *, budget_s: float,
     from joulegym.core.benchmark import VALIDATION_SEED_BASE
     from joulegym.core.io import write_atomic
     from joulegym.evaluation.runner import PolicyEntry
-    from joulegym.evaluation.zoo import git_commit
+    from joulegym.evaluation.zoo import AGENT_JSON_SPACES, git_commit, scenario_spaces
     from joulegym.training import train
 
     descriptor, scenario, bench = benchmark_for(env_id)
@@ -182,19 +184,20 @@ def train_seed(env_id: str, algo: str, seed: int, out: Path, *, budget_s: float,
               tensorboard=False, callbacks=(callback,))
     config = json.loads((out / "config.json").read_text())
     provenance: dict[str, Any] = {
-        "format": 2, "family": descriptor.name, "scenario": scenario, "env_id": env_id, "env_kwargs": {},
+        "format": 2, "family": descriptor.name, "scenario": scenario, "trained_on": scenario, "env_id": env_id,
+        "env_kwargs": {},
         "algo": config["algo"], "seed": seed, "command": command, "commit": git_commit(),
         "wall_time_s": round(callback.wall_seconds(), 3),
         "cpu_seconds": round(callback.curve[-1][0] + callback.validation_cpu, 3),
         "train_cpu_seconds": round(callback.curve[-1][0], 3), "cpu_budget_s": budget_s, "resumes": callback.resumes,
         "stopped_by": callback.stopped_by or "timesteps", "timesteps": callback.best[1],
         "total_timesteps": config["num_timesteps"], "hyperparams": config["hyperparams"],
-        "versions": config["versions"],
+        "versions": config["versions"], "n_envs": int(config["n_envs"]),
         "validation": {"seeds": list(bench.validation_seeds), "metric": bench.metric, "eval_every": eval_every,
                        "curve": [list(p) for p in callback.curve],
                        "selected": dict(zip(("cpu_s", "timesteps", "metric"), callback.best, strict=True)),
                        "reference": reference or {}},
-        "score": None}
+        "spaces": {k: v for k, v in scenario_spaces(env_id).items() if k != AGENT_JSON_SPACES}, "score": None}
     if test:
         from joulegym.evaluation.suite import agent_score
 
@@ -263,20 +266,61 @@ def train_seeds(env_id: str, algo: str, seeds: list[int], out: str | Path, *, bu
     return done
 
 
-def ship(out: str | Path, zoo: str | Path | None = None) -> list[Path]:
-    """Ship every finished run ``out/seed<k>/`` (its ``best/`` agent and ``protocol.json``) into the zoo."""
-    from joulegym.evaluation.zoo import ship_run
+def protocol_runs(outs: list[str | Path]) -> list[Path]:
+    """The finished protocol runs in ``outs``: each a ``train --out`` directory (its ``seed<k>/`` runs) or one run
+    directory itself (holding ``protocol.json``).
 
-    runs = sorted(p for p in Path(out).glob("seed*") if (p / PROTOCOL_FILE).is_file())
-    if not runs:
-        raise ValueError(f"{str(out)!r} holds no finished protocol run (seed<k>/{PROTOCOL_FILE})")
-    shipped = []
+    :raises ValueError: for a directory without a finished run, or a run given twice.
+    """
+    runs: list[Path] = []
+    for out in outs:
+        out = Path(out)
+        found = [out] if (out / PROTOCOL_FILE).is_file() else sorted(
+            (p for p in out.glob("seed*") if (p / PROTOCOL_FILE).is_file()), key=lambda p: (len(p.name), p.name))
+        if not found:
+            raise ValueError(f"{str(out)!r} holds no finished protocol run (seed<k>/{PROTOCOL_FILE})")
+        runs += found
+    resolved = [r.resolve() for r in runs]
+    twice = sorted({str(r) for r in resolved if resolved.count(r) > 1})
+    if twice:
+        raise ValueError(f"protocol runs given twice: {twice}")
+    return runs
+
+
+def ship(outs: str | Path | list[str | Path], zoo: str | Path | None = None) -> list[Path]:
+    """Ship every finished run of ``outs`` (one ``train --out`` per seed, or one holding several ``seed<k>/``) into
+    the zoo as the training seeds of one (family, scenario, algo) entry: each run's ``best/`` agent and its
+    ``protocol.json`` (``trained_on`` and ``spaces`` filled from the training env where the record predates
+    them).
+
+    Every run is checked before anything is copied: all must have a test score, be of one (env, algo), have
+    distinct training seeds and share the entry's configuration (:data:`~joulegym.evaluation.zoo.SHARED_KEYS`).
+    """
+    from joulegym.evaluation.zoo import SHARED_KEYS, ship_run
+
+    runs = protocol_runs([outs] if isinstance(outs, str | Path) else list(outs))
+    records = []
     for run in runs:
-        provenance = json.loads((run / PROTOCOL_FILE).read_text())
-        if provenance.get("score") is None:
+        try:
+            provenance = json.loads((run / PROTOCOL_FILE).read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{run / PROTOCOL_FILE}: not valid JSON ({err.msg})") from None
+        if not isinstance(provenance, dict) or provenance.get("score") is None:
             raise ValueError(f"{run / PROTOCOL_FILE}: the run has no test score (train it with the protocol's train)")
-        shipped.append(ship_run(run / "best", provenance, zoo))
-    return shipped
+        if not (run / "best").is_dir():
+            raise ValueError(f"{run}: no best/ agent (the model the validation selected)")
+        records.append(provenance)
+    first = records[0]
+    for run, record in zip(runs[1:], records[1:], strict=True):
+        differ = [k for k in ("family", "scenario", "algo", *SHARED_KEYS) if k in first and record.get(k) != first[k]]
+        if differ:
+            raise ValueError(f"{run / PROTOCOL_FILE} differs from {runs[0] / PROTOCOL_FILE} in {differ}: the runs "
+                             "shipped together are the training seeds of one agent (one env, algorithm and "
+                             "configuration)")
+    seeds = [int(r["seed"]) for r in records]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"training seeds {seeds} repeat across {[str(r) for r in runs]}: one run per seed")
+    return [ship_run(run / "best", record, zoo) for run, record in zip(runs, records, strict=True)]
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -304,8 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                          help=f"training CPU seconds per seed (default {DEFAULT_TRAINING_BUDGET_S:.0f})")
     train_p.add_argument("--resume", action="store_true",
                          help="continue the unfinished seeds in --out from their checkpoints (finished ones are kept)")
-    ship_p = sub.add_parser("ship", help="copy the finished runs of a train --out into the zoo")
-    ship_p.add_argument("out", help="the train command's --out")
+    ship_p = sub.add_parser("ship", help="copy finished protocol runs into the zoo as the training seeds of one agent")
+    ship_p.add_argument("out", nargs="+", help="train --out directories (one per seed, or one with several seed<k>/)")
     ship_p.add_argument("--zoo", default=None, help="the zoo directory (default: joulegym/agents/zoo)")
     args = parser.parse_args(argv)
     try:

@@ -83,6 +83,80 @@ def test_ship_puts_every_seed_in_the_zoo(runs, tmp_path):
     assert agent.training_note(3600.0).endswith("below the 3600 CPU-s budget")
 
 
+def test_ship_takes_one_directory_per_seed_and_refuses_what_is_not_one_agent(runs, tmp_path):
+    """Seeds trained in separate processes (one ``--out`` each) ship as one agent; a seed given twice, runs of
+    another configuration and a run without a test score are refused before anything is copied."""
+    import shutil
+
+    from joulegym.evaluation.zoo import find_agents
+
+    assert protocol.main(["ship", str(runs / "seed0"), str(runs / "seed1"), "--zoo", str(tmp_path / "zoo")]) == 0
+    [agent] = find_agents(tmp_path / "zoo", "etf", "tx2-fig6-random", ENV)
+    assert [r.seed for r in agent.runs] == [0, 1] and agent.trained_on == "tx2-fig6-random"
+    assert agent.provenance["spaces"]["observation"]["shape"] == [42] and agent.provenance["n_envs"] == 4
+    with pytest.raises(ValueError, match="given twice"):
+        protocol.ship([runs, runs / "seed0"], tmp_path / "zoo2")
+    other = tmp_path / "other" / "seed0"
+    shutil.copytree(runs / "seed0", other)
+    record = json.loads((other / protocol.PROTOCOL_FILE).read_text())
+    (other / protocol.PROTOCOL_FILE).write_text(json.dumps({**record, "seed": 5, "hyperparams": {"n_steps": 8}}))
+    with pytest.raises(ValueError, match=r"differs from .* in \['hyperparams'\]: the runs shipped together"):
+        protocol.ship([runs / "seed1", other], tmp_path / "zoo2")
+    (other / protocol.PROTOCOL_FILE).write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"training seeds \[0, 0\] repeat"):
+        protocol.ship([runs / "seed0", other], tmp_path / "zoo2")
+    (other / protocol.PROTOCOL_FILE).write_text(json.dumps({**record, "seed": 5, "score": None}))
+    with pytest.raises(ValueError, match="has no test score"):
+        protocol.ship([runs / "seed1", other], tmp_path / "zoo2")
+    assert not (tmp_path / "zoo2").exists()
+
+
+def test_the_leaderboard_from_a_shipped_protocol_zoo(runs, tmp_path):
+    """``python -m joulegym.protocol ship`` then ``python evaluate.py --suite --zoo``, end to end on a tiny budget:
+    the agent (trained on ETF's generalisation scenario) plays both quick scenarios, held-in and as a held-out
+    instance, and is ranked with per-seed paired CIs; PowerFlow's oracle is an upper bound apart from the ranking;
+    the page names the training, validation and test seeds, which do not overlap."""
+    import re
+
+    import pandas as pd
+
+    from joulegym.evaluation.cli import main as evaluate
+
+    zoo = tmp_path / "zoo"
+    assert protocol.main(["ship", str(runs), "--zoo", str(zoo)]) == 0
+    out = tmp_path / "leaderboard"
+    assert evaluate(["--suite", "etf", "powerflow", "--quick", "--zoo", str(zoo), "--out", str(out)]) == 0
+    board = pd.read_csv(out / "leaderboard.csv", keep_default_na=False)
+    ranked = board[board["scope"] == "all"]
+    agent = ranked[ranked["policy"] == "ppo"].iloc[0]
+    assert agent["class"] == "agent" and agent["trained_on"] == "tx2-fig6-random" and agent["runs"] == 2
+    assert agent["split"] == "1 held-in, 1 held-out instance" and agent["scenarios"] == 2
+    assert float(agent["vs_best_diff_ci_low"]) <= float(agent["vs_best_diff_mean"]) <= float(
+        agent["vs_best_diff_ci_high"])
+    per = board[(board["class"] == "agent") & (board["scope"] != "all")].set_index("scope")
+    assert per.loc["tx2-fig5", "split"] == "held-out instance" and per.loc["tx2-fig6-random", "split"] == "held-in"
+    assert (per["episodes"].astype(int) == 4).all()  # 2 training runs x 2 quick test seeds, paired per seed
+    oracle = board[board["policy"] == "powerflow-oracle"]
+    assert set(oracle["class"]) == {"privileged"}
+    html = (out / "index.html").read_text()
+    for table in re.findall(r'<table class="sortable ranking">(.*?)</table>', html, re.S):
+        assert 'class="privileged"' not in table  # ranked apart
+    [upper] = re.findall(r'<table class="sortable upper-bounds">(.*?)</table>', html, re.S)
+    assert "powerflow-oracle" in upper
+    md = (out / "leaderboard.md").read_text()
+    seeds = re.search(r"Seeds: training ([^;]+) \(the shipped runs' training envs\); validation (\S+) \(the shipped "
+                      r"runs' model selection\); test (\S+) \(2 held-out seeds", md)
+    # env i of the packaged 4-env PPO setting trains from seed + i: seeds 0-3 and 1-4
+    assert seeds.groups() == ("0-4", "9000-9009", "10000-10001")
+    train = {s for r in (json.loads(p.read_text()) for p in zoo.rglob("provenance.json"))
+             for s in range(r["seed"], r["seed"] + r["n_envs"])}
+    validation = set(get_family("etf").benchmark.validation_seeds)
+    test = set(pd.read_csv(out / "episodes.csv")["seed"])
+    assert train == {0, 1, 2, 3, 4} and test == {10_000, 10_001}
+    assert not (train & validation or train & test or validation & test)
+    assert "python -m joulegym.protocol ship" in md and f"--out {runs}" in md  # how the runs were made
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--seeds", "9000"], "must stay in [0, 9000)"),
     (["--seeds", "8999", "--n-envs", "2"], "with 2 env(s) must stay in [0, 9000)"),

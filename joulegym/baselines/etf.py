@@ -12,9 +12,11 @@ Policies (``joulegym.baselines.make(name, **kw)``):
 ``tf``              time fairness, Algorithm 1 at phi = 1 (paper baseline 1).
 ``ef``              energy fairness, Algorithm 1 at phi = 0 (paper baseline 2, Georgiou et al.).
 ``etf-fixed-phi``   Algorithm 1 at a fixed ``phi`` (default 0.7), ignoring the scenario's phi.
-``fs-oracle``       the allocation maximising the epoch's F_S (:func:`oracle_max_fs`): exact over
-                    whole units by enumeration, under the env's action floor and demand caps.
-                    On ``ETFPhi`` it picks the phi level with the best F_S.
+``epoch-max-fs``    the allocation maximising each epoch's F_S (:func:`oracle_max_fs`) from Algorithm
+                    1's own inputs: exact over whole units by enumeration, under the env's action
+                    floor and demand caps; on ``ETFPhi`` the phi level with the best F_S. Deployable
+                    (it reads what ETF reads) and greedy per epoch, so not an upper bound of the
+                    episode's F_S. Formerly ``fs-oracle``, a name now refused.
 ``max-frequency``   ``ETFDVFS``: the tenant always runs at the top level (the paper's default).
 ``best-response``   ``ETFDVFS``: the tenant's throughput-maximising level by enumeration (privileged).
 ``random``          uniform random action (generic).
@@ -40,7 +42,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from joulegym.core.cache import BoundedCache
-from joulegym.core.policy import PolicyNotApplicable, register_policy
+from joulegym.core.policy import PolicyNotApplicable, register_policy, register_rename
 from joulegym.envs.etf.allocation import (
     algorithm1_fill,
     energy_fair_allocation,
@@ -65,7 +67,7 @@ __all__ = [
     "DECODE_RTOL",
     "BestResponsePolicy",
     "ETFPolicy",
-    "FSOraclePolicy",
+    "EpochMaxFSPolicy",
     "MaxFrequencyPolicy",
     "algorithm1_decoded",
     "energy_fair_allocation",
@@ -349,10 +351,11 @@ class ETFPolicy(_ETFPolicyBase):
         return units_to_action(units, inputs["action_floor_units"], act)
 
 
-class FSOraclePolicy(_ETFPolicyBase):
-    """Maximises the epoch's F_S: exact over whole units (``split``) or over the phi grid (``phi``)."""
+class EpochMaxFSPolicy(_ETFPolicyBase):
+    """Maximises each epoch's F_S from Algorithm 1's inputs: exact over whole units (``split``) or over the phi
+    grid (``phi``). Deployable, and greedy per epoch (not an upper bound of the episode's F_S)."""
 
-    def __init__(self, name: str = "fs-oracle") -> None:
+    def __init__(self, name: str = "epoch-max-fs") -> None:
         super().__init__(name)
 
     def act(self, obs: np.ndarray, info: dict[str, Any]):
@@ -466,8 +469,10 @@ def _register() -> None:
                     description="energy fairness (Algorithm 1, phi = 0)")
     register_policy("etf-fixed-phi", lambda phi=0.7, **kw: ETFPolicy(phi=phi, name="etf-fixed-phi", **kw),
                     family="etf", kinds=kinds, description="Algorithm 1 at a fixed phi (default 0.7)")
-    register_policy("fs-oracle", FSOraclePolicy, family="etf", kinds=kinds,
-                    description="maximises the epoch's F_S (exact over units / over the phi grid)")
+    register_policy("epoch-max-fs", EpochMaxFSPolicy, family="etf", kinds=kinds,
+                    description="maximises each epoch's F_S from Algorithm 1's inputs (exact over units / over the "
+                                "phi grid); greedy per epoch, not an upper bound")
+    register_rename("fs-oracle", "epoch-max-fs", family="etf")
     register_policy("max-frequency", MaxFrequencyPolicy, family="etf", kinds=("ETFDVFS",),
                     description="tenant always at its top GPU level")
     register_policy("best-response", BestResponsePolicy, family="etf", kinds=("ETFDVFS",),

@@ -15,7 +15,10 @@ held-out evaluation seeds, the training budget of an agent, and the rules and ya
   §4: normalise per task before aggregating;
 - **rules**: the scenario's configuration binds every policy; a policy's ``env_config`` may set only the keys in
   ``policy_settings`` (parts of what its system is, e.g. Gandiva's placement rule), never a budget, what is
-  observable or a profiling cost; ``budget`` names the episode metrics that show the scenario's budget was kept.
+  observable or a profiling cost; ``budget`` names the episode metrics that show the scenario's budget was kept;
+- **aggregate**: ``not_aggregated`` names, each with its reason, the scenarios whose anchor gap is no meaningful unit
+  for the family's mean normalised score; they are still run and required for a policy to be ranked, and shown with
+  their raw metrics, scores and paired differences (docs/leaderboard.md, "Scenarios outside the aggregate").
 
 Seeds: ``train.py`` seeds are small integers (below :data:`TRAINING_SEED_LIMIT`); the training protocol keeps its
 training seeds below :data:`VALIDATION_SEED_BASE` and selects models on the validation seeds
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -72,6 +75,8 @@ class Benchmark:
     :param validation_seeds: the training protocol's model-selection seeds (>= 10, in
         [:data:`VALIDATION_SEED_BASE`, :data:`TRAINING_SEED_LIMIT`)).
     :param training_budget_s: training CPU seconds per training run of an agent (one CPU-hour).
+    :param not_aggregated: scenario -> why its anchor gap is no meaningful unit for the family's mean normalised score
+        (left out of that mean and of the normalised paired differences only; every scenario stays required).
     :param quick_scenarios: the subset ``--quick`` runs (default: the first scenario).
     :param quick_seeds: how many of ``eval_seeds`` ``--quick`` uses.
     :param note: one or two sentences: why these scenarios and this metric (shown on the page).
@@ -95,6 +100,7 @@ class Benchmark:
     eval_seeds: tuple[int, ...] = DEFAULT_EVAL_SEEDS
     validation_seeds: tuple[int, ...] = DEFAULT_VALIDATION_SEEDS
     training_budget_s: float = DEFAULT_TRAINING_BUDGET_S
+    not_aggregated: Mapping[str, str] = field(default_factory=dict)
     quick_scenarios: tuple[str, ...] = ()
     quick_seeds: int = DEFAULT_QUICK_SEEDS
     note: str = ""
@@ -111,6 +117,7 @@ class Benchmark:
         object.__setattr__(self, "quick_scenarios", tuple(self.quick_scenarios) or self.scenarios[:1])
         object.__setattr__(self, "metric_terms", MappingProxyType(dict(self.metric_terms)))
         object.__setattr__(self, "best_heuristic", MappingProxyType(dict(self.best_heuristic)))
+        object.__setattr__(self, "not_aggregated", MappingProxyType(dict(self.not_aggregated)))
         if not self.scenarios or len(set(self.scenarios)) != len(self.scenarios):
             raise ValueError(f"benchmark scenarios must be a non-empty list of distinct names, got {self.scenarios}")
         if self.generalisation not in self.scenarios:
@@ -150,6 +157,22 @@ class Benchmark:
                              f"{list(self.scenarios)}")
         if not 1 <= self.quick_seeds <= len(self.eval_seeds):
             raise ValueError(f"benchmark quick_seeds must be in [1, {len(self.eval_seeds)}], got {self.quick_seeds}")
+        self._check_not_aggregated()
+
+    def _check_not_aggregated(self) -> None:
+        """Each left-out scenario is a headline scenario with a reason; the full run and ``--quick`` keep one."""
+        unknown = sorted(set(self.not_aggregated) - set(self.scenarios))
+        if unknown:
+            raise ValueError(f"benchmark not_aggregated names {unknown}, which are not among scenarios "
+                             f"{list(self.scenarios)}")
+        unreasoned = sorted(s for s, why in self.not_aggregated.items() if not (isinstance(why, str) and why.strip()))
+        if unreasoned:
+            raise ValueError(f"benchmark not_aggregated {unreasoned}: each left-out scenario needs its reason (the "
+                             "page shows it)")
+        for label, names in (("scenarios", self.scenarios), ("quick_scenarios", self.quick_scenarios)):
+            if set(names) <= set(self.not_aggregated):
+                raise ValueError(f"benchmark not_aggregated leaves none of {label} {list(names)} in the family's "
+                                 "normalised aggregate")
 
     def _check_classes(self) -> None:
         """The class lists and anchors: disjoint lists, a zero per scenario among the baselines, zero != one."""

@@ -13,9 +13,11 @@ wraps one that has ``decide(view)`` in :class:`InnerPolicyAdapter` so it drives 
 
 Names are scoped by family: ``make("fifo", family="powerflow")`` or ``make("powerflow/fifo")``; the
 short form ``make("fifo")`` works while only one family has a policy of that name. Generic policies
-belong to every family: :class:`RandomPolicy` (``random``, the normalised score's zero) is the core's own. A
-family's policy module is imported on first use, by the loader the package root installs
-(:func:`joulegym.core.family.set_policy_loader`), so ``import joulegym`` loads none of them.
+belong to every family: :class:`RandomPolicy` (``random``, a row on the leaderboard, never its zero) is the core's
+own. A family's policy module is imported on first use, by the loader the package root installs
+(:func:`joulegym.core.family.set_policy_loader`), so ``import joulegym`` loads none of them. A name has one
+spelling: a renamed policy's old name is refused with a one-line message naming the new one (:func:`register_rename`),
+never kept as an alias.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ class PolicySpec:
 
 
 _REGISTRY: dict[tuple[str, str], PolicySpec] = {}
+_RENAMED: dict[tuple[str, str], str] = {}  # (family, old name) -> the new name
 
 
 def register_policy(name: str, factory: Callable[..., Any], *, family: str, description: str,
@@ -130,6 +133,22 @@ def register_policy(name: str, factory: Callable[..., Any], *, family: str, desc
                                 bool(inner))
 
 
+def register_rename(old: str, new: str, *, family: str) -> None:
+    """Refuse the old name ``family/old`` of the policy now registered as ``new``: :func:`spec` (and so
+    :func:`make`) raises a one-line ``ValueError`` saying it was renamed (one spelling per policy, no alias)."""
+    if (family, old) in _REGISTRY:
+        raise ValueError(f"policy {family}/{old} is registered; a renamed name must not be")
+    _RENAMED[(family, old)] = new
+
+
+def _renamed(name: str, family: str | None) -> None:
+    """``ValueError`` if ``name`` is a renamed policy's old name (in ``family``, or in any family)."""
+    found = [(fam, new) for (fam, old), new in _RENAMED.items() if old == name and family in (None, fam)]
+    if found:
+        fam, new = found[0]
+        raise ValueError(f"policy={name!r} was renamed to {new!r} ({fam}/{new})")
+
+
 def _load(family: str | None) -> None:
     from joulegym.core.family import families, load_policies
 
@@ -145,10 +164,12 @@ def spec(name: str, family: str | None = None) -> PolicySpec:
     if family is not None:
         found = _REGISTRY.get((family, name)) or _REGISTRY.get((GENERIC, name))
         if found is None:
+            _renamed(name, family)
             raise ValueError(f"policy={name!r} is unknown for family {family!r}; available: {available(family)}")
         return found
     matches = [s for (fam, n), s in _REGISTRY.items() if n == name]
     if not matches:
+        _renamed(name, None)
         known = sorted(s.qualified_name for s in _REGISTRY.values())
         raise ValueError(f"policy={name!r} is unknown; available: {known}")
     if len(matches) > 1:
@@ -215,13 +236,15 @@ def forget_family(family: str) -> None:
     """Drop ``family``'s registered policies (tests that register and remove a toy family)."""
     for key in [k for k in _REGISTRY if k[0] == family]:
         del _REGISTRY[key]
+    for key in [k for k in _RENAMED if k[0] == family]:
+        del _RENAMED[key]
 
 
 # --- the generic policy -------------------------------------------------------------------------------------
 class RandomPolicy:
     """Uniform random actions from the env's action space (masked where the env offers a mask).
 
-    The normalised score of ``evaluate.py`` puts this policy at 0.
+    A row on the leaderboard (a baseline), never its zero: the zero is the family's simple deployable baseline.
     """
 
     privileged = False

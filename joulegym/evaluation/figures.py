@@ -51,12 +51,11 @@ def write_plots(result: FamilyResult, traces: dict[str, dict], out: Path) -> lis
                  f"{name}-poi.png")):
             written.append(save_figure(fig, plots / file))
             result.plots[caption] = f"plots/{file}"
-    for scenario, found in result.agents.items():
-        for agent in found:
-            if any(run.curve() for run in agent.runs):
-                file = f"{name}-{_slug(scenario)}-{agent.algo}-curve.png"
-                written.append(save_figure(learning_curve_plot(agent, result), plots / file))
-                result.curves[f"{scenario}: {agent.algo}"] = f"plots/{file}"
+    for agent in result.shipped:  # one curve per shipped agent, whichever scenarios it played
+        if any(run.curve() for run in agent.runs):
+            file = f"{name}-{_slug(agent.trained_on)}-{agent.algo}-curve.png"
+            written.append(save_figure(learning_curve_plot(agent, result), plots / file))
+            result.curves[agent.label] = f"plots/{file}"
     hooks = hooks_for(name)
     version = result.descriptor.kind(result.benchmark.kind).version
     for scenario in result.scenarios:
@@ -89,7 +88,8 @@ def score_plot(result: FamilyResult) -> Any:
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_yticks(y, [f"{p} ({c})" for p, c in zip(frame["policy"], frame["class"], strict=True)])
     ax.set_xlabel(_axis_label(result) + ": mean, 95 % CI")
-    ax.set_title(f"{result.name}: {len(result.scenarios)} scenarios x {len(result.seeds)} seeds")
+    ax.set_title(f"{result.name}: {len(result.aggregated)} of {len(result.scenarios)} scenarios (the aggregated) x "
+                 f"{len(result.seeds)} seeds", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -99,7 +99,7 @@ def profile_plot(result: FamilyResult) -> Any:
     from joulegym.evaluation.scoring import score_tasks
 
     policies = list(result.ranking["policy"])
-    every = [score_tasks(result.episodes, p, result.scenarios)[0] for p in policies]
+    every = [score_tasks(result.episodes, p, result.aggregated)[0] for p in policies]
     scores = np.concatenate([np.concatenate(t) for t in every])
     low, high = min(0.0, float(np.min(scores))), max(1.0, float(np.max(scores)))
     margin = 0.05 * (high - low)

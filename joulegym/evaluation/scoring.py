@@ -15,6 +15,15 @@ ratio ``(x - zero_s) / (one_s - zero_s)`` is not used: the anchors tie or swap o
 ``tx2-fig6-random``: every policy scores F_S 1 on seed 10002, and ``tf`` beats ``etf`` by 0.018 on seed 10009,
 where the ratio would give the per-epoch optimiser -4.4).
 
+Scenarios outside the normalised aggregate: a benchmark may declare, with its reason, a scenario whose anchor gap is no
+meaningful unit for the family's mean (:attr:`~joulegym.core.benchmark.Benchmark.not_aggregated`: EMRF's
+``apu-random``, where the gap measures efficiency while the spread between policies measures floor violations of
+the eta draws, so the scenario would outweigh the other four together). Such a scenario is still run, still needed
+for a policy to be ranked, and shown with its raw metric, normalised score and paired differences; it is left out of
+the family's mean normalised score and of the normalised paired differences only. Every anchor gap is shown with
+its paired-bootstrap 95 % CI, and an aggregated scenario whose gap is resolved to less than a factor of two (the
+CI's lower end below half the gap) gets a note: its scores carry that uncertainty.
+
 "Does it beat the best heuristic?" is answered per seed, paired: the difference of the ranking metric against the
 reference on the same seed (per training run and seed for an agent), its mean with a percentile bootstrap 95 % CI
 (:func:`scipy.stats.bootstrap`), and a win/tie/loss count. Across scenarios the differences are taken in
@@ -33,6 +42,7 @@ from joulegym.core.benchmark import Benchmark
 from joulegym.evaluation import stats
 
 TIE_RTOL = 1e-9  # a paired difference within this fraction of the reference's magnitude (at least 1) is a tie
+UNIT_RESOLUTION = 0.5  # a note when the anchor gap's 95 % CI reaches below this fraction of the gap (see above)
 DEPLOYABLE = ("agent", "heuristic", "baseline")
 NON_LEARNED = ("heuristic", "baseline")
 
@@ -40,7 +50,8 @@ NON_LEARNED = ("heuristic", "baseline")
 def normalise(episodes: pd.DataFrame, bench: Benchmark,
               scenarios: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Add ``normalised`` (module docstring). Returns the episodes, one row of anchors per scenario (zero, one,
-    their means, the gap, whether the one beats the zero) and notes for the page.
+    their means, the gap with its paired 95 % CI, whether the one beats the zero, whether the scenario is in the
+    family's normalised aggregate and why not) and notes for the page.
 
     :raises ValueError: if an anchor did not run on every seed, or the anchors' means are (nearly) equal.
     """
@@ -62,13 +73,36 @@ def normalise(episodes: pd.DataFrame, bench: Benchmark,
         values = episodes.loc[here, "metric"].to_numpy(dtype=float)
         episodes.loc[here, "normalised"] = sign * (values - offsets) / abs(gap)
         beats = sign * gap > 0
+        low, high = mean_ci((by_seed[one] - by_seed[zero]).loc[seeds].to_numpy(dtype=float))
+        why_not = bench.not_aggregated.get(scenario, "")
         anchors.append({"scenario": scenario, "zero": zero, "one": one, "zero_mean": float(by_seed[zero].mean()),
-                        "one_mean": float(by_seed[one].mean()), "gap": gap, "one_beats_zero": bool(beats)})
+                        "one_mean": float(by_seed[one].mean()), "gap": gap, "gap_ci_low": low, "gap_ci_high": high,
+                        "one_beats_zero": bool(beats), "aggregated": not why_not, "not_aggregated_why": why_not})
         if not beats:
             notes.append(f"{scenario}: the simple baseline {zero!r} ({by_seed[zero].mean():.4g}) beats the best "
                          f"published heuristic {one!r} ({by_seed[one].mean():.4g}) on {bench.metric}: the unit is "
                          f"their gap, and {one!r} scores -1")
+        notes += _unit_notes(scenario, gap, low, high, why_not)
     return episodes, pd.DataFrame(anchors), notes
+
+
+def _unit_notes(scenario: str, gap: float, low: float, high: float, why_not: str) -> list[str]:
+    """The page's note on a scenario's unit: left out of the aggregate (and why), or resolved to less than a
+    factor of two."""
+    interval = f"{abs(gap):.4g} [{min(abs(low), abs(high)):.4g}, {max(abs(low), abs(high)):.4g}]"
+    if why_not:
+        return [f"{scenario}: not in the family's normalised aggregate (anchor gap {interval}): {why_not}; its raw "
+                "metric, normalised score and paired differences are in the per-scenario table, and a policy must "
+                "still run on it to be ranked"]
+    if np.isfinite(low) and (min(abs(low), abs(high)) < UNIT_RESOLUTION * abs(gap) or np.sign(low) != np.sign(high)):
+        return [f"{scenario}: the anchor gap is resolved to less than a factor of two ({interval}, paired 95 % CI over "
+                "the seeds): its normalised scores carry that uncertainty"]
+    return []
+
+
+def unit_scenarios(anchors: pd.DataFrame) -> list[str]:
+    """The scenarios in the family's normalised aggregate (the anchors table's ``aggregated`` rows), in order."""
+    return [str(s) for s in anchors.loc[anchors["aggregated"].astype(bool), "scenario"]]
 
 
 def _by_seed(rows: pd.DataFrame, policy: str, seeds: list[int], scenario: str) -> pd.Series:
@@ -131,26 +165,34 @@ def paired(episodes: pd.DataFrame, scenario: str, policy: str, reference: str, c
 
 
 def paired_over_scenarios(episodes: pd.DataFrame, scenarios: Sequence[str], policy: str,
-                          references: dict[str, str]) -> dict[str, Any]:
-    """``policy`` against a reference per scenario, in normalised units, over every scenario: the mean of the
-    per-scenario mean differences with a stratified-bootstrap 95 % CI (scenarios are the strata), the summed
-    win/tie/loss count and the probability of improvement (the share of paired runs the policy wins, ties counting
-    one half, averaged over scenarios; rliable's P(X > Y) on matched runs) with its stratified-bootstrap CI."""
+                          references: dict[str, str], higher_is_better: bool,
+                          aggregated: Sequence[str] | None = None) -> dict[str, Any]:
+    """``policy`` against a reference per scenario, over the scenarios: the mean of the per-scenario mean
+    differences in normalised units over the ``aggregated`` scenarios (default: all) with a stratified-bootstrap
+    95 % CI (scenarios are the strata); and, over every scenario (a count needs no unit), the summed win/tie/loss
+    count of the raw metric (as :func:`paired` counts) and the probability of improvement (the share of paired runs
+    the policy wins, ties counting one half, averaged over scenarios; rliable's P(X > Y) on matched runs) with its
+    stratified-bootstrap CI."""
+    aggregated = list(scenarios if aggregated is None else aggregated)
     diffs, outcomes = [], []
     for scenario in scenarios:
         here = episodes[episodes["scenario"] == scenario]
-        ref = here[here["policy"] == references[scenario]].groupby("seed")["normalised"].mean()
-        mine = here[(here["policy"] == policy) & here["seed"].isin(ref.index)]
-        diff = mine["normalised"].to_numpy(dtype=float) - mine["seed"].map(ref).to_numpy(dtype=float)
-        tie = np.abs(diff) <= TIE_RTOL  # normalised units (the anchors' gap is 1)
-        diffs.append(diff)
+        reference = here[here["policy"] == references[scenario]].groupby("seed")
+        mine = here[(here["policy"] == policy) & here["seed"].isin(reference.groups)]
+        raw = mine["seed"].map(reference["metric"].mean()).to_numpy(dtype=float)
+        diff = improvement(mine["metric"].to_numpy(dtype=float), raw, higher_is_better)
+        tie = np.abs(diff) <= TIE_RTOL * np.maximum(1.0, np.abs(raw))
         outcomes.append(np.where(tie, 0.5, (diff > 0).astype(float)))
-    low, high = stats.stratified_ci(diffs, stats.mean_of_task_means)
+        if scenario in aggregated:
+            norm = mine["seed"].map(reference["normalised"].mean()).to_numpy(dtype=float)
+            diffs.append(mine["normalised"].to_numpy(dtype=float) - norm)
+    low, high = stats.stratified_ci(diffs, stats.mean_of_task_means) if diffs else (float("nan"),) * 2
     p_low, p_high = stats.stratified_ci(outcomes, stats.mean_of_task_means)
     every = np.concatenate(outcomes)
-    return {"diff_mean": float(np.mean([d.mean() for d in diffs])), "diff_ci_low": low, "diff_ci_high": high,
-            "wins": int((every == 1.0).sum()), "ties": int((every == 0.5).sum()), "losses": int((every == 0.0).sum()),
-            "poi": float(np.mean([o.mean() for o in outcomes])), "poi_ci_low": p_low, "poi_ci_high": p_high}
+    return {"diff_mean": float(np.mean([d.mean() for d in diffs])) if diffs else float("nan"), "diff_ci_low": low,
+            "diff_ci_high": high, "wins": int((every == 1.0).sum()), "ties": int((every == 0.5).sum()),
+            "losses": int((every == 0.0).sum()), "poi": float(np.mean([o.mean() for o in outcomes])),
+            "poi_ci_low": p_low, "poi_ci_high": p_high}
 
 
 def best_non_learned(episodes: pd.DataFrame, scenario: str, higher_is_better: bool) -> str:

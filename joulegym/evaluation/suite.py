@@ -58,12 +58,15 @@ from joulegym.evaluation.zoo import (  # noqa: F401  (the suite's zoo API, re-ex
     find_agents,
     git_commit,
     read_provenance,
+    scenario_spaces,
     ship_run,
 )
 
 DEFAULT_OUT = "results/leaderboard"
 BEST = "best heuristic"  # the label of the per-scenario one anchor in comparisons
 NO_RUN = -1  # the ``run`` of a reference policy's episodes (agents: their training seed)
+HELD_IN = "held-in"  # an agent on its training scenario: held-out seeds of the distribution it trained on
+HELD_OUT = "held-out instance"  # an agent on a headline scenario it never trained on
 
 
 # --- one agent's score (provenance, --ship) ----------------------------------------------------------------------
@@ -103,9 +106,10 @@ def ship_agent(run_dir: str | Path, zoo: str | Path | None = None, commit: str |
         raise ValueError(f"{config_path}: the run is not complete (\"complete\": false); finish it with --resume")
     if config.get("env_kwargs"):
         raise ValueError(f"{config_path}: env_kwargs={config['env_kwargs']!r}; the benchmark runs scenarios as named")
-    if not 0 <= int(config["seed"]) < VALIDATION_SEED_BASE:
-        raise ValueError(f"{config_path}: seed={config['seed']!r} must be in [0, {VALIDATION_SEED_BASE}) (the "
-                         "validation and held-out seeds are above)")
+    if not (0 <= int(config["seed"]) and int(config["seed"]) + int(config.get("n_envs", 1)) <= VALIDATION_SEED_BASE):
+        raise ValueError(f"{config_path}: seed={config['seed']!r} with n_envs={config.get('n_envs', 1)!r} must stay in "
+                         f"[0, {VALIDATION_SEED_BASE}) (env i trains from seed + i; the validation and held-out seeds "
+                         "are above)")
     descriptor, scenario = benchmark_scenario(config["env_id"])
     algo = config["algo"]
     score = agent_score(PolicyEntry(algo, "agent", algo, path=str(run_dir / "agent")), descriptor, scenario)
@@ -118,7 +122,8 @@ def ship_agent(run_dir: str | Path, zoo: str | Path | None = None, commit: str |
                   "timesteps": int(config.get("num_timesteps", config["timesteps"])),
                   "wall_time_s": float(config.get("train_seconds", float("nan"))), "cpu_seconds": cpu,
                   "train_cpu_seconds": cpu, "cpu_budget_s": None, "hyperparams": config.get("hyperparams"),
-                  "versions": config.get("versions"), "validation": None, "score": score}
+                  "versions": config.get("versions"), "n_envs": int(config.get("n_envs", 1)), "validation": None,
+                  "score": score}
     return ship_run(run_dir / "agent", provenance, zoo)
 
 
@@ -167,10 +172,22 @@ class FamilyResult:
     notes: list[str] = field(default_factory=list)
     agents: dict[str, list[ZooAgent]] = field(default_factory=dict)  # scenario -> shipped agents run on it
     descriptions: dict[str, str] = field(default_factory=dict)  # reference policy -> its registry description
+    shipped: list[ZooAgent] = field(default_factory=list)  # every agent shipped for the family (its zoo entries)
+    zoo: str | None = None  # the --zoo the page was made from (None: the packaged zoo)
 
     @property
     def name(self) -> str:
         return self.descriptor.name
+
+    @property
+    def seed_sets(self) -> dict[str, list[int]]:
+        """The training, validation and test seeds behind the family's numbers (:func:`seed_split`)."""
+        return seed_split(self.shipped, self.seeds)
+
+    @property
+    def aggregated(self) -> list[str]:
+        """The scenarios in the family's normalised aggregate (every one the benchmark does not leave out)."""
+        return scoring.unit_scenarios(self.anchors)
 
     @property
     def ranking(self) -> pd.DataFrame:
@@ -183,13 +200,13 @@ class FamilyResult:
         return self.aggregate[self.aggregate["class"] == "privileged"].reset_index(drop=True)
 
     def training_notes(self) -> dict[str, str]:
-        """Agent label -> how its runs were trained (per scenario when they differ)."""
-        notes: dict[str, list[str]] = {}
-        for scenario, found in self.agents.items():
-            for agent in found:
-                notes.setdefault(agent.algo, []).append(
-                    f"{scenario}: {agent.training_note(self.benchmark.training_budget_s)}")
-        return {algo: "; ".join(texts) for algo, texts in notes.items()}
+        """Shipped agent (``"sac (trained on S)"``) -> how its runs were trained and where it was evaluated."""
+        notes = {}
+        for agent in self.shipped:
+            played = [s for s in self.scenarios if any(a is agent for a in self.agents.get(s, []))]
+            notes[agent.label] = (f"{agent.training_note(self.benchmark.training_budget_s)}; evaluated on "
+                                  f"{', '.join(played) if played else 'no scenario of this run'}")
+        return notes
 
 
 def suite_families(names: Sequence[str]) -> list[FamilyDescriptor]:
@@ -249,6 +266,83 @@ def reference_entries(descriptor: FamilyDescriptor, scenario_id: str) -> list[tu
     return out
 
 
+def family_agents(zoo: Path | None, descriptor: FamilyDescriptor) -> list[ZooAgent]:
+    """Every agent shipped for ``descriptor``'s benchmark under ``zoo`` (one per training scenario and algorithm)."""
+    bench = descriptor.benchmark
+    assert bench is not None
+    if zoo is None:
+        return []
+    version = descriptor.kind(bench.kind).version
+    return [agent for scenario in bench.scenarios
+            for agent in find_agents(zoo, descriptor.name, scenario, env_id(bench.kind, scenario, version))]
+
+
+def assign_agents(descriptor: FamilyDescriptor, agents: Sequence[ZooAgent],
+                  scenarios: Sequence[str]) -> tuple[dict[str, list[ZooAgent]], list[str]]:
+    """Which shipped agents play each scenario, and notes for the page.
+
+    An agent plays every scenario whose spaces equal those recorded with it (:meth:`ZooAgent.spaces_mismatch`); a
+    mismatch is a note, never an error. Of several agents of one algorithm that fit a scenario (their rows share
+    the algorithm's label), the one trained on that scenario plays it, else the one trained on the benchmark's
+    generalisation scenario, else the first in the benchmark's scenario order; the others are noted."""
+    bench = descriptor.benchmark
+    assert bench is not None
+    plays: dict[str, list[ZooAgent]] = {s: [] for s in scenarios}
+    notes: list[str] = []
+    if not agents:
+        return plays, notes
+    version = descriptor.kind(bench.kind).version
+    order = {s: i for i, s in enumerate(bench.scenarios)}
+    for scenario in scenarios:
+        spaces = scenario_spaces(env_id(bench.kind, scenario, version))
+        fits: dict[str, list[ZooAgent]] = {}
+        for agent in agents:
+            why = agent.spaces_mismatch(spaces)
+            if why is None:
+                fits.setdefault(agent.algo, []).append(agent)
+            else:
+                notes.append(f"{scenario}: {agent.label} is not evaluated here: {why}")
+        for algo in sorted(fits):
+            ranked = sorted(fits[algo], key=lambda a: (a.trained_on != scenario, a.trained_on != bench.generalisation,
+                                                       order[a.trained_on]))
+            plays[scenario].append(ranked[0])
+            notes += [f"{scenario}: {other.label} also fits; {ranked[0].label} plays it (an agent trained on the "
+                      f"scenario first, then one trained on {bench.generalisation})" for other in ranked[1:]]
+    return plays, notes
+
+
+def split_of(trained_on: str, scenario: str) -> str:
+    """``held-in`` on the agent's training scenario, else ``held-out instance``."""
+    return HELD_IN if trained_on == scenario else HELD_OUT
+
+
+SEED_SETS = ("training", "validation", "test")
+
+
+def seed_split(agents: Sequence[ZooAgent], test_seeds: Sequence[int]) -> dict[str, list[int]]:
+    """The seeds behind a family's numbers: ``training`` (the seeds every shipped run's training envs were reset
+    with), ``validation`` (the seeds their models were selected on) and ``test`` (the held-out seeds every number on
+    the page is measured on), each sorted.
+
+    :raises ValueError: naming the run, if its training or validation seeds meet the test seeds or each other (its
+        test score would be measured on a seed it was trained or selected on).
+    """
+    test = set(int(s) for s in test_seeds)
+    for agent in agents:
+        for run in agent.runs:
+            sets = {"training": set(run.training_seeds()), "validation": set(run.validation_seeds()), "test": test}
+            for i, first in enumerate(SEED_SETS):
+                for second in SEED_SETS[i + 1:]:
+                    shared = sorted(sets[first] & sets[second])
+                    if shared:
+                        raise ValueError(f"{run.path / 'provenance.json'}: its {first} seeds and the {second} seeds "
+                                         f"share {shared[:5]}; the three sets must be disjoint (retrain with seeds "
+                                         "below 9000)")
+    runs = [run for agent in agents for run in agent.runs]
+    return {"training": sorted({s for r in runs for s in r.training_seeds()}),
+            "validation": sorted({s for r in runs for s in r.validation_seeds()}), "test": sorted(test)}
+
+
 def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, progress: Progress | None = None,
                evaluate_fn: Callable = evaluate) -> tuple[FamilyResult, dict[str, dict]]:
     """Run ``descriptor``'s benchmark. Returns the results and the recorded first episode per scenario and policy
@@ -261,20 +355,21 @@ def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, prog
     version = descriptor.kind(bench.kind).version
     seeds = bench.seeds(quick)
     scenarios = bench.scenario_names(quick)
+    shipped = family_agents(zoo, descriptor)
+    seed_split(shipped, seeds)  # before any episode: a test seed an agent trained or was selected on is refused
+    agents, notes = assign_agents(descriptor, shipped, scenarios)
     rows: list[pd.DataFrame] = []
     traces: dict[str, dict] = {}
-    notes: list[str] = []
-    agents: dict[str, list[ZooAgent]] = {}
     descriptions: dict[str, str] = {}
     for scenario in scenarios:
         scenario_id = env_id(bench.kind, scenario, version)
-        agents[scenario] = find_agents(zoo, descriptor.name, scenario, scenario_id) if zoo is not None else []
-        runs = [(entry, cls, NO_RUN) for entry, cls in reference_entries(descriptor, scenario_id)]
-        runs += [(entry, "agent", seed) for agent in agents[scenario] for seed, entry in agent.entries()]
+        runs = [(entry, cls, NO_RUN, "") for entry, cls in reference_entries(descriptor, scenario_id)]
+        runs += [(entry, "agent", seed, agent.trained_on) for agent in agents[scenario]
+                 for seed, entry in agent.entries()]
         descriptions.update({e.label: baselines.spec(e.name, descriptor.name).description
-                             for e, cls, _ in runs if cls != "agent"})
+                             for e, cls, _, _ in runs if cls != "agent"})
         traces[scenario] = {}
-        for entry, cls, run in runs:
+        for entry, cls, run, trained_on in runs:
             start = time.perf_counter()
             episodes, recorded, skipped = _run_entry(evaluate_fn, scenario_id, entry, seeds,
                                                      record=run in (NO_RUN, _first_run(agents[scenario], entry)))
@@ -282,19 +377,20 @@ def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, prog
             if skipped is not None:
                 notes.append(f"{scenario}: {skipped}")
             else:
-                rows.append(_episode_rows(episodes, descriptor.name, scenario, bench).assign(**{"class": cls,
-                                                                                                "run": run}))
+                rows.append(_episode_rows(episodes, descriptor.name, scenario, bench).assign(**{
+                    "class": cls, "run": run, "trained_on": trained_on,
+                    "split": split_of(trained_on, scenario) if trained_on else ""}))
             if progress is not None:
-                label = entry.label + (f" (training seed {run})" if run != NO_RUN else "")
+                label = entry.label + (f" (training seed {run}, trained on {trained_on})" if run != NO_RUN else "")
                 progress.step(f"{descriptor.name}/{scenario} {label}"
                               f"{' skipped' if skipped else f' x {len(seeds)} seeds'}", time.perf_counter() - start)
     episodes = pd.concat(rows, ignore_index=True)
     episodes, anchors, anchor_notes = scoring.normalise(episodes, bench, scenarios)
     notes += anchor_notes + truncation_notes(episodes) + budget_notes(episodes, bench)
     per_scenario = per_scenario_table(episodes, bench, scenarios)
-    aggregate, partial = aggregate_table(episodes, bench, scenarios)
+    aggregate, partial = aggregate_table(episodes, bench, scenarios, scoring.unit_scenarios(anchors))
     return FamilyResult(descriptor, bench, scenarios, seeds, episodes, aggregate, per_scenario, anchors, partial,
-                        notes=notes, agents=agents, descriptions=descriptions), traces
+                        notes=notes, agents=agents, descriptions=descriptions, shipped=shipped), traces
 
 
 def _first_run(agents: list[ZooAgent], entry: PolicyEntry) -> int:
@@ -371,7 +467,8 @@ def per_scenario_table(episodes: pd.DataFrame, bench: Benchmark, scenarios: Sequ
             scores = rows["normalised"].to_numpy(dtype=float)
             low, high = stats.stratified_ci([scores], stats.mean_of_task_means)
             record = {"family": rows["family"].iloc[0], "scope": scenario, "policy": policy,
-                      "class": rows["class"].iloc[0], "runs": int(rows["run"].nunique()), "episodes": len(rows),
+                      "class": rows["class"].iloc[0], "trained_on": _first(rows, "trained_on"),
+                      "split": _first(rows, "split"), "runs": int(rows["run"].nunique()), "episodes": len(rows),
                       "scenarios": 1, "metric_mean": float(rows["metric"].mean()), "metric_std": _std(rows["metric"]),
                       "score_mean": float(scores.mean()), "score_ci_low": low, "score_ci_high": high,
                       "score_iqm": stats.iqm(scores), "zero": bench.zero[scenario], "best": one,
@@ -390,33 +487,40 @@ def per_scenario_table(episodes: pd.DataFrame, bench: Benchmark, scenarios: Sequ
                                               kind="mergesort").drop(columns="_o").reset_index(drop=True)
 
 
+def _first(rows: pd.DataFrame, column: str) -> str:
+    """The (shared) value of ``column`` in ``rows`` as text (``""`` when absent)."""
+    return str(rows[column].iloc[0]) if column in rows and isinstance(rows[column].iloc[0], str) else ""
+
+
 def _std(values: pd.Series) -> float:
     std = float(np.std(values.to_numpy(dtype=float)))
     return 0.0 if std <= 1e-12 * max(1.0, float(np.max(np.abs(values)))) else std
 
 
-def aggregate_table(episodes: pd.DataFrame, bench: Benchmark,
-                    scenarios: Sequence[str]) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+def aggregate_table(episodes: pd.DataFrame, bench: Benchmark, scenarios: Sequence[str],
+                    aggregated: Sequence[str] | None = None) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """One row per policy that ran on every scenario (deployable ranked by the headline mean, then the privileged
-    ones), and the policies left out with the scenarios they ran on."""
+    ones), and the policies left out with the scenarios they ran on. The normalised score and the normalised paired
+    differences are over the ``aggregated`` scenarios (default: all; :func:`joulegym.evaluation.scoring.normalise`
+    says which), the win/tie/loss counts and P(> reference) over every scenario."""
+    aggregated = list(scenarios if aggregated is None else aggregated)
     references = {"vs_best": dict(bench.best_heuristic),
                   "vs_bnl": {s: scoring.best_non_learned(episodes, s, bench.higher_is_better) for s in scenarios}}
     records, partial = [], {}
     for policy, rows in episodes.groupby("policy", sort=False):
-        tasks, covered = scoring.score_tasks(episodes, policy, scenarios)
+        _, covered = scoring.score_tasks(episodes, policy, scenarios)
         if len(covered) < len(scenarios):
             partial[str(policy)] = covered
             continue
-        low, high = stats.stratified_ci(tasks, stats.mean_of_task_means)
-        iqm_low, iqm_high = stats.stratified_ci(tasks, stats.iqm_of_runs)
+        tasks, _ = scoring.score_tasks(episodes, policy, aggregated)
         record = {"family": rows["family"].iloc[0], "scope": "all", "policy": policy, "class": rows["class"].iloc[0],
-                  "runs": int(rows["run"].nunique()), "episodes": len(rows), "scenarios": len(covered),
-                  "score_mean": stats.mean_of_task_means([t[None, :] for t in tasks])[0], "score_ci_low": low,
-                  "score_ci_high": high, "score_iqm": stats.iqm(np.concatenate(tasks)), "score_iqm_ci_low": iqm_low,
-                  "score_iqm_ci_high": iqm_high, "metric_mean": np.nan, "metric_std": np.nan,
-                  "zero": "per scenario", "best": "per scenario", "best_non_learned": "per scenario"}
+                  **_trained_on(rows, scenarios), "runs": int(rows["run"].nunique()), "episodes": len(rows),
+                  "scenarios": len(covered), "aggregated": len(aggregated), **_headline(tasks),
+                  "metric_mean": np.nan, "metric_std": np.nan, "zero": "per scenario", "best": "per scenario",
+                  "best_non_learned": "per scenario"}
         for prefix, refs in references.items():
-            found = scoring.paired_over_scenarios(episodes, scenarios, policy, refs)
+            found = scoring.paired_over_scenarios(episodes, scenarios, policy, refs, bench.higher_is_better,
+                                                  aggregated)
             record.update({f"{prefix}_{k}": v for k, v in found.items()})
         records.append(record)
     frame = pd.DataFrame(records)
@@ -426,6 +530,32 @@ def aggregate_table(episodes: pd.DataFrame, bench: Benchmark,
     frame = frame.sort_values(["_deployable", "score_mean", "policy"], ascending=[False, False, True],
                               kind="mergesort").drop(columns="_deployable").reset_index(drop=True)
     return frame, partial
+
+
+def _headline(tasks: list[np.ndarray]) -> dict[str, float]:
+    """The mean over scenarios of the mean normalised score with its stratified-bootstrap CI, and the IQM with its
+    CI (NaN without an aggregated scenario)."""
+    if not tasks:
+        return dict.fromkeys(("score_mean", "score_ci_low", "score_ci_high", "score_iqm", "score_iqm_ci_low",
+                              "score_iqm_ci_high"), float("nan"))
+    low, high = stats.stratified_ci(tasks, stats.mean_of_task_means)
+    iqm_low, iqm_high = stats.stratified_ci(tasks, stats.iqm_of_runs)
+    return {"score_mean": stats.mean_of_task_means([t[None, :] for t in tasks])[0], "score_ci_low": low,
+            "score_ci_high": high, "score_iqm": stats.iqm(np.concatenate(tasks)), "score_iqm_ci_low": iqm_low,
+            "score_iqm_ci_high": iqm_high}
+
+
+def _trained_on(rows: pd.DataFrame, scenarios: Sequence[str]) -> dict[str, str]:
+    """An agent's training scenario(s) and how many scenarios it played held-in / as held-out instances (empty for
+    a reference policy)."""
+    if "trained_on" not in rows or not rows["trained_on"].astype(bool).any():
+        return {"trained_on": "", "split": ""}
+    by_scenario = rows.drop_duplicates("scenario").set_index("scenario")
+    trained = list(dict.fromkeys(by_scenario.loc[[s for s in scenarios if s in by_scenario.index], "trained_on"]))
+    held_in = int((by_scenario["split"] == HELD_IN).sum())
+    held_out = len(by_scenario) - held_in
+    return {"trained_on": ", ".join(map(str, trained)),
+            "split": f"{held_in} {HELD_IN}, {held_out} {HELD_OUT}{'s' if held_out != 1 else ''}"}
 
 
 # --- provenance -------------------------------------------------------------------------------------------------
@@ -448,7 +578,9 @@ def write_provenance(result: FamilyResult, out: Path) -> list[Path]:
         if cls == "agent":
             data: dict[str, Any] = {"class": "agent", "family": result.name, "algo": policy, "scenarios": {
                 s: {f"seed{r.seed}": r.provenance for r in a.runs}
-                for s, found in result.agents.items() for a in found if a.algo == policy}}
+                for s, found in result.agents.items() for a in found if a.algo == policy},
+                "played": {s: {"trained_on": a.trained_on, "split": split_of(a.trained_on, s)}
+                           for s, found in result.agents.items() for a in found if a.algo == policy}}
         else:
             spec = baselines.spec(policy, result.name)
             data = {"class": cls, "family": result.name, "policy": policy,
@@ -474,8 +606,9 @@ def command_line(names: Sequence[str], quick: bool, out: str, zoo: str | None) -
     return " ".join(parts)
 
 
-CSV_FIRST = ("family", "scope", "policy", "class", "runs", "episodes", "scenarios", "score_mean", "score_ci_low",
-             "score_ci_high", "score_iqm", "metric_mean", "metric_std", "zero", "best", "vs_best_diff_mean",
+CSV_FIRST = ("family", "scope", "policy", "class", "trained_on", "split", "runs", "episodes", "scenarios",
+             "aggregated", "score_mean", "score_ci_low", "score_ci_high", "score_iqm", "metric_mean", "metric_std",
+             "zero", "best", "vs_best_diff_mean",
              "vs_best_diff_ci_low", "vs_best_diff_ci_high", "vs_best_wins", "vs_best_ties", "vs_best_losses",
              "best_non_learned", "vs_bnl_diff_mean", "vs_bnl_diff_ci_low", "vs_bnl_diff_ci_high", "vs_bnl_wins",
              "vs_bnl_ties", "vs_bnl_losses")
@@ -483,8 +616,10 @@ CSV_FIRST = ("family", "scope", "policy", "class", "runs", "episodes", "scenario
 
 def leaderboard_csv(results: Sequence[FamilyResult]) -> pd.DataFrame:
     """Aggregate rows (``scope`` = ``all``, every-scenario policies only) and per-scenario rows of every family.
-    ``vs_best_*`` / ``vs_bnl_*``: the paired difference against the best heuristic / the best deployable
-    non-learned policy (raw metric per scenario; normalised units in the aggregate rows)."""
+    ``trained_on`` / ``split``: an agent's training scenario and whether a row's scenario is held-in (its training
+    scenario) or a held-out instance. ``vs_best_*`` / ``vs_bnl_*``: the paired difference against the best heuristic
+    / the best deployable non-learned policy (raw metric per scenario; normalised units over the ``aggregated``
+    scenarios in the aggregate rows, whose win/tie/loss counts are over every scenario)."""
     frames = []
     for result in results:
         frames += [result.aggregate, result.per_scenario]
@@ -515,11 +650,16 @@ def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path
         for scenario in d.benchmark.scenario_names(quick):
             scenario_id = env_id(d.benchmark.kind, scenario, d.kind(d.benchmark.kind).version)
             total += len(reference_entries(d, scenario_id))
-            total += sum(len(a.runs) for a in find_agents(zoo_path, d.name, scenario, scenario_id))
+        plays, _ = assign_agents(d, family_agents(zoo_path, d), d.benchmark.scenario_names(quick))
+        total += sum(len(a.runs) for found in plays.values() for a in found)
     progress = Progress(total, stream)
     progress.note(f"suite: {', '.join(d.name for d in descriptors)}{' (quick)' if quick else ''}: {total} policy runs")
     runs = [run_family(d, quick, zoo_path, progress, evaluate_fn) for d in descriptors]
     results = [r for r, _ in runs]
+    for result in results:
+        result.zoo = None if zoo is None else str(zoo)
+    family_commands = {d.name: command if len(descriptors) == 1 else command_line(
+        [d.name], quick, f"{out_text}-{d.name}", None if zoo is None else str(zoo)) for d in descriptors}
     with result_dir as tmp:
         written = []
         for result, traces in runs:
@@ -529,8 +669,8 @@ def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path
         episodes = pd.concat([r.episodes for r in results], ignore_index=True)
         written.append(write_csv(episodes, tmp / "episodes.csv"))
         written.append(write_csv(leaderboard_csv(results), tmp / "leaderboard.csv"))
-        written.append(write_atomic(tmp / "leaderboard.md", page.markdown(results, command, quick)))
-        written.append(write_atomic(tmp / "index.html", page.html(results, command, quick)))
+        written.append(write_atomic(tmp / "leaderboard.md", page.markdown(results, command, quick, family_commands)))
+        written.append(write_atomic(tmp / "index.html", page.html(results, command, quick, family_commands)))
     written = [result_dir.final(p) for p in written]
     progress.note(f"wrote {len(written)} files into {result_dir.out} (open {result_dir.out / 'index.html'})")
     return written

@@ -2,7 +2,11 @@
 
 Layout: ``joulegym/agents/zoo/<family>/<scenario>/<algo>/seed<k>/``, one directory per training seed ``k``, each
 holding a weights-only agent (``agent.json`` + ``weights.pt``, :mod:`joulegym.agents.weights`) and its
-``provenance.json``. The suite aggregates an agent over its training runs x the held-out seeds (rliable's runs).
+``provenance.json``; ``<scenario>`` is the benchmark scenario the agent was trained on (``trained_on``). The suite
+evaluates an agent on every headline scenario of its family whose observation and action spaces equal the ones
+recorded with it (``spaces``, :func:`spaces_record`; the paper's instances it never trained on are *held-out
+instances*, its training scenario's held-out seeds are *held-in*), and aggregates it over its training runs x the
+held-out seeds (rliable's runs).
 
 Provenance (:data:`PROVENANCE_KEYS`; ``format`` 2, written by the training protocol, :mod:`joulegym.protocol`)::
 
@@ -12,16 +16,23 @@ Provenance (:data:`PROVENANCE_KEYS`; ``format`` 2, written by the training proto
      "cpu_budget_s": 3600.0, "timesteps": 210000, "hyperparams": {...}, "versions": {...},
      "validation": {"seeds": [9000, ...], "metric": "F_S", "curve": [[cpu_s, timesteps, metric], ...],
                     "selected": {"cpu_s": ..., "timesteps": ..., "metric": ...}, "reference": {"tf": ..., "etf": ...}},
-     "score": {"metric": "F_S", "mean": 0.61, "normalised_mean": 1.2, "eval_seeds": [10000, ...]}}
+     "score": {"metric": "F_S", "mean": 0.61, "normalised_mean": 1.2, "eval_seeds": [10000, ...]},
+     "trained_on": "tx2-fig6-random", "spaces": {"observation": {"type": "Box", "shape": [42], ...},
+                                                 "action": {...}, "observation_names_sha256": "..."}}
 
-Format 1 (the first zoo: one run per algorithm directly in ``<algo>/``, wall time only) is still read; such a run is
-shown as "1 training seed, below budget" (its CPU time was not recorded) until it is retrained.
+``trained_on`` and ``spaces`` are written by every shipping path (:func:`ship_run` fills them from the training
+env when a run's record predates them). Format 1 (the first zoo: one run per algorithm directly in ``<algo>/``, wall
+time only) is still read: it was trained on its directory's scenario, and its spaces are the observation shape and
+action space of its ``agent.json``; such a run is shown as "1 training seed, below budget" (its CPU time was not
+recorded) until it is retrained.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -38,6 +49,8 @@ PROVENANCE_KEYS = ("format", "family", "scenario", "env_id", "algo", "seed", "co
                    "score")
 PROVENANCE_KEYS_V2 = (*PROVENANCE_KEYS, "cpu_seconds", "train_cpu_seconds", "cpu_budget_s", "validation")
 BUDGET_FRACTION = 0.99  # a run is "at the budget" when its training CPU time reached 99 % of the benchmark's
+SPACES_KEYS = ("observation", "action", "observation_names_sha256")  # compared between an agent and a scenario
+AGENT_JSON_SPACES = "agent.json"  # the spaces view of a run recorded before spaces were (its agent.json)
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,33 @@ class ZooRun:
         validation = self.provenance.get("validation") or {}
         return [tuple(float(v) for v in point) for point in validation.get("curve") or []]
 
+    @property
+    def trained_on(self) -> str:
+        """The benchmark scenario the run was trained on (a format-1 run: its directory's)."""
+        return str(self.provenance.get("trained_on") or self.provenance["scenario"])
+
+    def training_seeds(self) -> list[int]:
+        """The seeds its training envs were reset with: env ``i`` of ``n_envs`` from ``seed + i`` (``n_envs`` from
+        the provenance, else its hyperparameters, else 1: a run recorded before ``n_envs`` was)."""
+        n_envs = self.provenance.get("n_envs") or (self.provenance.get("hyperparams") or {}).get("n_envs") or 1
+        return list(range(self.seed, self.seed + int(n_envs)))
+
+    def validation_seeds(self) -> list[int]:
+        """The seeds its model was selected on (empty: no model selection recorded)."""
+        validation = self.provenance.get("validation") or {}
+        return [int(s) for s in validation.get("seeds") or []]
+
+    def spaces(self) -> dict[str, Any]:
+        """The spaces the run was trained on: the provenance's ``spaces`` record, or (a run whose record predates
+        it) ``{"agent.json": {"observation_shape": ..., "action_space": ...}}`` from its ``agent.json``."""
+        from joulegym.agents.weights import read_agent_json
+
+        if self.provenance.get("spaces"):
+            return dict(self.provenance["spaces"])
+        meta = read_agent_json(self.path)
+        return {AGENT_JSON_SPACES: {"observation_shape": list(meta["observation_shape"]),
+                                    "action_space": str(meta["action_space"])}}
+
 
 @dataclass(frozen=True)
 class ZooAgent:
@@ -86,6 +126,31 @@ class ZooAgent:
     def provenance(self) -> dict[str, Any]:
         """The first run's provenance (a one-run agent's only one)."""
         return self.runs[0].provenance
+
+    @property
+    def trained_on(self) -> str:
+        """The benchmark scenario every run of the agent was trained on."""
+        return self.runs[0].trained_on
+
+    @property
+    def label(self) -> str:
+        """``"sac (trained on tx2-fig6-random)"``: how notes name the agent."""
+        return f"{self.algo} (trained on {self.trained_on})"
+
+    def spaces_mismatch(self, scenario: Mapping[str, Any]) -> str | None:
+        """Why the agent cannot play a scenario whose spaces record is ``scenario`` (:func:`spaces_record`), or
+        ``None`` when its recorded spaces equal the scenario's."""
+        mine = self.runs[0].spaces()
+        if AGENT_JSON_SPACES in mine:  # recorded before spaces were: the shape and the action space's repr
+            theirs = scenario[AGENT_JSON_SPACES]
+            mine = mine[AGENT_JSON_SPACES]
+            diffs = [f"{key} {mine[key]} vs the scenario's {theirs[key]}" for key in ("observation_shape",
+                                                                                      "action_space")
+                     if mine[key] != theirs[key]]
+        else:
+            diffs = [f"{key} {_brief(mine.get(key))} vs the scenario's {_brief(scenario.get(key))}"
+                     for key in SPACES_KEYS if mine.get(key) != scenario.get(key)]
+        return "its spaces differ: " + "; ".join(diffs) if diffs else None
 
     def entries(self) -> list[tuple[int, PolicyEntry]]:
         """``(training seed, policy entry)`` per run: every run is evaluated under the algorithm's label."""
@@ -141,6 +206,10 @@ def find_agents(zoo: Path, family: str, scenario: str, expected_env_id: str) -> 
         seeds = [r.seed for r in runs]
         if len(set(seeds)) != len(seeds):
             raise ValueError(f"zoo agent {str(directory)!r}: training seeds {seeds} repeat")
+        differ = [r.path.name for r in runs[1:] if r.provenance.get("spaces") != runs[0].provenance.get("spaces")]
+        if differ:
+            raise ValueError(f"zoo agent {str(directory)!r}: runs {differ} record other spaces than "
+                             f"{runs[0].path.name} (one agent: one pair of spaces)")
         agents.append(ZooAgent(family, scenario, directory.name, tuple(sorted(runs, key=lambda r: r.seed))))
     return agents
 
@@ -160,6 +229,13 @@ def _read_run(directory: Path, family: str, scenario: str, algo: str, expected_e
         if provenance[key] != want:
             raise ValueError(f"{directory / PROVENANCE_FILE}: {key}={provenance[key]!r}, expected {want!r} (the "
                              "directory it lies in)")
+    if provenance.get("trained_on", scenario) != scenario:
+        raise ValueError(f"{directory / PROVENANCE_FILE}: trained_on={provenance['trained_on']!r}, expected "
+                         f"{scenario!r} (an agent lies in the directory of the scenario it was trained on)")
+    spaces = provenance.get("spaces")
+    if spaces is not None and not (isinstance(spaces, dict) and {"observation", "action"} <= set(spaces)):
+        raise ValueError(f"{directory / PROVENANCE_FILE}: spaces must be a JSON object with 'observation' and "
+                         f"'action' (spaces_record), got {spaces!r}")
     if directory.name.startswith("seed") and directory.name != f"seed{provenance['seed']}":
         raise ValueError(f"{directory / PROVENANCE_FILE}: seed={provenance['seed']!r}, but the directory is "
                          f"{directory.name!r}")
@@ -188,6 +264,69 @@ def read_provenance(path: Path) -> dict[str, Any]:
     return data
 
 
+def describe_space(space: Any) -> dict[str, Any]:
+    """A JSON description of a Gymnasium space that is equal for two spaces exactly when an agent of one plays
+    the other: type, shape and dtype, and the bounds (as a SHA-256 of their bytes, with their range) or sizes."""
+    import numpy as np
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Box):
+        low, high = np.asarray(space.low), np.asarray(space.high)
+        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
+                "range": [float(low.min()), float(high.max())] if low.size else [],
+                "bounds_sha256": hashlib.sha256(low.tobytes() + high.tobytes()).hexdigest()}
+    if isinstance(space, spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, spaces.MultiDiscrete):
+        return {"type": "MultiDiscrete", "nvec": np.asarray(space.nvec).tolist(),
+                "start": np.asarray(space.start).tolist()}
+    if isinstance(space, spaces.MultiBinary):
+        return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
+    return {"type": type(space).__name__, "repr": repr(space)}
+
+
+def spaces_record(env: Any) -> dict[str, Any]:
+    """The spaces of ``env`` as the zoo records them (``provenance["spaces"]``): the observation and action spaces
+    (:func:`describe_space`) and, where the env names its observation values, a SHA-256 of those names (the same
+    shape with other features in it is another space), plus the ``agent.json`` view (observation shape, action
+    space) that runs recorded before this record are compared with."""
+    record: dict[str, Any] = {"observation": describe_space(env.observation_space),
+                              "action": describe_space(env.action_space)}
+    try:
+        names = list(env.unwrapped.observation_names)
+    except (AttributeError, NotImplementedError):
+        names = []
+    if names:
+        record["observation_names_sha256"] = hashlib.sha256("\n".join(names).encode()).hexdigest()
+    return record
+
+
+def scenario_spaces(scenario_id: str) -> dict[str, Any]:
+    """:func:`spaces_record` of the env ``scenario_id`` with its ``agent.json`` view beside it."""
+    import gymnasium as gym
+
+    env = gym.make(scenario_id)
+    try:
+        record = spaces_record(env)
+        record[AGENT_JSON_SPACES] = {"observation_shape": list(env.observation_space.shape),
+                                     "action_space": repr(env.action_space)}
+    finally:
+        env.close()
+    return record
+
+
+def _brief(description: Any) -> str:
+    """A space description in a few words for a note (``Box (42,) float32``)."""
+    if not isinstance(description, dict):
+        return "none recorded" if description is None else str(description)[:16]
+    if "shape" in description:
+        return f"{description['type']} {tuple(description['shape'])} {description.get('dtype', '')}".strip()
+    size = description.get("nvec", description.get("n"))
+    if isinstance(size, list) and len(size) > 4:  # a long MultiDiscrete: its length and distinct sizes
+        size = f"{len(size)} dims of {sorted(set(size))}"
+    return f"{description['type']}({size})" if size is not None else str(description.get("type"))
+
+
 def benchmark_scenario(scenario_id: str) -> tuple[FamilyDescriptor, str]:
     """The family and benchmark scenario whose suite env id is ``scenario_id``.
 
@@ -208,23 +347,80 @@ def benchmark_scenario(scenario_id: str) -> tuple[FamilyDescriptor, str]:
 
 def ship_run(agent_dir: Path, provenance: dict[str, Any], zoo: str | Path | None = None) -> Path:
     """Copy the weights-only agent in ``agent_dir`` into the zoo as run ``seed<k>`` of its (family, scenario, algo)
-    with ``provenance`` (format 2, checked before anything is written). Returns the run's zoo directory."""
+    with ``provenance`` (format 2, checked before anything is written: ``trained_on`` is its scenario, ``spaces``
+    are recorded from the training env and must be the ``agent.json``'s). Returns the run's zoo directory.
+
+    :raises ValueError: for a provenance that lacks a key or names another scenario, an agent whose spaces are not
+        its env's, or a zoo entry the run cannot join (:func:`check_joins`).
+    """
     from joulegym.agents.weights import AGENT_FILE, WEIGHTS_FILE, is_weights_dir
     from joulegym.core.io import write_atomic
 
     if not is_weights_dir(agent_dir):
         raise ValueError(f"{str(agent_dir)!r} holds no weights-only agent (agent.json + weights.pt)")
     provenance = {"format": PROVENANCE_FORMAT, **provenance}
+    provenance["trained_on"] = provenance.get("trained_on") or provenance.get("scenario")
     missing = [k for k in PROVENANCE_KEYS_V2 if k not in provenance]
     if missing:
         raise ValueError(f"provenance for {str(agent_dir)!r} lacks {missing}")
-    target = (Path(zoo if zoo is not None else default_zoo()) / provenance["family"] / provenance["scenario"]
-              / provenance["algo"] / f"seed{int(provenance['seed'])}")
+    if provenance["trained_on"] != provenance["scenario"]:
+        raise ValueError(f"provenance for {str(agent_dir)!r}: trained_on={provenance['trained_on']!r} but "
+                         f"scenario={provenance['scenario']!r} (an agent ships under the scenario it was trained on)")
+    provenance["spaces"] = _training_spaces(agent_dir, provenance)
+    entry = (Path(zoo if zoo is not None else default_zoo()) / provenance["family"] / provenance["scenario"]
+             / provenance["algo"])
+    check_joins(entry, provenance)
+    target = entry / f"seed{int(provenance['seed'])}"
     target.mkdir(parents=True, exist_ok=True)
     for name in (AGENT_FILE, WEIGHTS_FILE):
         shutil.copyfile(agent_dir / name, target / name)
     write_atomic(target / PROVENANCE_FILE, json.dumps(provenance, indent=2, sort_keys=True, default=str) + "\n")
     return target
+
+
+def _training_spaces(agent_dir: Path, provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's recorded ``spaces``, or those of its training env; either way the ``agent.json``'s must agree."""
+    from joulegym.agents.weights import read_agent_json
+
+    env_spaces = scenario_spaces(provenance["env_id"])
+    view = env_spaces.pop(AGENT_JSON_SPACES)
+    meta = read_agent_json(agent_dir)
+    mine = {"observation_shape": list(meta["observation_shape"]), "action_space": str(meta["action_space"])}
+    if mine != view:
+        raise ValueError(f"{Path(agent_dir) / 'agent.json'}: the agent's spaces {mine} are not those of its training "
+                         f"env {provenance['env_id']} {view}")
+    recorded = provenance.get("spaces")
+    if recorded is not None and recorded != env_spaces:
+        raise ValueError(f"provenance for {str(agent_dir)!r}: spaces recorded at training differ from "
+                         f"{provenance['env_id']}'s today ({_brief(recorded.get('observation'))} vs "
+                         f"{_brief(env_spaces['observation'])}); the env changed since: retrain the agent")
+    return env_spaces
+
+
+# the provenance keys every run of one shipped agent shares (one agent: one configuration, several training seeds)
+SHARED_KEYS = ("env_id", "env_kwargs", "hyperparams", "n_envs", "cpu_budget_s", "trained_on", "spaces")
+
+
+def check_joins(entry: Path, provenance: Mapping[str, Any]) -> None:
+    """``ValueError`` unless a run with ``provenance`` can join the zoo entry ``entry``
+    (``<family>/<scenario>/<algo>/``): the entry holds no format-1 agent in place (the first zoo's layout; remove
+    it first) and every run already in it of another seed shares the run's :data:`SHARED_KEYS`."""
+    from joulegym.agents.weights import AGENT_FILE
+
+    if (entry / AGENT_FILE).is_file() or (entry / PROVENANCE_FILE).is_file():
+        raise ValueError(f"zoo entry {str(entry)!r} holds a format-{LEGACY_FORMAT} agent in place (agent.json, "
+                         f"weights.pt, {PROVENANCE_FILE} beside the seed<k>/ runs); remove those files (git rm) "
+                         "before shipping seed<k>/ runs into it")
+    for other in sorted(entry.glob(f"seed*/{PROVENANCE_FILE}")):
+        if other.parent.name == f"seed{int(provenance['seed'])}":
+            continue  # the same seed again: replaced
+        theirs = read_provenance(other)
+        differ = [k for k in SHARED_KEYS if k in theirs and theirs.get(k) != provenance.get(k)]
+        if differ:
+            raise ValueError(f"zoo entry {str(entry)!r}: {other.parent.name} differs from the run shipped as "
+                             f"seed{provenance['seed']} in {differ}; the runs of one agent share "
+                             f"{list(SHARED_KEYS)} (ship the runs of another configuration under another "
+                             "algorithm or scenario, or remove the old runs first)")
 
 
 def git_commit() -> str:

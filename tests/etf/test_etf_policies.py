@@ -22,13 +22,25 @@ def episode_return(env_id: str, name_or_policy, seed: int, **env_kwargs) -> tupl
 
 def test_registry():
     names = baselines.available("etf")
-    for name in ("etf", "tf", "ef", "etf-fixed-phi", "fs-oracle", "max-frequency", "best-response", "random"):
+    for name in ("etf", "tf", "ef", "etf-fixed-phi", "epoch-max-fs", "max-frequency", "best-response", "random"):
         assert name in names
     assert set(baselines.applicable(make_env("joulegym/ETFDVFS-v0"))) >= {"max-frequency", "best-response"}
     assert "max-frequency" not in baselines.applicable(make_env("joulegym/ETF-v0"))
     assert baselines.make("etf/etf").name == "etf"  # family-scoped name
     with pytest.raises(ValueError, match="policy='nope' is unknown"):
         baselines.make("nope", family="etf")
+
+
+def test_the_old_name_of_epoch_max_fs_is_refused_in_one_line():
+    """One spelling per policy: ``fs-oracle`` (it is no oracle: it reads Algorithm 1's inputs and is greedy per
+    epoch) is refused with a message naming ``epoch-max-fs``, in every way a name is given."""
+    for make in (lambda: baselines.make("fs-oracle", family="etf"), lambda: baselines.make("etf/fs-oracle"),
+                 lambda: baselines.make("fs-oracle")):
+        with pytest.raises(ValueError) as err:
+            make()
+        assert str(err.value) == "policy='fs-oracle' was renamed to 'epoch-max-fs' (etf/epoch-max-fs)"
+    assert "fs-oracle" not in baselines.available("etf")
+    assert not baselines.make("epoch-max-fs", family="etf").privileged
     with pytest.raises(ValueError, match=r"phi must be in \[0, 1\]"):
         baselines.make("etf", phi=1.5)
     with pytest.raises(ValueError, match=r"phi must be in \[0, 1\]"):
@@ -86,22 +98,22 @@ def test_etf_policy_on_the_knob_env_picks_the_nominal_phi():
     assert etf.act(None, info) == 3
 
 
-# --- the F_S oracle --------------------------------------------------------------------------------------
+# --- the per-epoch F_S maximiser --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("env_id", ["joulegym/ETF-tx2-fig5-v0", "joulegym/ETF-v0", "joulegym/ETF-random-mix-v0",
                                     "joulegym/ETF-tx2-fig9-dynamic-v0", "joulegym/ETFPhi-tx2-fig5-v0",
                                     "joulegym/ETFPhi-random-mix-v0", "joulegym/ETF-open-loop-v0"])
-def test_fs_oracle_at_least_etf_every_epoch(env_id):
+def test_epoch_max_fs_at_least_etf_every_epoch(env_id):
     for seed in range(2):
         _, etf = episode_return(env_id, "etf", seed)
-        _, oracle = episode_return(env_id, "fs-oracle", seed)
+        _, oracle = episode_return(env_id, "epoch-max-fs", seed)
         assert len(etf) == len(oracle)
         for a, b in zip(etf, oracle, strict=True):
             assert b["reward_parts"]["system_fairness"] >= a["reward_parts"]["system_fairness"] - 1e-12
 
 
-def test_fs_oracle_fig5_beats_phi_07():
+def test_epoch_max_fs_fig5_beats_phi_07():
     """ETF(0.7) is not F_S-optimal (docs page, "Closed forms"): the best whole-unit split of 40 beats 14/26."""
-    _, infos = episode_return("joulegym/ETF-tx2-fig5-v0", "fs-oracle", 0)
+    _, infos = episode_return("joulegym/ETF-tx2-fig5-v0", "epoch-max-fs", 0)
     assert infos[0]["reward_parts"]["system_fairness"] > 0.42
     # Continuous optimum: 1/sqrt(r) at phi* = 2/(1+sqrt(r)).
     w, p = np.ones(2), np.array([4.261, 0.9])
@@ -135,7 +147,7 @@ def test_decision_caches_are_keyed_by_content():
         rollout(env, etf, seed=seed)
     assert len(etf._cache) == 1
     knob = make_env("joulegym/ETFPhi-tx2-fig5-v0")
-    oracle = policy("fs-oracle")
+    oracle = policy("epoch-max-fs")
     driver = Probe(policy("random"), check=lambda _env, obs, info, action: oracle.act(obs, info))
     oracle.reset(knob)
     episode(knob, driver, seed=0)

@@ -87,15 +87,16 @@ def quick_page(tmp_path_factory) -> Path:
 
 @needs_browser
 def test_index_html_renders_tables_and_every_image(quick_page, tmp_path):
-    # the test's own script clicks the score header of the first ranking (ascending) and records the column, after
+    # the test's own script clicks the score header of the first ranking (ascending; columns: rank, policy, class,
+    # trained on, score) and records the column, after
     # the page's load handler
     html = quick_page.read_text()
     probe = quick_page.with_name("probe.html")
     probe.write_text(html.replace("</body>", """<script>window.addEventListener("load", function(){
   var table = document.querySelector("table.sortable.ranking");
-  table.tHead.rows[0].cells[3].click();
+  table.tHead.rows[0].cells[4].click();
   document.body.dataset.sortedIqm = Array.prototype.map.call(table.tBodies[0].rows,
-    function(r){ return r.cells[3].dataset.v; }).join(",");
+    function(r){ return r.cells[4].dataset.v; }).join(",");
 });</script></body>"""))
     dom, console = _render(probe, tmp_path)
     images = len(re.findall(r"<img ", html))
@@ -141,7 +142,13 @@ def test_the_checks_catch_a_broken_page(quick_page, tmp_path):
 def test_page_escapes_text_and_prints_the_command(quick_page):
     html = quick_page.read_text()
     assert "python evaluate.py --suite etf powerflow --quick" in html
-    assert html.count("<table") == html.count("</table>") == 7 and "<script>" in html  # 3 per family + 1 upper
+    # anchors, ranking, per scenario per family; PowerFlow's upper bounds; ETF's agents on every scenario played
+    assert html.count("<table") == html.count("</table>") == 8 and "<script>" in html
+    [agents] = re.findall(r'<table class="sortable agents">(.*?)</table>', html, re.S)
+    played = re.findall(r'<tr class="agent"><td>([^<]+)</td><td>ppo</td><td>tx2-fig6-random</td><td>([^<]+)</td>',
+                        agents)
+    assert played == [("tx2-fig5", "held-out instance"), ("tx2-fig6-random", "held-in")]
+    assert "Seeds: training 0-1 (the shipped runs&#x27; training envs); validation 9000-9009" in html
     assert "zero (simple baseline)" in html and "one (best heuristic)" in html
     assert page_module._e('<a & "b">') == "&lt;a &amp; &quot;b&quot;&gt;"
     assert page_module._num(-1e-9) == "0.000" and page_module._num(float("nan")) == "n/a"

@@ -79,7 +79,7 @@ def test_performance_profile_legend_beside_the_axes():
     episodes = pd.DataFrame([{"policy": p, "scenario": s, "run": 0, "seed": seed, "normalised": rng.uniform(-0.5, 1.7)}
                              for p in policies for s in ("a", "b") for seed in range(4)])
     result = SimpleNamespace(episodes=episodes, ranking=pd.DataFrame({"policy": policies}), scenarios=("a", "b"),
-                             benchmark=SimpleNamespace(metric="F_S"), name="toy")
+                             aggregated=["a", "b"], benchmark=SimpleNamespace(metric="F_S"), name="toy")
     fig = figures.profile_plot(result)
     fig.canvas.draw()
     assert _legend_outside_axes(fig.axes[0])

@@ -223,7 +223,10 @@ def test_ship_agent_records_a_score_that_reproduces(zoo, tmp_path):
     with pytest.raises(ValueError, match="not complete"):
         suite.ship_agent(run, tmp_path / "zoo2", commit="abc")
     (run / "config.json").write_text(json.dumps({**config, "complete": True, "seed": 9000}))
-    with pytest.raises(ValueError, match=r"must be in \[0, 9000\)"):
+    with pytest.raises(ValueError, match=r"must stay in \[0, 9000\)"):
+        suite.ship_agent(run, tmp_path / "zoo2", commit="abc")
+    (run / "config.json").write_text(json.dumps({**config, "complete": True, "seed": 8998, "n_envs": 4}))
+    with pytest.raises(ValueError, match=r"seed=8998 with n_envs=4 must stay in \[0, 9000\)"):
         suite.ship_agent(run, tmp_path / "zoo2", commit="abc")
     (run / "config.json").write_text(json.dumps({**config, "complete": True}))
     target = suite.ship_agent(run, tmp_path / "zoo2", commit="abc")
@@ -326,8 +329,10 @@ def test_quick_suite_anchors_score_0_and_1_and_the_csv_has_classes(quick_run):
         assert np.allclose(zero, 0.0, atol=1e-12) and one.mean() == pytest.approx(1.0)  # paired: 0 on every seed
     board = pd.read_csv(quick_run / "leaderboard.csv")
     overall = board[board["scope"] == "all"].set_index("policy")
-    assert "ppo" not in overall.index  # shipped for one of the two quick scenarios: not in the aggregate
-    assert set(overall["class"]) <= {"heuristic", "baseline", "privileged"}
+    # trained on the first quick scenario, the agent also plays the second (the same spaces): ranked on both
+    assert overall.loc["ppo", "class"] == "agent" and overall.loc["ppo", "trained_on"] == ETF_QUICK[0]
+    assert overall.loc["ppo", "split"] == "1 held-in, 1 held-out instance"
+    assert set(overall["class"]) <= {"agent", "heuristic", "baseline", "privileged"}
     assert overall.loc["tf", "class"] == "baseline" and overall.loc["etf", "class"] == "heuristic"
     assert overall.loc["tf", "score_mean"] == pytest.approx(0.0, abs=1e-12)
     assert overall.loc["etf", "score_mean"] == pytest.approx(1.0, abs=1e-12)
@@ -344,7 +349,10 @@ def test_quick_suite_picks_up_the_shipped_agent(quick_run):
     assert provenance["class"] == "agent"
     assert provenance["scenarios"][ETF_QUICK[0]]["seed1"]["command"].startswith("test fixture")
     page = (quick_run / "index.html").read_text()
-    assert "ppo ran on 1 of 2 scenarios" in page and "2 training seeds, 10 CPU-s each" in page
+    assert (f"ppo (trained on {ETF_QUICK[0]}): 2 training seeds, 10 CPU-s each, below the 3600 CPU-s budget; "
+            f"evaluated on {', '.join(ETF_QUICK)}.") in page
+    assert provenance["played"] == {ETF_QUICK[0]: {"trained_on": ETF_QUICK[0], "split": "held-in"},
+                                    ETF_QUICK[1]: {"trained_on": ETF_QUICK[0], "split": "held-out instance"}}
 
 
 def test_quick_suite_is_deterministic(quick_run, zoo, tmp_path):

@@ -112,7 +112,7 @@ def test_no_deployable_policy_breaks_the_budget(family):
 
 def test_privileged_flags_follow_the_convention():
     """A privileged policy sees what a deployed system could not: PowerFlow's oracle (true profiles) and ETF's
-    best-response (the fixed scheduler and the tenant's profile table from the simulator). fs-oracle reads only
+    best-response (the fixed scheduler and the tenant's profile table from the simulator). epoch-max-fs reads only
     Algorithm 1's own inputs and is deployable; EMRF's policies read the observation."""
     flags = {f: {n: bool(baselines.make(n, family=f).privileged) for n in baselines.available(f)}
              for f in ("etf", "emrf", "powerflow")}
