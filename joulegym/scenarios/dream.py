@@ -107,6 +107,7 @@ FAMILY = FamilyDescriptor(
         best_heuristic={"vr-gaming": "dream-full", "ar-call": "planaria", "drone-outdoor": "mapscore-fixed",
                         "drone-indoor": "planaria", "ar-social": "dream-full", "random-mix": "dream-full"},
         one_why="the published scheduler (Table 4) with the lowest mean UXCost on the held-out seeds (measured above).",
+        policy_settings=("work_conserving",),  # fcfs-static's (and MapScore-table's) own waits (docs §4)
         zoo_algo="maskable_ppo",
         quick_scenarios=("ar-call",),
         note="UXCost of a 2 s episode (Alg. 2, lower is better) on the Table 3 workloads on 4K 1WS+2OS; the best "

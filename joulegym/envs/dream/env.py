@@ -279,9 +279,11 @@ class DispatchAction(ActionType):
         if carried is not None and carried[0] == a:
             self.repaired = False
             return carried[1]
-        valid = bool(env.current_mask()[a])
-        self.repaired = not valid
-        if not valid or a == self.wait_action:
+        mask = env.current_mask()
+        self.repaired = not mask[a]
+        if self.repaired:  # a wait, or, where the work-conserving rule masks wait out, the first valid dispatch
+            a = self.wait_action if mask[self.wait_action] else int(np.argmax(mask))
+        if a == self.wait_action:
             return WAIT
         if a < self.n_dispatch:
             pair, variant = divmod(a, self.V)
@@ -336,13 +338,14 @@ class DreamEnv(SlotRows, DreamEnvBase):
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:
-        return {**super().default_config(), "max_slots": 16, "supernet": "dream_rule"}
+        return {**super().default_config(), "max_slots": 16, "supernet": "dream_rule", "work_conserving": True}
 
     def _configure(self) -> None:
         super()._configure()
         c = self.config
         self.K = check_int("max_slots", c["max_slots"], 1, MAX_SLOTS)
         check_choice("supernet", c["supernet"], SUPERNET_CHOICES)
+        self.work_conserving = check_bool("work_conserving", c["work_conserving"])
         self.n_variants = V_MAX if c["supernet"] == "agent" else 1
         self.slot_features = slot_features(self.M, self.A)
         self.observation_space = gym.spaces.Box(-OBS_BOUND, OBS_BOUND, (obs_size(self.K, self.M, self.A),),
@@ -459,9 +462,17 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self.decision_index += 1
 
     def current_mask(self) -> np.ndarray:
-        """The valid actions now (module docstring), built once per decision point."""
+        """The valid actions now (module docstring), built once per decision point. ``work_conserving``: a drop
+        only of a doomed frame (smart drop's condition 1, §4.2.1: :meth:`DreamView.doomed`), and wait only when
+        no dispatch is valid (the paper's schedulers dispatch whenever an accelerator is idle and a frame ready)."""
         if self._mask_at != self.decision_index:
-            self._obs.build_mask(self.view.acc_running)
+            obs = self._obs
+            mask = obs.build_mask(self.view.acc_running)
+            if self.work_conserving:
+                drops, items, doomed = obs.mask_drop, self.slots.items, self.view.doomed
+                for k in np.flatnonzero(drops):
+                    drops[k] = doomed(items[k])
+                mask[-1] = not obs.mask_dispatch.any()
             self._mask_at = self.decision_index
         return self._obs.mask
 
