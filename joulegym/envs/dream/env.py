@@ -470,7 +470,9 @@ class DreamEnv(SlotRows, DreamEnvBase):
             mask = obs.build_mask(self.view.acc_running)
             if self.work_conserving:
                 drops, items, doomed = obs.mask_drop, self.slots.items, self.view.doomed
-                for k in np.flatnonzero(drops):
+                candidates = obs.maybe_doomed(self.sim.now)
+                drops[:] = False
+                for k in candidates:
                     drops[k] = doomed(items[k])
                 mask[-1] = not obs.mask_dispatch.any()
             self._mask_at = self.decision_index

@@ -25,6 +25,9 @@ MODEL_FEATURES = 5  # present, DLV rate, drops in the last 10 frames / 2, outsta
 N_WORKLOADS = 5  # Table 3 workloads (the global one-hot)
 GLOBAL_FEATURES = 3 + N_WORKLOADS + 3
 TINY_SLACK = 1e-30  # slack floor of the urgency ratio (a passed deadline: urgency clipped to OBS_BOUND)
+# how far (in periods) below the deadline the affine best-case completion may sit and still be checked exactly:
+# far above the rounding of the affine form (~1e-10 periods for an hour of 60 FPS frames)
+DOOMED_SCREEN = 1e-6
 
 
 def slot_features(n_models: int, n_acc: int) -> int:
@@ -87,6 +90,8 @@ class DispatchObservation:
         self._slack_floor = np.zeros(K)
         self.var_ok = np.zeros((K, V), dtype=bool)  # sub-nets a dispatch may pick (V > 1)
         self._dyn = np.zeros((K, 6))
+        self._late = np.zeros(K)  # minimum_to_go - slack per period (maybe_doomed's screen)
+        self._screen = np.zeros(K, dtype=bool)
         self._dyn_now: float | None = None  # the time the time-dependent features were computed at (None: stale)
         self._accs_at: tuple = ()
         self._bind()
@@ -207,6 +212,7 @@ class DispatchObservation:
         dyn, floor = self._dyn, self._slack_floor
         np.multiply(self.slope, now, out=dyn)
         np.add(self.base, dyn, out=dyn)
+        np.subtract(dyn[:, 3], dyn[:, 1], out=self._late)  # minimum_to_go - slack, before the clipping below
         np.maximum(dyn[:, 1], TINY_SLACK, out=floor)  # a passed deadline gives a huge ratio, clipped below
         np.divide(dyn[:, 2], floor, out=dyn[:, 4])  # the period cancels; an empty slot's is 0 / TINY_SLACK
         np.minimum(dyn, OBS_BOUND, out=dyn)
@@ -220,6 +226,16 @@ class DispatchObservation:
         self._accs_at = at
         self.accs[: len(running), 1:3] = [(1.0, 0.0) if task < 0 else (0.0, min((busy[a] - now) * 1e3, OBS_BOUND))
                                           for a, task in enumerate(running)]
+
+    def maybe_doomed(self, now: float) -> np.ndarray:
+        """Slots that are drop candidates now (:attr:`mask_drop`) and whose affine best-case completion (minimum_to_go
+        minus slack, per period) is not clearly short of the deadline: a cheap screen the env confirms with the
+        exact test of smart drop's condition 1 (``DreamView.doomed``)."""
+        self.dynamic(now)
+        screen = self._screen
+        np.greater(self._late, -DOOMED_SCREEN, out=screen)
+        np.logical_and(screen, self.mask_drop, out=screen)
+        return np.flatnonzero(screen)
 
     def build_mask(self, running: list[int]) -> np.ndarray:
         """The valid actions: dispatch a ready slot's frame on an idle accelerator (with an open sub-net), drop a
