@@ -102,8 +102,8 @@ FAMILY = FamilyDescriptor(
         baselines=("random-dispatch", "edf"),
         zero="random-dispatch",
         zero_why="random-dispatch: a random ready frame's next layer on a random idle sub-accelerator (it never waits "
-                 "and never drops): the dispatcher with no scheduling policy; random, which also waits and drops at "
-                 "random (no deployed dispatcher does), is kept as a row.",
+                 "and never drops): the dispatcher with no scheduling policy; random, which samples the agent's "
+                 "masked actions (it also drops doomed frames at random), is kept as a row.",
         best_heuristic={"vr-gaming": "dream-full", "ar-call": "planaria", "drone-outdoor": "mapscore-fixed",
                         "drone-indoor": "planaria", "ar-social": "dream-full", "random-mix": "dream-full"},
         one_why="the published scheduler (Table 4) with the lowest mean UXCost on the held-out seeds (measured above).",

@@ -19,9 +19,13 @@ action                 ``Discrete(K*A*V + K + 1)``: ``(k*A + a)*V + v`` dispatch
                        the frame's switch point); ``K*A*V + k`` drops slot k's frame (§4.2.1); the last action
                        waits for the next event. ``action_masks()``: dispatch needs a ready frame and an idle
                        accelerator, a drop a frame of a leaf model that dropped fewer than 2 of its last 10
-                       frames; wait is always valid. A masked-out action waits (``info["repaired"]``, reward
-                       part ``invalid``). At a Supernet's switch point the sub-net follows ``supernet``
-                       (``"dream_rule"``: §4.5.1's rule ``supernet_rule``; ``"original"``; ``"agent"``)
+                       frames (smart-drop conditions 3 and 4). ``work_conserving`` (default ``True``): a drop
+                       also needs a doomed frame (condition 1: minimum_to_go > slack) and wait is valid only
+                       when no dispatch is (the paper's scheduler dispatches whenever it can, §4.1); ``False``:
+                       wait is always valid. A masked-out action waits, or takes the first valid action where
+                       wait is masked out (``info["repaired"]``, reward part ``invalid``). At a Supernet's
+                       switch point the sub-net follows ``supernet`` (``"dream_rule"``: §4.5.1's rule
+                       ``supernet_rule``; ``"original"``; ``"agent"``)
 observation            ``Box(-10, 10, (K*(13 + M + 3A) + 6A + 5M + 11,), float32)`` (559 for K = 16, M = 10,
                        A = 3): per slot: valid, model one-hot, leaf, drop allowed, slack, ToGo and best-case
                        ToGo (per period), urgency ToGo/slack, time since the last layer (per period), fraction
@@ -50,12 +54,19 @@ dict, or a list: one drawn per episode), ``hw`` (a Table 2 preset, a custom ``{"
 ...]}`` dict, or a list), ``p``, ``kappa``, ``horizon_s``, ``warmup_s``, ``switch_to``, ``switch_at_s``,
 ``child_deadline``, ``outstanding_cap``, ``release_phase`` (``"random"``: a phase per model and episode;
 ``"sync"``: every model at t = 0), ``togo_mode``, ``granularity``, ``max_models``, ``max_accelerators``,
-``supernet_rule``, ``record_timeline``; of ``DREAM-v0``: ``max_slots``, ``supernet``.
+``supernet_rule``, ``record_timeline``; of ``DREAM-v0``: ``max_slots``, ``supernet``, ``work_conserving``.
 
 Inner policies (:mod:`joulegym.baselines.dream`) act through the same steps: the core's adapter asks one for a
 decision on ``sim.view()`` and returns ``action_type.encode(decision)``; a decision the integer action cannot
 express (several layers at once, a chosen sub-net, a frame outside the slots, a timed wait) is carried to the next
-``decode`` with the action, so an env episode and :func:`joulegym.core.inner.run_inner` give identical metrics.
+``decode`` with the action, so an env episode and :func:`joulegym.core.inner.run_inner` give identical metrics. A
+scheduler that waits on purpose (static FCFS, MapScore's ``assignment="table"``) declares ``env_config =
+{"work_conserving": False}``: the work-conserving rule restricts agents, never a heuristic.
+
+Version history (ids keep ``-v0``; ``docs/families/dream.md`` §8): first release; DREAM as published (release
+phases per seed, one calibration per scenario, the core's inner policies); the work-conserving action set
+(``work_conserving``, default ``True``: an agent can no longer score UXCost 0 by running nothing, Alg. 2's
+product with no energy spent; the simulator and every reference policy's episode unchanged).
 """
 
 from __future__ import annotations
