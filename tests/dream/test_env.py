@@ -376,6 +376,15 @@ def test_observation_stays_in_its_box_without_the_safety_cap():
     assert episode.metrics["frames"] > 0
 
 
+def test_a_layer_longer_than_ten_periods_stays_in_the_box():
+    """A latency scale far above the calibration (kappa = 190) makes a layer last more than 10 periods of its model;
+    its next-unit latency feature is clipped to the box like every other feature."""
+    env = gym.make("joulegym/DREAM-tiny-v0", kappa=190)
+    for seed in range(3):
+        obs, _ = env.reset(seed=seed)
+        assert env.observation_space.contains(obs)
+
+
 def assert_in_box(env, obs) -> None:
     assert env.observation_space.contains(obs)
 

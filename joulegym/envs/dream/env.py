@@ -532,7 +532,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
                                                                     sim.acc_worst, sim.recent_drops, sim.out_counts)]
         glob = obs.glob
         glob[0] = now / self.horizon_s
-        glob[2] = math.log1p(self.slots.overflow)
+        glob[2] = min(math.log1p(self.slots.overflow), OBS_BOUND)
         return obs.buf.copy()
 
     def _truncated(self) -> bool:

@@ -161,7 +161,7 @@ class DispatchObservation:
         if running < 0 and pos < tables.n:
             energy = tables.en[pos]
             top = max(energy)
-            lat = tuple(x * inv for x in tables.lat[pos]) + pad
+            lat = tuple(min(x * inv, OBS_BOUND) for x in tables.lat[pos]) + pad  # a unit longer than 10 periods
             en = (tuple(e / top for e in energy) if top > 0 else self._zeros) + pad
         else:
             lat = en = self._zeros + pad
