@@ -1,13 +1,9 @@
 """PowerFlow benchmarks, on one core.
 
 1. A full Alibaba1901-scale episode (synthetic trace: 1901 jobs / 24 h, 16 x 8 V100) with
-   :func:`joulegym.envs.powerflow.simulate` — since the core migration an env episode through
+   :func:`joulegym.baselines.powerflow_simulate.simulate` — since the core migration an env episode through
    :func:`joulegym.core.rollout.rollout` (observations, masks, encode/decode of every decision) — with the
-   PowerFlow policy (target: < 30 s) and with Tiresias. Measured on the 2-core dev machine, interleaved with the
-   pre-migration ``simulate`` (a bare loop over the simulator) in one process, medians of 5 pairs: PowerFlow
-   4.07 s before, 4.84 s after (x 1.19: observations, masks and the encode/decode of ~3,900 decisions); Tiresias
-   2.72 s before, 3.01 s after (x 1.11; its queue ordering is vectorised now, without it x 1.35-1.4). The
-   results are identical, bit for bit.
+   PowerFlow policy (target: < 30 s) and with Tiresias (docs/families/powerflow.md §12 has the figures).
 2. ``joulegym/PowerFlow-tiny-v0`` steps/s with the env's reference policy (``powerflow-strict``, decision
    cost included; target >= 2,000) next to a no-op env made with ``gym.make`` and stepped the same way in
    the same run, and their ratio (:mod:`bench_envs`).
@@ -37,9 +33,10 @@ import gymnasium as gym
 from bench_envs import NOOP_ID, FixedActionPolicy, NoOpEnv, steps_per_second
 
 from joulegym.baselines.powerflow import paper_env_config
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
 from joulegym.core.rollout import rollout
-from joulegym.envs.powerflow import ClusterSpec, PowerFlowEnv, simulate
+from joulegym.envs.powerflow import ClusterSpec, PowerFlowEnv
 from joulegym.workloads import dl_jobs
 
 TINY_ID = "joulegym/PowerFlow-tiny-v0"
@@ -58,24 +55,29 @@ def full_episode(policy: str, eta: float = 0.6) -> tuple[float, dict]:
 
 
 class _Recorder:
-    """Wraps a policy and records, at every decision, its time and the jobs whose GPUs or frequency it changed."""
+    """Wraps a policy and records, at every decision, its time and the jobs whose GPUs or frequency it changed (an
+    observer of the simulator: called after every ``apply``)."""
 
     def __init__(self, policy) -> None:
         self.policy, self.name, self.privileged = policy, policy.name, policy.privileged
         self.decisions: list[tuple[float, list[int]]] = []
+        self.sim = None
+        self._held: dict[int, tuple] = {}  # running job -> (GPUs, frequency level) after the last decision
 
     def reset(self, env, seed=None) -> None:
         self.policy.reset(env, seed)
-        sim = self.sim = env.unwrapped.sim
-        apply = sim.apply
+        sim = env.unwrapped.sim
+        if sim is not self.sim:
+            sim.add_observer(self._record)
+            self.sim = sim
+        self._held = {}
 
-        def recorded(alloc, wakeup_s=None):
-            before = {j: (sim.gpus[j], int(sim.fl[j])) for j in sim.running.tolist()}
-            apply(alloc, wakeup_s)
-            changed = [j for j in sim.running.tolist() if before.get(j) != (sim.gpus[j], int(sim.fl[j]))]
-            self.decisions.append((sim.now, changed))
-
-        sim.apply = recorded
+    def _record(self, sim, decision) -> None:
+        # only a decision changes a job's GPUs or frequency: what a job still running held after the previous
+        # decision is what it held just before this one
+        held = {j: (sim.gpus[j], int(sim.fl[j])) for j in sim.running.tolist()}
+        self.decisions.append((sim.now, [j for j, state in held.items() if self._held.get(j) != state]))
+        self._held = held
 
     def act(self, obs, info):
         return self.policy.act(obs, info)

@@ -25,10 +25,11 @@ Tables:
    ``powerflow-strict``, as ``bench_powerflow.py``), else the first applicable reference policy;
    a policy's ``env_config`` is applied.
 2. ``episodes``: CPU seconds per whole episode where docs/performance.md sets a target (Tiresias and PowerFlow on the
-   Philly 24 h trace), given the data: *one* episode as :func:`joulegym.envs.powerflow.simulate` runs it (action
-   mode ``request``, a slot per job, the policy's ``env_config``, eta 0.6, until every job is done), timed per
-   episode, median over the repeats; beside it, once, ``simulate()`` as a whole, which also pays for the
-   episodes it abandons with too few slots (it starts at 128 slots and re-runs x4 when a job finds none).
+   Philly 24 h trace), given the data: *one* episode as :func:`joulegym.baselines.powerflow_simulate.simulate` runs
+   it (action mode ``request``, a slot per job, the policy's ``paper_config`` and ``env_config``, eta 0.6, until
+   every job is done), timed per episode, median over the repeats; beside it, once, ``simulate()`` as a whole, which
+   also pays for the episodes it abandons with too few slots (it starts at 128 slots and re-runs x4 when a job finds
+   none).
 3. ``vector``: ``SyncVectorEnv`` of 4 ``ETF-v0`` envs against 4 single-env steps (a fixed action: the env's cost
    alone), and every kind with a batched ``vector_entry_point`` at ``N`` = 256: aggregate steps/s with random
    actions, beside the no-op's steps/s.
@@ -369,10 +370,10 @@ def kinds_table(ids: Sequence[str], cfg: Settings, policies: Sequence[str] | Non
 
 
 def _episode_env(env_id: str, policy: Any, kwargs: dict[str, Any]) -> gym.Env:
-    """``env_id`` set up as :func:`joulegym.envs.powerflow.simulate` runs a trace: the policy's ``paper_config`` and
-    ``env_config``,
-    ``request`` actions, no power repair unless the policy says, until every job is done, and a slot per job (so
-    the decisions do not depend on the slots), reset once so that loading the trace is not timed."""
+    """``env_id`` set up as :func:`joulegym.baselines.powerflow_simulate.simulate` runs a trace: the policy's
+    ``paper_config`` and ``env_config``, ``request`` actions, no power repair unless the policy says, until every job
+    is done, and a slot per job (so the decisions do not depend on the slots), reset once so that loading the trace
+    is not timed."""
     paper = dict(getattr(policy, "paper_config", None) or {})
     config = {"power_constraint": "none", "horizon_s": math.inf, **paper, **env_config_for(policy, kwargs)}
     config.update(eta=EPISODE_ETA, action_mode="request", max_steps=10_000_000)
@@ -388,7 +389,7 @@ def _episode_env(env_id: str, policy: Any, kwargs: dict[str, Any]) -> gym.Env:
 def episodes_table(cfg: Settings, family: str | None = None) -> list[dict[str, Any]]:
     """CPU seconds per whole episode for :data:`EPISODE_TARGETS` (given their data): one episode per repeat, the
     median; and ``simulate()`` once, with the episodes it abandons (module docstring)."""
-    from joulegym.envs.powerflow import simulate
+    from joulegym.baselines.powerflow_simulate import simulate
 
     rows = []
     for env_id, policy_name in EPISODE_TARGETS:
@@ -555,15 +556,28 @@ def _powerflow_vs_gpus(cfg: Settings) -> list[tuple[float, float]]:
 
 
 def _emrf_vs_users(cfg: Settings) -> list[tuple[float, float]]:
+    """us per step against users, the median of ``cfg.repeats`` runs. Before each run the process's heap is
+    collected and frozen (``gc.freeze``): a full collection over what the harness holds by then (every kind's envs
+    and caches) would otherwise land in whichever point happens to cross the collector's threshold (the cause of a
+    32-user point above the 64-user one, docs/families/emrf.md §11)."""
+    import gc
+
     users = (2, 4) if cfg.quick else (2, 4, 8, 16, 32, 64)
     out = []
     for n in users:
-        policy = baselines.make("random")
-        # the random mix with exactly n users (EMRF-v0's own app list fixes 5)
-        env = gym.make("joulegym/EMRF-apu-random-v0", max_users=n, random={"n_users": [n, n]})
-        rate = cpu_steps_per_second(env, policy, max(200, cfg.steps // 3))
-        out.append((n, 1e6 / rate))
-        env.close()
+        costs = []
+        for repeat in range(cfg.repeats):
+            policy = baselines.make("random")
+            # the random mix with exactly n users (EMRF-v0's own app list fixes 5)
+            env = gym.make("joulegym/EMRF-apu-random-v0", max_users=n, random={"n_users": [n, n]})
+            gc.collect()
+            gc.freeze()
+            try:
+                costs.append(1e6 / cpu_steps_per_second(env, policy, max(200, cfg.steps // 3), seed=repeat))
+            finally:
+                gc.unfreeze()
+            env.close()
+        out.append((n, statistics.median(costs)))
     return out
 
 

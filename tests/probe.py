@@ -33,22 +33,24 @@ class Probe:
 class Observe:
     """Wraps a policy and watches the simulator through its observer hook
     (:meth:`joulegym.core.simulator.Simulator.add_observer`): ``before(sim)`` runs at every decision point (the
-    env is about to apply the policy's action), ``after(sim, decision)`` after every decision the simulator applies.
-    :attr:`applied` counts the decisions applied."""
+    env is about to apply the policy's action; what it returns is kept as :attr:`state`), ``after(sim, decision)``
+    after every decision the simulator applies. :attr:`applied` counts the decisions applied."""
 
     def __init__(self, policy: Any, after: Callable[[Any, Any], None] | None = None,
-                 before: Callable[[Any], None] | None = None) -> None:
+                 before: Callable[[Any], Any] | None = None) -> None:
         self.policy, self.before, self.after = policy, before, after
         self.name, self.privileged = policy.name, policy.privileged
         self.sim: Any = None
+        self.state: Any = None
         self.applied = 0
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         self.policy.reset(env, seed)
         sim = env.unwrapped.sim
-        if sim is not self.sim:
+        if sim is not self.sim:  # one observer per simulator (a simulator lives across the env's episodes)
             sim.add_observer(self._observe)
             self.sim = sim
+        self.state = None
 
     def _observe(self, sim: Any, decision: Any) -> None:
         self.applied += 1
@@ -57,27 +59,5 @@ class Observe:
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         if self.before is not None:
-            self.before(self.sim)
-        return self.policy.act(obs, info)
-
-
-class WatchApply:
-    """Wraps a policy; every ``sim.apply(*args)`` of the episode runs as ``watch(sim, apply, *args)``.
-
-    For simulators not yet on the core's :class:`~joulegym.core.simulator.Simulator` base (whose observer hook
-    :class:`Observe` uses instead); remove it when no test uses it.
-    """
-
-    def __init__(self, policy: Any, watch: Callable[..., None]) -> None:
-        self.policy, self.watch = policy, watch
-        self.name, self.privileged = policy.name, policy.privileged
-        self.sim: Any = None
-
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        self.policy.reset(env, seed)
-        sim = self.sim = env.unwrapped.sim
-        apply = sim.apply
-        sim.apply = lambda *args: self.watch(sim, apply, *args)
-
-    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+            self.state = self.before(self.sim)
         return self.policy.act(obs, info)

@@ -129,8 +129,8 @@ def test_the_timed_episode_is_the_one_simulate_runs(harness):
     """The whole-episode table times one episode of the trace as simulate() runs it (a slot per job, request
     actions, the policy's settings): the same schedule, so the same metrics."""
     from joulegym import baselines
+    from joulegym.baselines.powerflow_simulate import simulate
     from joulegym.core.rollout import rollout
-    from joulegym.envs.powerflow import simulate
 
     policy = baselines.make("tiresias", family="powerflow")
     env = harness._episode_env("joulegym/PowerFlow-tiny-v0", policy, {})

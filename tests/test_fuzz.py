@@ -482,7 +482,7 @@ def test_emrf_allocators_are_within_capacity_or_name_the_argument(name):
 def test_powerflow_simulate_is_finite_or_raises_valueerror(jobs, valid, data):
     import pandas as pd
 
-    from joulegym.envs.powerflow.env import simulate
+    from joulegym.baselines.powerflow_simulate import simulate
     from joulegym.workloads.traces import JobTrace
 
     if valid:
@@ -624,17 +624,13 @@ def test_dream_layer_files_raise_valueerror_naming_the_file_or_have_finite_costs
 
 BATCHED = [(f.name, env_id(k.name, version=k.version)) for f in families() for k in f.kinds
            if getattr(k, "vector_entry_point", None)]
-ATOMIC_PENDING = {"emrf": "EMRF's batched env steps the rows before a rejected one (the arch helper's fix lands "
-                          "in joulegym/envs/emrf/vector.py)"}  # fmt: skip
 
 
 def _twins(id_: str) -> tuple[Any, Any]:
     return (gym.make_vec(id_, num_envs=3, vectorization_mode="vector_entry_point") for _ in range(2))
 
 
-@pytest.mark.parametrize(("family", "id_"), [
-    pytest.param(f, i, marks=pytest.mark.xfail(strict=True, reason=ATOMIC_PENDING[f])) if f in ATOMIC_PENDING
-    else (f, i) for f, i in BATCHED])  # fmt: skip
+@pytest.mark.parametrize(("family", "id_"), BATCHED)
 def test_a_rejected_batch_leaves_every_row_unstepped(family, id_):
     """Atomicity: a batch refused for a bad value in any row steps no row; the env then equals a twin that never
     saw the bad batch, step for step."""

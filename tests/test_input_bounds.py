@@ -120,7 +120,7 @@ def test_box_actions_refuse_strings_complex_and_bools(id_, make):
 
 
 def test_simulate_arguments_give_valueerrors():
-    from joulegym.envs.powerflow.env import simulate
+    from joulegym.baselines.powerflow_simulate import simulate
     from joulegym.workloads.traces import JobTrace
 
     trace = JobTrace.from_dataframe(pd.DataFrame({"submit_time_s": [0.0], "num_gpus": [1], "duration_s": [10.0],

@@ -3,7 +3,7 @@ five baselines.
 
 Every policy has the one :class:`~joulegym.core.policy.Policy` interface: ``reset(env, seed)`` and
 ``act(obs, info)``. ``act`` reads the simulator's decision view (``env.unwrapped.sim.view()``, a
-:class:`~joulegym.envs.powerflow.simulator.SchedView`: queues, requested GPUs, attained service, remaining
+:class:`~joulegym.envs.powerflow.interface.SchedView`: queues, requested GPUs, attained service, remaining
 iterations and the *predicted* throughput and energy tables, what a cluster scheduler with the scenario's
 profiling knows), decides an allocation ``{job: (GPUs, frequency level)}`` (the private ``_decide(view)``),
 forwards its wake-up request (Tiresias's next queue demotion) to ``env.unwrapped.request_wakeup`` and returns
@@ -18,9 +18,9 @@ Two sets of env settings per policy:
   (:meth:`joulegym.core.benchmark.Benchmark.check_env_config`).
 - ``paper_config``: the conditions of the paper's evaluation (§6.1, Figs. 7-10): the baselines run unconstrained
   (they are compared at equal energy by sweeping the global frequency), on the simulator's true profiles, with no
-  pre-run (only PowerFlow pre-runs and profiles); the oracle of Fig. 9 has neither. :func:`joulegym.envs.powerflow
-  .simulate` and the reproductions apply it, then ``env_config``, then the caller's settings
-  (:func:`paper_env_config`).
+  pre-run (only PowerFlow pre-runs and profiles); the oracle of Fig. 9 has neither.
+  :func:`joulegym.baselines.powerflow_simulate.simulate` and the reproductions apply it, then ``env_config``, then
+  the caller's settings (:func:`paper_env_config`).
 
 - ``powerflow`` (faithful, paper §5.2) / ``powerflow-strict``: the two-phase greedy. Phase 1 hands out
   power-of-two GPU blocks (``n -> 2n``, priority per added GPU) by marginal ``dJCT/dE`` (Eq. 20) with each
@@ -90,7 +90,7 @@ ZEUS_ETA = 0.5  # Zeus default (docs §8)
 
 def paper_env_config(policy: Any, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The env kwargs of the paper's evaluation for ``policy``: its ``paper_config``, its ``env_config``, then
-    ``overrides`` (what :func:`joulegym.envs.powerflow.simulate` applies)."""
+    ``overrides`` (what :func:`joulegym.baselines.powerflow_simulate.simulate` applies)."""
     return {**(getattr(policy, "paper_config", None) or {}), **(getattr(policy, "env_config", None) or {}),
             **(overrides or {})}
 
@@ -105,7 +105,7 @@ class _Base:
     def __init__(self) -> None:
         self._env = None
         self._wakeup_s: float | None = None
-        self._last: tuple[Any, int, Any] | None = None  # (simulator, decision index, decision)
+        self._last: tuple[Any, int, int, Any] | None = None  # (simulator, its episode, decision index, decision)
 
     @property
     def env_config(self) -> dict[str, Any]:
@@ -131,14 +131,15 @@ class _Base:
         if base is None:
             raise RuntimeError(f"{self.name}.act() called before reset(env)")
         last = self._last
-        if last is not None and last[0] is base.sim and last[1] == base.decision_index:
-            decision = last[2]  # the same decision point (micro steps): the same decision
+        sim = base.sim
+        if last is not None and last[0] is sim and last[1] == sim.episode and last[2] == base.decision_index:
+            decision = last[3]  # the same decision point (micro steps): the same decision
         else:
             # decide over the jobs the action can address: with jobs overflowing the K slots, a decision that
             # gives GPUs to unslotted jobs is dropped by the encoding, and the slotted jobs it left out idle the
             # cluster for good (the powerflow-jobs growth curve: 10 of 96 jobs done in 14 days on PowerFlow-tiny)
-            decision = self._decide(base.sim.view(base.occupied_jobs if base.slots.overflow else None))
-            self._last = (base.sim, base.decision_index, decision)
+            decision = self._decide(sim.view(base.occupied_jobs if base.slots.overflow else None))
+            self._last = (sim, sim.episode, base.decision_index, decision)
         base.request_wakeup(self._wakeup_s)  # e.g. Tiresias's next queue demotion
         return base.action_type.encode(decision)
 
@@ -157,13 +158,9 @@ def _flevel(v, f_mhz: float | None) -> int:
     return int(np.argmin(np.abs(v.freqs_mhz - f_mhz)))
 
 
-def _level_of(v, n: int) -> int:
-    return int(n).bit_length() - 1  # n_values are 1, 2, 4, ...
-
-
 def _max_level(v, i: int) -> int:
-    cap = min(v.num_gpus, int(v.batch_size[i]))
-    return _level_of(v, cap) if cap >= 1 else -1
+    """The largest n-level job ``i`` may take (n_values are 1, 2, 4, ...: level = bit length - 1; -1: none)."""
+    return min(v.num_gpus, int(v.batch_size[i])).bit_length() - 1
 
 
 # ------------------------------------------------------------------------------------------------ PowerFlow
@@ -210,106 +207,130 @@ class PowerFlow(_Base):
         return hit[1], hit[2], hit[3], hit[4]
 
     def _decide(self, v) -> dict[int, tuple[int, int]]:
-        strict = self.mode == "strict"
-        per_n = self.ee_freq_mode == "per_n"
-        J = len(v.jobs)
-        limit = v.power_limit_w
-        gpn = v.gpn
-        g = v.num_gpus - int(v.n[v.pinned].sum())
-        power = float(v.pinned_power.sum())
-        lvl = [-1] * J
-        cur_p = [0.0] * J
-        maxl = [0] * J
-        R = v.remaining.tolist()
-        tabs: list = [None] * J
+        return _Algorithm1(self, v).decide()
+
+
+class _Algorithm1:
+    """One decision of PowerFlow's Algorithm 1 (docs §8) over the view ``v``: phase 1 hands out power-of-two GPU
+    blocks by marginal ``dJCT/dE`` (Eq. 20), phase 2 raises frequencies by Eq. 21. Per view position ``i`` it holds
+    the job's n-level (``level[i]``, -1: no GPU; ``2^level`` GPUs), its planned power and its profile tables."""
+
+    def __init__(self, policy: PowerFlow, v) -> None:
+        self.strict = policy.mode == "strict"
+        self.per_n = policy.ee_freq_mode == "per_n"
+        self.v = v
+        jobs = len(v.jobs)
+        self.limit = v.power_limit_w
+        self.free_gpus = v.num_gpus - int(v.n[v.pinned].sum())  # pinned jobs' GPUs and power are taken off first
+        self.power = float(v.pinned_power.sum())
+        self.level = [-1] * jobs
+        self.job_power = [0.0] * jobs
+        self.max_level = [0] * jobs
+        self.remaining = v.remaining.tolist()  # R: iterations left
+        self.tables: list = [None] * jobs  # (T, E, power E/T, f_ee per n-level) of the unpinned jobs
+        pinned, batch_size = v.pinned.tolist(), v.batch_size.tolist()
+        for i in range(jobs):
+            if not pinned[i]:
+                self.tables[i] = policy._tables(v, i)
+                self.max_level[i] = min(v.num_gpus, int(batch_size[i])).bit_length() - 1  # largest power of two
+
+    def decide(self) -> dict[int, tuple[int, int]]:
+        self._grow_gpus()
+        freq = {i: self._f_at(i, self.level[i]) for i in range(len(self.level)) if self.level[i] >= 0}
+        self._raise_frequencies(freq)
+        jobs, level = self.v.jobs, self.level
+        return {int(jobs[i]): (1 << level[i], freq[i]) for i in freq}
+
+    def _f_at(self, i: int, level: int) -> int:
+        """The most energy-efficient frequency of job ``i`` at n-level ``level`` (per n, or the one at n = 1)."""
+        fee = self.tables[i][3]
+        return fee[level] if self.per_n else fee[0]
+
+    def _gpu_priority(self, i: int) -> tuple | None:
+        """Job ``i``'s heap entry for its next block (``n -> 2n``), or ``None`` when it cannot grow usefully."""
+        now = self.level[i]
+        nxt = now + 1
+        if nxt > self.max_level[i]:
+            return None
+        f0, f1 = self._f_at(i, now), self._f_at(i, nxt)
+        T, E = self.tables[i][0], self.tables[i][1]
+        faster = T[now][f0] - T[nxt][f1]
+        costlier = E[nxt][f1] - E[now][f0]
+        if faster <= 0:
+            return None
+        if costlier <= 0:  # faster and cheaper: top tier, by the JCT reduction R * dT (docs §8)
+            return (-1, -faster * self.remaining[i], i)
+        return (0, -(faster / costlier) / (1 << now), i)  # Eq. 20 per added GPU (n -> 2n adds n); R cancels
+
+    def _grow_gpus(self) -> None:
+        """Phase 1: a job without GPUs is top tier, highest energy efficiency of its remaining work first (docs §9);
+        then blocks by Eq. 20. Faithful mode checks the budget when a node fills up (lines 18-20), strict mode
+        rejects any step that would exceed it; a waiting job whose first GPU breaks the budget waits in both."""
         heap: list[tuple] = []
-        pinned = v.pinned.tolist()
-        bsz = v.batch_size.tolist()
-        for i in range(J):
-            if pinned[i]:
-                continue
-            tabs[i] = T, E, _, fee = self._tables(v, i)
-            maxl[i] = min(v.num_gpus, int(bsz[i])).bit_length() - 1  # largest feasible power of two
-            f = fee[0]
-            # a job without GPUs: top tier, highest energy efficiency of its remaining work first (docs §9)
-            heapq.heappush(heap, (-1, -1.0 / (R[i] * T[0][f] * E[0][f]), i))
-
-        def f_at(i: int, level: int) -> int:
-            fee = tabs[i][3]
-            return fee[level] if per_n else fee[0]
-
-        def prio_g(i: int):
-            l0 = lvl[i]
-            nl = l0 + 1
-            if nl > maxl[i]:
-                return None
-            f0, f1 = f_at(i, l0), f_at(i, nl)
-            T, E = tabs[i][0], tabs[i][1]
-            dj = T[l0][f0] - T[nl][f1]
-            de = E[nl][f1] - E[l0][f0]
-            if dj <= 0:
-                return None
-            if de <= 0:  # faster and cheaper: top tier, by the JCT reduction R * dT (docs §8)
-                return (-1, -dj * R[i], i)
-            return (0, -(dj / de) / (1 << l0), i)  # Eq. 20 per added GPU (n -> 2n adds n); R cancels
-
-        used = v.num_gpus - g  # GPUs held in the cluster (pinned + allocated so far): line 18's node boundary
-        while heap and g > 0:
+        remaining, tables = self.remaining, self.tables
+        for i, table in enumerate(tables):
+            if table is not None:
+                T, E, _, fee = table
+                f = fee[0]
+                heapq.heappush(heap, (-1, -1.0 / (remaining[i] * T[0][f] * E[0][f]), i))
+        gpn, limit, strict = self.v.gpn, self.limit, self.strict
+        used = self.v.num_gpus - self.free_gpus  # GPUs held (pinned + allocated so far): line 18's node boundary
+        while heap and self.free_gpus > 0:
             _, _, i = heapq.heappop(heap)
-            l0 = lvl[i]
-            nl = l0 + 1
-            added = (1 << nl) - ((1 << l0) if l0 >= 0 else 0)
-            if added > g:
+            now = self.level[i]
+            nxt = now + 1
+            added = (1 << nxt) - ((1 << now) if now >= 0 else 0)
+            if added > self.free_gpus:
                 continue
-            new_p = tabs[i][2][nl][f_at(i, nl)]
-            dp = new_p - cur_p[i]
-            if (strict or l0 < 0) and power + dp > limit:
-                continue  # strict: reject the step; both modes: a waiting job whose first GPU breaks PL waits
+            new_power = tables[i][2][nxt][self._f_at(i, nxt)]
+            step = new_power - self.job_power[i]
+            if (strict or now < 0) and self.power + step > limit:
+                continue
             before = used
-            lvl[i] = nl
-            g -= added
+            self.level[i] = nxt
+            self.free_gpus -= added
             used += added
-            power += dp
-            cur_p[i] = new_p
-            entry = prio_g(i)
+            self.power += step
+            self.job_power[i] = new_power
+            entry = self._gpu_priority(i)
             if entry is not None:
                 heapq.heappush(heap, entry)
-            if not strict and (used // gpn) != (before // gpn) and power >= limit:
+            if not strict and (used // gpn) != (before // gpn) and self.power >= limit:
                 break  # faithful lines 18-20: the budget is checked when a node fills up
-        freq = {i: f_at(i, lvl[i]) for i in range(J) if lvl[i] >= 0}
-        # phase 2: raise frequencies
-        n_freq = len(v.freqs_mhz)
 
-        def prio_f(i: int):
-            f = freq[i]
-            T, E = tabs[i][0][lvl[i]], tabs[i][1][lvl[i]]
-            # the next level that is faster: measured/true profiles are noisy, so a level that is not faster
-            # is skipped rather than ending the job's raises (Delta_f = one *useful* level)
-            t0 = T[f]
-            f1 = f + 1
-            while f1 < n_freq and T[f1] >= t0:
-                f1 += 1
-            if f1 >= n_freq:
-                return None
-            dj = T[f] - T[f1]
-            de = E[f1] - E[f]
-            return (-1, -dj * R[i], i, f1) if de <= 0 else (0, -dj / de, i, f1)  # Eq. 21 (as Eq. 20)
+    def _frequency_priority(self, i: int, freq: dict[int, int]) -> tuple | None:
+        """Job ``i``'s heap entry for its next useful frequency level (Eq. 21), or ``None`` at the top."""
+        f = freq[i]
+        T, E = self.tables[i][0][self.level[i]], self.tables[i][1][self.level[i]]
+        # the next level that is faster: measured/true profiles are noisy, so a level that is not faster is
+        # skipped rather than ending the job's raises (Delta_f = one *useful* level)
+        n_freq = len(T)
+        t0 = T[f]
+        f1 = f + 1
+        while f1 < n_freq and T[f1] >= t0:
+            f1 += 1
+        if f1 >= n_freq:
+            return None
+        faster = T[f] - T[f1]
+        costlier = E[f1] - E[f]
+        return (-1, -faster * self.remaining[i], i, f1) if costlier <= 0 else (0, -faster / costlier, i, f1)
 
-        heap = [e for e in (prio_f(i) for i in freq) if e is not None]
+    def _raise_frequencies(self, freq: dict[int, int]) -> None:
+        """Phase 2: raise frequencies by Eq. 21 while the power stays within the budget (strict: every raise)."""
+        heap = [e for e in (self._frequency_priority(i, freq) for i in freq) if e is not None]
         heapq.heapify(heap)
-        while heap and power <= limit:
+        while heap and self.power <= self.limit:
             _, _, i, f1 = heapq.heappop(heap)
-            new_p = tabs[i][2][lvl[i]][f1]
-            dp = new_p - cur_p[i]
-            if strict and power + dp > limit:
+            new_power = self.tables[i][2][self.level[i]][f1]
+            step = new_power - self.job_power[i]
+            if self.strict and self.power + step > self.limit:
                 continue
             freq[i] = f1
-            power += dp
-            cur_p[i] = new_p
-            entry = prio_f(i)
+            self.power += step
+            self.job_power[i] = new_power
+            entry = self._frequency_priority(i, freq)
             if entry is not None:
                 heapq.heappush(heap, entry)
-        return {int(v.jobs[i]): (1 << lvl[i], freq[i]) for i in freq}
 
 
 # ------------------------------------------------------------------------------------------------ baselines

@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from joulegym.core.actions import ACTION_TOLERANCE
 from joulegym.core.config import check_seed
 from joulegym.core.env import JoulegymEnv
 
@@ -26,6 +27,83 @@ def check_num_envs(num_envs: Any) -> int:
     if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
         raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
     return int(num_envs)
+
+
+class BatchValidator:
+    """Checks batches of actions against a single action space for ``num_envs`` instances (what
+    :func:`validated_batch` does, with the space's bounds prepared once: a batched env calls it every step)."""
+
+    def __init__(self, single: gym.Space, num_envs: int) -> None:
+        if not isinstance(single, gym.spaces.Box | gym.spaces.Discrete):
+            raise ValueError(f"validated_batch checks Box and Discrete action spaces, not {single}")
+        self.single, self.num_envs = single, int(num_envs)
+        self._none = np.zeros(self.num_envs, dtype=bool)
+        if isinstance(single, gym.spaces.Box):
+            self.shape = (self.num_envs, *single.shape)
+            self._size = int(np.prod(self.shape))
+            self._low, self._high = single.low.astype(np.float64), single.high.astype(np.float64)
+            self._low_tol, self._high_tol = self._low - ACTION_TOLERANCE, self._high + ACTION_TOLERANCE
+            self._finite = bool(np.isfinite(self._low).all() and np.isfinite(self._high).all())
+
+    def __call__(self, actions: Any, ignore: np.ndarray | None = None, clip: bool = True) -> np.ndarray:
+        """The checked rows (``clip=False``: ``Box`` rows as given, for callers that clip again, e.g. each single
+        env's own decode)."""
+        array = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
+        skip = self._none if ignore is None else ignore  # rows whose action is ignored
+        if isinstance(self.single, gym.spaces.Box):
+            return self._box(actions, array, skip, clip)
+        return self._discrete(actions, array, skip)
+
+    def _box(self, actions: Any, array: np.ndarray, skip: np.ndarray, clip: bool) -> np.ndarray:
+        num_envs, single = self.num_envs, self.single
+        if array.dtype.kind not in "biuf" or array.size != self._size or array.ndim < 1 or array.shape[0] != num_envs:
+            raise ValueError(f"actions must be a float array of shape {self.shape} (one row per instance in "
+                             f"{single}), got {type(actions).__name__} of shape {np.shape(actions)}")
+        rows = array.reshape(self.shape).astype(np.float64, copy=False)
+        inside = (rows >= self._low_tol) & (rows <= self._high_tol)  # False for NaN
+        if not self._finite:
+            inside &= np.isfinite(rows)
+        if not inside.all():
+            bad = ~inside.reshape(num_envs, -1).all(axis=1) & ~skip
+            if bad.any():
+                n = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"actions[{n}] must be an element of {single} (finite, inside the bounds), "
+                                 f"got {rows[n].tolist()}")
+        return np.minimum(np.maximum(rows, self._low), self._high) if clip else rows
+
+    def _discrete(self, actions: Any, array: np.ndarray, skip: np.ndarray) -> np.ndarray:
+        num_envs, single = self.num_envs, self.single
+        n_levels, start = int(single.n), int(single.start)
+        if array.shape != (num_envs,) or array.dtype.kind not in "iuf":
+            raise ValueError(f"actions must be an integer array of shape ({num_envs},) with values in "
+                             f"[{start}, {start + n_levels}), got {type(actions).__name__} of shape "
+                             f"{np.shape(actions)}")
+        if array.dtype.kind == "f":
+            whole = np.isfinite(array) & (array == np.round(np.nan_to_num(array)))
+            if not (whole | skip).all():
+                n = int(np.flatnonzero(~whole & ~skip)[0])
+                raise ValueError(f"actions[{n}] must be an integer in [{start}, {start + n_levels}), got {array[n]}")
+            outside = ((array < start) | (array >= start + n_levels)) & ~skip  # before the cast: 1e308 overflows it
+            if outside.any():
+                n = int(np.flatnonzero(outside)[0])
+                raise ValueError(f"actions[{n}] must be in [{start}, {start + n_levels}), got {array[n]}")
+            array = np.where(whole & ~outside, array, start)
+        levels = array.astype(np.int64)
+        bad = ((levels < start) | (levels >= start + n_levels)) & ~skip
+        if bad.any():
+            n = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"actions[{n}] must be in [{start}, {start + n_levels}), got {levels[n]}")
+        return levels
+
+
+def validated_batch(actions: Any, single: gym.Space, num_envs: int, ignore: np.ndarray | None = None) -> np.ndarray:
+    """``actions`` as one array with a row per instance, every row checked against the single action space
+    ``single`` before any instance steps, so that a rejected batch steps none: ``Box`` rows finite and inside the
+    bounds up to :data:`~joulegym.core.actions.ACTION_TOLERANCE` (returned as float64, clipped), ``Discrete`` rows
+    whole numbers in range (returned as int64). Rows where ``ignore`` is set (instances being reset, whose action
+    is ignored) are not checked. A ``ValueError`` names the space and the first bad row. A batched env that checks
+    every step keeps a :class:`BatchValidator`."""
+    return BatchValidator(single, num_envs)(actions, ignore)
 
 
 class BatchedVectorEnv(VectorEnv):

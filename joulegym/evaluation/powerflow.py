@@ -3,8 +3,9 @@
 ``summary_plot(results, out_dir)`` draws, for every PowerFlow env id in ``results``, average JCT against
 total energy: one curve per policy, sweeping eta for PowerFlow and the global frequency (1020-1530 MHz,
 §6.2) for the energy-unaware baselines (Gandiva, Tiresias, AFS, FIFO); the Zeus combinations are one
-point each (§6.2 "we can only get a fixed result"). The sweeps run :func:`joulegym.envs.powerflow.simulate`
-on the env's own scenario trace (seed 0). The evaluated episodes of ``results`` are overlaid as crosses.
+point each (§6.2 "we can only get a fixed result"). The sweeps run
+:func:`joulegym.baselines.powerflow_simulate.simulate` on the env's own scenario trace (seed 0). The evaluated
+episodes of ``results`` are overlaid as crosses.
 
 ``reproduce(out_dir, quick)``: the same sweep on Small100 (quick) or on the Alibaba1901-scale synthetic
 trace, with the Fig. 9 oracle curve (``powerflow-oracle``: true profiles, no pre-run/profiling), written as
@@ -21,7 +22,7 @@ order and interpolates linearly at a given energy; :func:`curve_ratios` evaluate
 over the overlapping energy range; :func:`matched_energy` matches each baseline point, also just outside
 PowerFlow's range when within 5 % of its energy ("matched total energy (within 5 %)").
 
-``reproduce_real_traces(out_dir)`` (issue 12): the public Philly and Gavel traces of virtual cluster 103959
+``reproduce_real_traces(out_dir)``: the public Philly and Gavel traces of virtual cluster 103959
 (:data:`REAL_TRACES`, whole traces) under FIFO, Gandiva, Tiresias, AFS and PowerFlow, with the load each trace
 actually offers, as ``real_traces.csv`` and ``real_traces.md``; ``docs/families/powerflow.md`` §13 explains every
 ordering that differs from the Tiresias and Gandiva papers'.
@@ -76,7 +77,7 @@ def sweep(jobs, cluster, *, etas=ETAS, freqs=FREQS_MHZ, policies=UNAWARE + ZEUS,
     Columns: ``policy, knob, value`` (eta or MHz; NaN for Zeus), ``avg_jct_h, total_energy_kwh``, ``truncated``
     (the run hit the simulator's horizon with jobs unfinished).
     """
-    from joulegym.envs.powerflow import simulate
+    from joulegym.baselines.powerflow_simulate import simulate
 
     runs = [(ref, eta) for ref in references for eta in etas]
     runs += [(name, f) for name in policies for f in ([None] if name in ZEUS else list(freqs))]
@@ -207,7 +208,7 @@ def _palette() -> list:
     return qualitative_colours(20)
 
 
-# what a policy's env_config sets (switch_overhead_s: Gandiva's suspend/resume cost, issue 12 #1)
+# what a policy's env_config sets (switch_overhead_s: Gandiva's suspend/resume cost, docs/families/powerflow.md §8)
 POLICY_SETTINGS = ("profiling", "predictor", "placement", "power_constraint", "switch_overhead_s")
 RUN_SETTINGS = tuple(k for k in SIM_SETTINGS if k not in (*POLICY_SETTINGS, "eta"))  # the same for every policy
 
@@ -491,7 +492,7 @@ def reproduce(out_dir, quick: bool = True) -> list[Path]:
 
 # ------------------------------------------------------------------------------------------ public traces
 
-#: The two public traces of issue 12 (same Philly virtual cluster 103959, two mappings to models), each on the
+#: The two public traces (docs §13; same Philly virtual cluster 103959, two mappings to models), each on the
 #: cluster it is replayed on. Philly: ElasticFlow's CSV (876 jobs / 91.6 days, model names and A100 run times) on
 #: the ``philly-103959`` scenario's 4 x 8 A100. Gavel: its ``msr/seed=0/103959.trace`` (986 jobs / 91.6 days) with
 #: run times from Gavel's V100 throughput table, on 2 x 8 V100: 16 GPUs offer it a load of 0.89, under which the
@@ -567,7 +568,7 @@ def real_trace_table(names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS, data_root: 
     """
     import time
 
-    from joulegym.envs.powerflow import simulate
+    from joulegym.baselines.powerflow_simulate import simulate
 
     rows = []
     for name in names:
@@ -591,7 +592,7 @@ def real_trace_table(names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS, data_root: 
 
 def reproduce_real_traces(out_dir, names=tuple(REAL_TRACES), runs=REAL_TRACE_RUNS,
                           data_root: Path | None = None) -> tuple[pd.DataFrame, list[Path]]:
-    """The public-trace report (issue 12): :func:`real_trace_table` as ``real_traces.csv`` and a Markdown table
+    """The public-trace report (docs §13): :func:`real_trace_table` as ``real_traces.csv`` and a Markdown table
     ``real_traces.md`` (avg JCT per scheduler, the offered load, the ordering)."""
     table = real_trace_table(names, runs, data_root)
     return table, write_real_trace_report(table, out_dir)

@@ -111,7 +111,8 @@ def _build() -> list[Scenario]:
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
 ENTRY_POINT = "joulegym.envs.emrf.env:EMRFEnv"  # one class; the kind fixes its action_mode
-# The batched vector env (gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")); issue 14.
+# The batched vector env (gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point"); docs/families/
+# emrf.md §11).
 VECTOR_ENTRY_POINT = "joulegym.envs.emrf.vector:EMRFVectorEnv"
 KINDS = (
     EnvKind("EMRF", ENTRY_POINT, "weights",

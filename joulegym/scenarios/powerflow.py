@@ -20,7 +20,7 @@ paper leaves open are our choices, stated here and in the docs page:
   ``trace_path=`` kwarg: ElasticFlow's ``philly_103959.csv`` (876 jobs over 92 days,
   model names, A100 run times; 4 x 8 **A100**, ElasticFlow's hardware: every job keeps its A100 run time
   (``duration_mode="trace"``, the default), and its ResNet-50 and BERT run as themselves, fitted to ElasticFlow's
-  A100 tables like VGG16/GPT-2/InceptionV3/DeepSpeech2, within 3 %: no model is substituted (issue 12 #3);
+  A100 tables like VGG16/GPT-2/InceptionV3/DeepSpeech2, within 3 %: no model is substituted (docs §3);
   offered load 0.61; horizon 130 days) and the 24 h Pollux Philly slice
   ``philly_2017-10-13_24h.csv`` (1896 jobs, durations only; 16 x 8 V100; offered load ~3 from a heavy tail of
   multi-day jobs, so the horizon is 40 days).

@@ -253,8 +253,6 @@ def test_copies_continue_like_the_original(family):
 # Families whose simulator is not yet on the core's Simulator base: their helpers convert them (the xfail is strict,
 # so the mark must go when a conversion lands).
 SIMULATOR_PENDING = {
-    "emrf": "EMRFSimulator is not yet a core Simulator (reset(users, rng), apply(rule))",
-    "powerflow": "PowerFlowSim is not yet a core Simulator (reset(), apply(alloc, wakeup_s))",
     "qin": "QinSim is not yet a core Simulator (reset(jobs, seed, ...); view() returns the simulator)",
 }
 

@@ -271,7 +271,7 @@ def test_theorem3_counterexample_is_reported():
 
 # --- the two solvers ------------------------------------------------------------------------------------
 def test_default_solver_is_highs_and_the_closed_form_agrees_on_the_paper_cases():
-    """emrf_allocate solves the LP with scipy HiGHS by default (issue #3); the env's closed form gives the same F."""
+    """emrf_allocate solves the LP with scipy HiGHS by default; the env's closed form gives the same F."""
     import inspect
 
     assert inspect.signature(emrf_allocate).parameters["solver"].default == "highs"

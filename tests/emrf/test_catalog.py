@@ -1,4 +1,4 @@
-"""The APU device presets and the Rodinia catalog / Table II mixes (issue #3 deliverables 1 and 2)."""
+"""The APU device presets and the Rodinia catalog / Table II mixes (EMRF paper Tables I-III)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13 #12: a hypothesis-drawn ``EMRFKnob-v0`` config took more than 60 s for 60 steps. The pathological configs
+"""Regression: a hypothesis-drawn ``EMRFKnob-v0`` config took more than 60 s for 60 steps. The pathological configs
 (found by fuzzing the config keys and timing each) make a window hold thousands of events: tiny jobs
 (``solo_seconds=1e-6``, ``job_sigma=5``), floods of arrivals, 256 slots, fine Alg. 1 slices. The env now checks
 the implied work per window at ``gym.make`` (``env.MAX_WINDOW_WORK``, ``env.MAX_TASK_SLICES``) and the simulator
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import joulegym  # noqa: F401
-from joulegym.envs.emrf.env import MAX_WINDOW_WORK
+from joulegym.envs.emrf.config import MAX_WINDOW_WORK
 from joulegym.envs.emrf.simulator import MAX_SEGMENTS, EMRFSimulator, UserSpec
 
 FOUND = [  # configs the fuzzer found (> 20 s for 60 steps before the bound; the first ran 180 s)
@@ -81,7 +81,7 @@ def test_the_defaults_imply_little_work():
 
 def test_simulator_stops_a_window_with_too_many_events():
     sim = EMRFSimulator((100.0, 800.0), 1, window_s=1.0)
-    sim.reset([UserSpec("tiny", 0.5, 1.0, job_gflop=1e-9)], np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0), [UserSpec("tiny", 0.5, 1.0, job_gflop=1e-9)])
     with pytest.raises(RuntimeError, match="MAX_SEGMENTS"):
         sim.window(lambda active: [100.0])
     assert MAX_SEGMENTS == 100_000

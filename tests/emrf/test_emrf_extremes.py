@@ -1,4 +1,4 @@
-"""Extreme but finite inputs (issue 20 #1): the EMRF, DRF and WFQ allocators and the env give a correct answer
+"""Extreme but finite inputs: the EMRF, DRF and WFQ allocators and the env give a correct answer
 (finite, >= 0, within the device capacities) or a ValueError naming the argument.
 
 The allocators solve in normalised units (capacities and weights divided by powers of two near their maxima,

@@ -137,7 +137,7 @@ def test_render_ansi_lists_the_users():
     assert all(app in frame for app in ("GE", "KM", "HW", "MY", "BT"))
 
 
-# --- info structure (issue 13: Gymnasium's vector-env info merge) -----------------------------------------
+# --- info structure (one structure per key: Gymnasium's vector-env info merge) ------------------------------------
 def _structure(value):
     if isinstance(value, np.ndarray):
         return ("array", value.dtype.str, value.shape)
@@ -168,7 +168,7 @@ def test_one_structure_per_info_key_for_the_whole_episode(env_id):
 
 @pytest.mark.parametrize("env_id", ["joulegym/EMRF-apu-random-v0", "joulegym/EMRF-apu-m1-v0"])
 def test_sync_vector_env_runs_200_steps(env_id):
-    """Issue 13: SyncVectorEnv crashed within 80 steps (``reference_allocations`` was a plain dict when no user
+    """Regression: SyncVectorEnv crashed within 80 steps (``reference_allocations`` was a plain dict when no user
     had work and a mapping object otherwise). Seeds 1/11/21 crashed at step 20 on apu-random."""
     envs = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(3)])
     obs, _ = envs.reset(seed=[1, 11, 21])
@@ -287,7 +287,7 @@ def test_in_window_reallocation_rules():
 
 @pytest.mark.parametrize("kind", ["EMRF", "EMRFResidual"])
 def test_tiny_positive_weights_are_valid_actions(kind):
-    """Issue 13: ``np.full(8, 5e-324)`` raised ZeroDivisionError and 1e-308 EMRFSolverError. Allocations are
+    """Regression: ``np.full(8, 5e-324)`` raised ZeroDivisionError and 1e-308 EMRFSolverError. Allocations are
     scale-free in ω, so tiny weights act like any other positive weights."""
     env = gym.make(f"joulegym/{kind}-apu-m1-v0").unwrapped
     env.reset(seed=0)

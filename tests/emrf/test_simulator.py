@@ -28,7 +28,7 @@ def wfq_rule(sim: EMRFSimulator, omega: list[float]):
 
 def test_single_job_completes_at_w_over_f():
     sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=50)
-    sim.reset([UserSpec("HW", 0.24, 1.0, job_gflop=250.0, jobs=1)], np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0), [UserSpec("HW", 0.24, 1.0, job_gflop=250.0, jobs=1)])
     rule = wfq_rule(sim, [1.0, 1.0])  # alone: F = F_solo = 100 GFLOPS
     result = sim.window(rule)
     assert result.segments[0][2][0] == pytest.approx(100.0)
@@ -43,7 +43,7 @@ def test_single_job_completes_at_w_over_f():
 def test_departure_reallocates_within_the_window():
     sim = EMRFSimulator(CAPS, max_users=3, window_s=1.0, horizon=50)
     users = [UserSpec("MY", 1.0, 1.0, job_gflop=6.0, jobs=1), UserSpec("KNN", 1.0, 1.0, job_gflop=100.0, jobs=1)]
-    sim.reset(users, np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0), users)
     result = sim.window(wfq_rule(sim, [1.0, 1.0, 0.0]))
     # both CPU-only at 12 GFLOPS; MY finishes at 0.5 s, then KNN gets the whole CPU (24)
     assert len(result.segments) == 2
@@ -55,7 +55,7 @@ def test_departure_reallocates_within_the_window():
 
 def test_backlogged_jobs_restart_and_never_finish():
     sim = EMRFSimulator(CAPS, max_users=1, window_s=1.0, horizon=3)
-    sim.reset([UserSpec("BT", 0.0, 1.0, job_gflop=100.0)], np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0), [UserSpec("BT", 0.0, 1.0, job_gflop=100.0)])
     rule = wfq_rule(sim, [1.0])
     for _ in range(3):
         sim.window(rule)
@@ -66,7 +66,7 @@ def test_backlogged_jobs_restart_and_never_finish():
 def test_capacity_never_exceeded_when_xi_hat_is_wrong():
     """Planned with xi_hat, run with the true xi: rates scale so no device exceeds its capacity."""
     sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10, xi_noise=0.0)
-    sim.reset([UserSpec("A", 0.5, 1.0, job_gflop=1e6, jobs=1)], np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0), [UserSpec("A", 0.5, 1.0, job_gflop=1e6, jobs=1)])
     sim.xi_hat[0] = 0.1  # the scheduler believes 10% CPU: plans F = 1/max(0.1/24, 0.9/480) = 240
     result = sim.window(wfq_rule(sim, [1.0, 0.0]))
     rate = result.segments[0][2][0]
@@ -77,7 +77,7 @@ def test_capacity_never_exceeded_when_xi_hat_is_wrong():
 
 def test_phase_switch_and_measurement():
     sim = EMRFSimulator(CAPS, max_users=1, window_s=1.0, horizon=100, phase_period=(2.5, 2.5))
-    sim.reset([UserSpec("GE", 0.2, 1.0, job_gflop=1e9, jobs=1, xi_alt=0.4, co_run=True)], np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0), [UserSpec("GE", 0.2, 1.0, job_gflop=1e9, jobs=1, xi_alt=0.4, co_run=True)])
     rule = wfq_rule(sim, [1.0])
     sim.window(rule)
     sim.window(rule)
@@ -103,7 +103,7 @@ def test_phase_switches_of_users_without_work_happen_on_time():
     sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=100, phase_period=(p, p))
     users = [UserSpec("BT", 0.0, 1.0, 1e9),  # backlogged, no phases
              UserSpec("GE", 0.2, 1.0, job_gflop=1.0, jobs=1, arrival_rate=0.2, xi_alt=0.5, co_run=True)]
-    sim.reset(users, np.random.default_rng(3))
+    sim.reset(np.random.default_rng(3), users)
     rule = wfq_rule(sim, [1.0, 1.0])
     idle_switches = measured = 0
     for _ in range(60):
@@ -125,8 +125,8 @@ def test_phase_switches_of_users_without_work_happen_on_time():
 def test_noise_only_on_co_run_apps_and_seeded():
     def run(seed):
         sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=100, xi_noise=0.05)
-        sim.reset([UserSpec("GE", 0.21, 1.0, 1e9, jobs=1, co_run=True), UserSpec("BT", 0.0, 1.0, 1e9, jobs=1)],
-                  np.random.default_rng(seed))
+        sim.reset(np.random.default_rng(seed),
+                  [UserSpec("GE", 0.21, 1.0, 1e9, jobs=1, co_run=True), UserSpec("BT", 0.0, 1.0, 1e9, jobs=1)])
         sim.window(wfq_rule(sim, [1.0, 1.0]))
         return list(sim.xi_hat)
 
@@ -138,7 +138,7 @@ def test_noise_only_on_co_run_apps_and_seeded():
 @pytest.mark.parametrize("admit_at_window", [False, True])
 def test_poisson_arrival_counts(admit_at_window):
     sim = EMRFSimulator(CAPS, max_users=1, window_s=1.0, horizon=200, admit_at_window=admit_at_window)
-    sim.reset([UserSpec("KM", 0.07, 1.0, job_gflop=10.0, jobs=0, arrival_rate=0.5)], np.random.default_rng(3))
+    sim.reset(np.random.default_rng(3), [UserSpec("KM", 0.07, 1.0, job_gflop=10.0, jobs=0, arrival_rate=0.5)])
     assert not sim.active[0]
     rule = wfq_rule(sim, [1.0])
     arrivals = 0
@@ -152,8 +152,8 @@ def test_poisson_arrival_counts(admit_at_window):
 
 def test_late_user_waits_for_the_boundary_with_admit_at_window():
     sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10, admit_at_window=True)
-    sim.reset([UserSpec("BT", 0.0, 1.0, 1e9, jobs=1), UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=1.5)],
-              np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0),
+              [UserSpec("BT", 0.0, 1.0, 1e9, jobs=1), UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=1.5)])
     rule = wfq_rule(sim, [1.0, 1.0])
     sim.window(rule)
     assert sim.active == [True, False]
@@ -178,8 +178,8 @@ def weights_rule(sim: EMRFSimulator, omega: list[float]):
 def late_pair(admit_at_window: bool = False, omega1: float = 1.0, arrival: float = 0.5):
     """HW (xi 0.24, backlogged) from t = 0; a second HW-like user (xi 0.24) arriving at ``arrival``."""
     sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10, admit_at_window=admit_at_window)
-    sim.reset([UserSpec("HW", 0.24, 1.0, 1e9), UserSpec("HW2", 0.24, 1.0, 1e9, jobs=1, arrival=arrival)],
-              np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0),
+              [UserSpec("HW", 0.24, 1.0, 1e9), UserSpec("HW2", 0.24, 1.0, 1e9, jobs=1, arrival=arrival)])
     return sim, weights_rule(sim, [1.0, omega1])
 
 
@@ -221,8 +221,8 @@ def test_waiting_arrival_takes_over_at_a_departure():
     # HW: one 75-GFLOP job alone at 100 GFLOPS, done at 0.75; MY (CPU only, omega 0) arrives at 0.5 and
     # waits; when HW departs the APU is MY's alone (equal weights over all-zero omega): 24 GFLOPS x 0.25 s
     sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10)
-    sim.reset([UserSpec("HW", 0.24, 1.0, 75.0, jobs=1), UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=0.5)],
-              np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0),
+              [UserSpec("HW", 0.24, 1.0, 75.0, jobs=1), UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=0.5)])
     result = sim.window(weights_rule(sim, [1.0, 0.0]))
     assert result.arrivals == [(0.5, 1, False)]
     assert result.departures == [0] and result.readmitted == [(pytest.approx(0.75), 1)]
@@ -235,8 +235,8 @@ def test_simultaneous_arrivals_are_decided_together():
     whatever their slot order (decided over the set with both, not one after the other)."""
     for omega in ([0.0, 1.0], [1.0, 0.0]):
         sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10)
-        sim.reset([UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=0.25),
-                   UserSpec("MY2", 1.0, 1.0, 1e9, jobs=1, arrival=0.25)], np.random.default_rng(0))
+        sim.reset(np.random.default_rng(0), [UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=0.25),
+                   UserSpec("MY2", 1.0, 1.0, 1e9, jobs=1, arrival=0.25)])
         result = sim.window(weights_rule(sim, omega))
         joiner = omega.index(1.0)
         assert sorted(result.arrivals) == [(0.25, 0, joiner == 0), (0.25, 1, joiner == 1)]
@@ -254,8 +254,8 @@ def test_arrival_exactly_at_a_window_boundary():
 
 def test_user_arriving_and_departing_within_one_window():
     sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=10)
-    sim.reset([UserSpec("BT", 0.0, 1.0, 1e9), UserSpec("MY", 1.0, 1.0, 6.0, jobs=1, arrival=0.2)],
-              np.random.default_rng(0))
+    sim.reset(np.random.default_rng(0),
+              [UserSpec("BT", 0.0, 1.0, 1e9), UserSpec("MY", 1.0, 1.0, 6.0, jobs=1, arrival=0.2)])
     result = sim.window(wfq_rule(sim, [1.0, 1.0]))  # the pair at 1:1: t* = 24 (the CPU saturates)
     assert result.arrivals == [(0.2, 1, True)] and result.departures == [1]
     assert [active for _, active, _ in result.segments] == [(0,), (0, 1), (0,)]
@@ -273,7 +273,7 @@ def test_poisson_job_at_an_empty_queue_starts_inside_the_window():
     checked = {False: 0, True: 0}
     for admit_at_window in (False, True):
         sim = EMRFSimulator(CAPS, max_users=1, window_s=1.0, horizon=100, admit_at_window=admit_at_window)
-        sim.reset([UserSpec("KM", 0.07, 1.0, job_gflop=10.0, jobs=0, arrival_rate=0.3)], np.random.default_rng(5))
+        sim.reset(np.random.default_rng(5), [UserSpec("KM", 0.07, 1.0, job_gflop=10.0, jobs=0, arrival_rate=0.3)])
         rule = wfq_rule(sim, [1.0])
         while sim.windows < 95:
             start, t_a, idle = sim.time, sim.next_arrival[0], sim.queue[0] == 0
@@ -298,7 +298,7 @@ def test_poisson_job_at_a_busy_queue_is_queued(admit_at_window):
     queued behind the first (no arrival event, no departure at 2.3); the user departs at 4.6; the job
     arriving at t2 > 5 finds an empty queue: an arrival event; from then on the user stays busy."""
     sim = EMRFSimulator(CAPS, max_users=1, window_s=1.0, horizon=20, admit_at_window=admit_at_window)
-    sim.reset([UserSpec("HW", 0.24, 1.0, job_gflop=230.0, jobs=1, arrival_rate=0.2)], np.random.default_rng(4))
+    sim.reset(np.random.default_rng(4), [UserSpec("HW", 0.24, 1.0, job_gflop=230.0, jobs=1, arrival_rate=0.2)])
     rule = wfq_rule(sim, [1.0])
     t1 = sim.next_arrival[0]
     assert 0 < t1 < 2.3  # precondition of this seed
@@ -350,7 +350,7 @@ def random_mix(seed: int) -> list[UserSpec]:
 def run_mix(seed: int, admit_at_window: bool = False, windows: int = 40):
     sim = RecordingSimulator(CAPS, max_users=8, window_s=1.0, horizon=windows, xi_noise=0.02,
                              phase_period=(2.0, 4.0), admit_at_window=admit_at_window)
-    sim.reset(random_mix(seed), np.random.default_rng(seed))
+    sim.reset(np.random.default_rng(seed), random_mix(seed))
     omega = [1.0, 0.0, 0.5, 1.0, 0.0, 0.7, 0.3, 1.0]  # zeros: some arrivals wait
     trace = []
     for _ in range(windows):
@@ -406,7 +406,7 @@ def test_bad_phase_period_rejected(period):
 def test_too_many_users_rejected():
     sim = EMRFSimulator(CAPS, max_users=1)
     with pytest.raises(ValueError, match="max_users"):
-        sim.reset([UserSpec("A", 0.1, 1.0, 1.0), UserSpec("B", 0.1, 1.0, 1.0)], np.random.default_rng(0))
+        sim.reset(np.random.default_rng(0), [UserSpec("A", 0.1, 1.0, 1.0), UserSpec("B", 0.1, 1.0, 1.0)])
 
 
 def test_apply_advance_is_one_window():
@@ -417,8 +417,8 @@ def test_apply_advance_is_one_window():
     runs = []
     for protocol in (True, False):
         sim = EMRFSimulator(CAPS, max_users=2, window_s=1.0, horizon=3)
-        sim.reset([UserSpec("HW", 0.24, 1.0, 75.0, jobs=1), UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=0.5)],
-                  np.random.default_rng(0))
+        sim.reset(np.random.default_rng(0),
+                  [UserSpec("HW", 0.24, 1.0, 75.0, jobs=1), UserSpec("MY", 1.0, 1.0, 1e9, jobs=1, arrival=0.5)])
         assert isinstance(sim, Simulator)
         results = []
         for _ in range(3):
@@ -440,13 +440,13 @@ def test_apply_advance_is_one_window():
 
 
 def test_slot_streams_are_created_on_first_use_with_the_same_draws():
-    """Issue 14: each slot's random streams are created when first drawn from (resets of sparse mixes skip the
+    """Each slot's random streams are created when first drawn from (resets of sparse mixes skip the
     empty slots' and unused streams), seeded exactly as the eager creation seeded them."""
     seed_rng = np.random.default_rng(7)
     sim = EMRFSimulator(CAPS, max_users=4, window_s=1.0, horizon=10)
     users = [UserSpec("GE", 0.21, 1.0, job_gflop=100.0, jobs=2, job_sigma=0.5, co_run=True),
              UserSpec("BT", 0.0, 1.0, job_gflop=100.0, jobs=1)]
-    sim.reset(users, np.random.default_rng(7))
+    sim.reset(np.random.default_rng(7), users)
     seeds = seed_rng.integers(0, 2**63 - 1, size=3 * 4 + 1).tolist()  # what reset drew from the same generator
     assert set(sim._size_rng) == {0}  # only the lognormal job sizes drew (slot 0); no arrivals, phases or noise
     assert not sim._arrival_rng and not sim._phase_rng and not sim._noise_rng

@@ -1,4 +1,4 @@
-"""train.py + evaluate.py on EMRF ids (issue #3 deliverable 6): an agent is trained, saved, reloaded and
+"""train.py + evaluate.py on EMRF ids (docs/families/emrf.md §8): an agent is trained, saved, reloaded and
 ranked against the reference policies, and the (efficiency, soft-fairness) front is drawn."""
 
 from __future__ import annotations

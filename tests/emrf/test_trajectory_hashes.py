@@ -1,10 +1,10 @@
-"""Reference trajectories of the EMRF envs, pinned by hash (issue 14: every speed-up keeps trajectories and metrics
+"""Reference trajectories of the EMRF envs, pinned by hash (every speed-up keeps trajectories and metrics
 bit-identical).
 
 Each case runs whole episodes (random actions from ``action_space.seed(seed)``, or the ``emrf`` reference policy)
 and hashes, step by step, the observation bytes, the reward, the termination flags, the per-step info values
 (planned and delivered allocation, utilisation, Δ, δ, SI and envy counts, η) and the episode-end metrics.
-The hashes in ``data/emrf_trajectory_hashes.json`` were recorded before the speed work of issue 14 (lean info,
+The hashes in ``data/emrf_trajectory_hashes.json`` were recorded before the speed work on the EMRF envs (lean info,
 vectorised envy check, batched vector entry point); regenerate them only for a deliberate change of dynamics
 (``python -m tests.emrf.test_trajectory_hashes --write``) and say so in the version history. The hashes are of
 exact float bits (:func:`_update`), so they hold only where numpy and OpenBLAS compute these episodes bit for bit

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from joulegym.devices import get_device
-from joulegym.envs.powerflow.simulator import catalog_p_max
+from joulegym.envs.powerflow.profiles import catalog_p_max
 from joulegym.workloads import dl_models as dm
 from tests.reference_data import ref_file
 
@@ -193,7 +193,7 @@ def test_zeus_v100_power_limit_shape():
 
 
 def test_trace_models_resnet50_and_bert_are_fitted_not_substituted():
-    """Issue 12 #3: the Philly trace's ResNet-50 and BERT have their own models. ResNet-50's V100 compute is the
+    """Regression: the Philly trace's ResNet-50 and BERT have their own models. ResNet-50's V100 compute is the
     least-squares line through Gavel's measured V100 isolated throughputs (batch 16-128, one GPU); both models'
     DVFS shape is the Zeus fit (as DeepSpeech2's); BERT's V100 compute is its A100 fit over the median A100/V100
     compute ratio of the Table 1 models with an A100 table."""
@@ -227,7 +227,7 @@ GPNS = (2, 4, 8, 16)
        log_n=st.integers(1, 6), gpn=st.sampled_from(GPNS), bs_index=st.integers(0, 5), f_index=st.integers(0, 16),
        data=st.data())
 def test_packed_is_never_slower_than_spread(model, device, log_n, gpn, bs_index, f_index, data):
-    """Issue 12 #6: for the same GPU count and frequency, any spread placement (r GPUs per node on several nodes)
+    """Regression: for the same GPU count and frequency, any spread placement (r GPUs per node on several nodes)
     takes at least the packed placement's step time (on A100, ResNet18 ran up to 38 % faster spread)."""
     hw = dm.hardware(device)
     pool = dm.CATALOG[model].bs_pool
@@ -242,7 +242,7 @@ def test_packed_is_never_slower_than_spread(model, device, log_n, gpn, bs_index,
 
 
 def test_spread_resnet18_a100_regression():
-    """The issue's case: ResNet18 on A100, 8 GPUs as 2 x 4 over two nodes, was faster than 8 packed on one."""
+    """The reported case: ResNet18 on A100, 8 GPUs as 2 x 4 over two nodes, was faster than 8 packed on one."""
     hw = dm.hardware("a100")
     p = dm.perf_params("resnet18", "a100")
     for bs in dm.CATALOG["resnet18"].bs_pool:
@@ -256,9 +256,9 @@ def test_spread_resnet18_a100_regression():
 @given(model=st.sampled_from(dm.ALL_MODELS), device=st.sampled_from(("v100", "a100")), log_n=st.integers(0, 5),
        bs_index=st.integers(0, 5), sigma=st.sampled_from((0.03, 0.05, 0.1)), salt=st.integers(0, 3))
 def test_noisy_throughput_is_non_decreasing_in_frequency(model, device, log_n, bs_index, sigma, salt):
-    """Issue 12 #7: the truth noise never makes a higher clock slower (f_max is the fastest level), in the
+    """Regression: the truth noise never makes a higher clock slower (f_max is the fastest level), in the
     simulator's true rows and in the profiles the predictor is fitted to."""
-    from joulegym.envs.powerflow.simulator import _Profiles
+    from joulegym.envs.powerflow.profiles import Profiles
 
     pool = dm.CATALOG[model].bs_pool
     n = 2**log_n
@@ -268,17 +268,17 @@ def test_noisy_throughput_is_non_decreasing_in_frequency(model, device, log_n, b
     t_noisy, e_noisy = dm.apply_truth_noise(t, e, dm.noise_factors(model, bs, [n], len(hw.freqs_mhz), sigma, salt))
     assert np.all(np.diff(t_noisy[0]) <= 0)
     assert np.all(e_noisy == e * dm.noise_factors(model, bs, [n], len(hw.freqs_mhz), sigma, salt)[..., 1])
-    true_t = _Profiles(device, 8, sigma, "oracle", 0.04).true(model, bs, n)[0]
+    true_t = Profiles(device, 8, sigma, "oracle").true(model, bs, n)[0]
     assert np.all(np.diff(true_t) <= 0)
     assert not np.allclose(true_t, t[0])  # the noise is still there
 
 
 def test_truth_noise_regression_fmax_not_slower():
-    """The configurations the issue found: with independent per-level factors some (model, BS, n) ran f_max up to
+    """The configurations once found: with independent per-level factors some (model, BS, n) ran f_max up to
     5 % slower than a lower level; now none does, over the whole Table 1 pool."""
-    from joulegym.envs.powerflow.simulator import _Profiles
+    from joulegym.envs.powerflow.profiles import Profiles
 
-    prof = _Profiles("v100", 8, 0.03, "oracle", 0.04)
+    prof = Profiles("v100", 8, 0.03, "oracle")
     worst_raw = 0.0
     hw = dm.hardware("v100")
     for model in dm.ALL_MODELS:

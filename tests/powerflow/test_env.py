@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 
 import gymnasium as gym
@@ -13,16 +14,17 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym.baselines.powerflow import paper_env_config
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.actions import NO_DECISION, flat_mask
 from joulegym.core.policy import make
 from joulegym.core.rollout import ActionSequencePolicy, rollout
-from joulegym.envs.powerflow import SimConfig, simulate
+from joulegym.envs.powerflow import SimConfig
 from joulegym.envs.powerflow.env import SIM_SETTINGS
 from joulegym.scenarios import registered_ids
 from joulegym.scenarios.powerflow import SCENARIOS
 from joulegym.workloads import dl_jobs
 from joulegym.workloads.traces import JobTrace
-from tests.probe import WatchApply
+from tests.probe import Observe
 from tests.reference_data import REF
 
 IDS = registered_ids("powerflow")
@@ -266,8 +268,7 @@ def test_request_mode_runs_requests_that_are_not_powers_of_two():
         dl_jobs.gavel_trace(4, seed=0).to_dataframe().assign(num_gpus=[3, 6, 1, 5], submit_time_s=[0, 0, 0, 0])))
     held: dict[int, set[int]] = {}
 
-    def watch(sim, apply, *args):
-        apply(*args)
+    def watch(sim, decision):
         for j in sim.running.tolist():
             held.setdefault(j, set()).add(int(sim.n[j]))
 
@@ -275,7 +276,7 @@ def test_request_mode_runs_requests_that_are_not_powers_of_two():
         held.clear()
         pol = pf("fifo")
         env = gym.make("joulegym/PowerFlow-v0", action_mode=mode, **paper_env_config(pol))
-        episode = rollout(env, WatchApply(pol, watch), 0, options={"trace": jobs})
+        episode = rollout(env, Observe(pol, watch), 0, options={"trace": jobs})
         assert episode.terminated and held == expected, mode
 
 
@@ -349,8 +350,8 @@ def test_reference_policies_beat_random_on_tiny():
     ref = [_episode(TINY, "powerflow-strict", s)[0].total_return for s in seeds]
     rnd = [_episode(TINY, "random", s)[0].total_return for s in seeds]
     assert np.mean(ref) > np.mean(rnd)
-    # regression pins (measured, not paper numbers): minus the average JCT in hours per seed (re-measured after
-    # the repair priced jobs as placed, issue 13 #2, and on the issue-12 performance model with monotone noise)
+    # regression pins (measured, not paper numbers): minus the average JCT in hours per seed (the repair prices jobs
+    # as placed, docs §10; the performance model's noise is monotone in f, docs §4)
     assert ref == pytest.approx([-0.3516258472600514, -1.011356607275122, -0.5768008104680985], rel=1e-6)
 
 
@@ -398,10 +399,13 @@ def test_request_wakeup_rejects_bad_times():
 
 def test_policies_have_one_interface():
     """``reset``/``act``, ``env_config`` (its system: placement) and ``paper_config`` (the paper's evaluation
-    conditions) only: the decision logic is private, and the simulator module does not
-    import the policies (a policy by name comes from the family-scoped registry)."""
-    from joulegym.envs.powerflow import env as env_module
-    from joulegym.envs.powerflow import simulator as sim_module
+    conditions) only: the decision logic is private, and no module of the env imports the policies or their
+    registry (a policy by name comes from the family-scoped registry, a layer above:
+    ``joulegym.baselines.powerflow_simulate``)."""
+    import ast
+    import pkgutil
+
+    import joulegym.envs.powerflow as package
 
     for name in ("powerflow", "powerflow-strict", "powerflow-oracle", "gandiva", "tiresias", "gandiva-zeus",
                  "tiresias-zeus", "afs", "fifo", "fifo-backfill"):
@@ -416,8 +420,13 @@ def test_policies_have_one_interface():
         assert set(pol.env_config) == {"placement"} | ({"switch_overhead_s"} if gandiva else set())
         assert set(pol.paper_config) == {"profiling", "predictor", "power_constraint"}
         assert pol.privileged == (name == "powerflow-oracle")  # only the oracle reads the true profiles
-    for module in (env_module, sim_module):
-        assert "joulegym.baselines" not in inspect.getsource(module)
+    for info in pkgutil.iter_modules(package.__path__):
+        tree = ast.parse(inspect.getsource(importlib.import_module(f"{package.__name__}.{info.name}")))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        imported |= {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                     and isinstance(node.value, str) and node.value.startswith("joulegym.")}  # import_module strings
+        assert not {m for m in imported if m.startswith(("joulegym.baselines", "joulegym.core.policy"))}, info.name
 
 
 def test_an_agent_that_never_allocates_is_truncated_at_max_steps():

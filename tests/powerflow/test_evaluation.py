@@ -7,18 +7,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
-from joulegym.envs.powerflow import simulate
 from joulegym.evaluation.hooks import hooks_for
 from joulegym.evaluation.powerflow import ETAS, FREQS_MHZ, UNAWARE, ZEUS
 
 # regression pins of the quick reproduction (measured, not paper numbers)
-# re-measured for issue 12 (baselines as published, monotone truth noise: AFS at f_max no longer loses up to 5 % to
-# an inverted noise draw, so PowerFlow's thinnest margin, over AFS, went 1.080 -> 1.018)
+# re-measured with the baselines as published and monotone truth noise (AFS at f_max no longer loses up to 5 % to
+# an inverted noise draw), so PowerFlow's thinnest margin, over AFS, went 1.080 -> 1.018
 SMALL100_AT_MOST_PINS = {"gandiva": 2.00043971559063, "tiresias": 1.9361649477275455, "afs": 1.0183858955966327,
                          "fifo": 2.8106095846834496, "gandiva-zeus": 1.844345761900704,
                          "tiresias-zeus": 1.8517433616064294}
-FIG10_AFS_PINS = {  # JCT_AFS / JCT_PowerFlow at the Zeus energy, unscaled Gavel traces, seed 0 (re-measured, issue 12)
+# JCT_AFS / JCT_PowerFlow at the Zeus energy, unscaled Gavel traces, seed 0 (re-measured, baselines as published)
+FIG10_AFS_PINS = {
     ("load", 0.5): 1.0948617352991223, ("load", 0.75): 1.1298756813183577, ("load", 1.0): 1.1446902977186988,
     ("load", 1.5): 1.2167683412673307, ("load", 2.0): 1.260666780850729, ("cluster", 16.0): 1.2731983273644683,
     ("cluster", 32.0): 1.1446902977186988, ("cluster", 64.0): 0.9413385543156493,
@@ -136,7 +137,7 @@ def test_real_trace_report_table_and_offered_load(tmp_path):
 
 @pytest.mark.reproduce
 def test_real_trace_report_reproduces_the_documented_orderings(tmp_path):
-    """Issue 12: ``evaluate.py --reproduce powerflow`` on the two public traces of Philly VC 103959
+    """``evaluate.py --reproduce powerflow`` on the two public traces of Philly VC 103959
     (docs/families/powerflow.md §13 explains every ordering that differs from the Tiresias and Gandiva papers)."""
     from joulegym.evaluation.powerflow import REAL_TRACE_RUNS, REAL_TRACES, reproduce_real_traces
     from tests.reference_data import REF, ref_file

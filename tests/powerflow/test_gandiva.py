@@ -1,4 +1,4 @@
-"""Gandiva as published (Xiao et al., OSDI '18, §4; issue 12 #1): round-robin suspend/resume time-slicing when
+"""Gandiva as published (Xiao et al., OSDI '18, §4): round-robin suspend/resume time-slicing when
 the cluster is oversubscribed, and migration of spread jobs; ``fifo-backfill`` keeps the former behaviour."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
-from joulegym.envs.powerflow import simulate
 from joulegym.envs.powerflow.cluster import affinity_migrate_place, affinity_place
 from joulegym.workloads.dl_jobs import DLJobs
 
@@ -42,7 +42,7 @@ class _Starts:
     def act(self, obs, info):
         before = {int(j): int(self.sim.n[j]) for j in self.sim.ready_jobs()}
         action = self.policy.act(obs, info)
-        decision = self.policy._last[2]
+        decision = self.policy._last[-1]
         for j, (k, _) in decision.items():
             if k > 0 and before.get(j, 0) == 0:
                 self.slices[j] = self.slices.get(j, 0) + 1

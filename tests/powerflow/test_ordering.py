@@ -5,7 +5,7 @@ energy-unaware baselines sweep the global frequency (1020-1530 MHz), the Zeus co
 curves are linearly interpolated at equal total energy over their overlapping range (a Zeus point at its own
 energy), and a point just outside PowerFlow's range is matched to its nearer end when within 5 % of its energy.
 
-What holds and what does not (measured on the seeded traces below; see also the report of issue #4):
+What holds and what does not (measured on the seeded traces below; docs/families/powerflow.md §13):
 
 - Small100 (100 Gavel jobs, 4 x 8 V100): from the env's default budget eta = 0.6 upwards PowerFlow's curve lies
   below every baseline, AFS included (JCT ratios baseline/PF: AFS 1.05-1.08, Tiresias 1.82-2.00, Gandiva
@@ -42,8 +42,9 @@ import os
 import numpy as np
 import pytest
 
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
-from joulegym.envs.powerflow import ClusterSpec, SimConfig, simulate
+from joulegym.envs.powerflow import ClusterSpec, SimConfig
 from joulegym.evaluation.powerflow import curve_jct_at, curve_ratios, improvement, matched_energy, sweep
 from joulegym.scenarios.powerflow import LONG_HORIZON_S, LONG_SPAN_S, gavel_interval
 from joulegym.workloads import dl_jobs
@@ -132,7 +133,7 @@ def small100_table():
                  freqs=(1020.0, 1140.0, 1260.0, 1380.0, 1530.0))
 
 
-# Issue 12 #7 made throughput non-decreasing in frequency: AFS at f_max no longer draws a noisy f_max that is slower
+# Throughput is non-decreasing in frequency: AFS at f_max no longer draws a noisy f_max that is slower
 # than a lower clock, and PowerFlow's curve from eta 0.6 up now ends within 3 % of AFS instead of below it (docs §13).
 AFS_XFAIL = pytest.mark.xfail(strict=True, reason="measured on the monotone-noise model: AFS/PowerFlow JCT ratio "
                               "0.974 at 84.5 kWh (PowerFlow's eta 0.6 end); the 'at most' factor over AFS is 1.018")

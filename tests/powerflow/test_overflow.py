@@ -53,7 +53,7 @@ def test_decisions_address_slotted_jobs_only() -> None:
     checked = 0
     for _ in range(5_000):
         action = policy.act(obs, info)
-        decided = np.fromiter(policy._last[2], dtype=np.int64)
+        decided = np.fromiter(policy._last[-1], dtype=np.int64)
         if base.slots.overflow:
             assert np.isin(decided, base.occupied_jobs).all()
             checked += 1

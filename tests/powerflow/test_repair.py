@@ -1,4 +1,4 @@
-"""Power repair under non-packed placement (issue 13 #2, issue 20 #4/#5): the budget is an invariant."""
+"""Power repair under non-packed placement (docs/families/powerflow.md §10): the budget is an invariant."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
+from joulegym.envs.powerflow import PowerFlowSim, SimConfig
 from joulegym.envs.powerflow.cluster import ClusterSpec
-from joulegym.envs.powerflow.simulator import PowerFlowSim, SimConfig, _Profiles
+from joulegym.envs.powerflow.profiles import Profiles
 from joulegym.workloads import dl_models as dm
 from joulegym.workloads.dl_jobs import DLJobs
 
@@ -16,7 +17,7 @@ from joulegym.workloads.dl_jobs import DLJobs
 def _spread_heavier_config() -> tuple[str, int, float, float]:
     """A (model, BS) whose 4-GPU job draws more power spread 2 + 2 over two nodes than packed on one, at f_max:
     the case the former packed pricing under-estimated. Returns (model, bs, packed W, spread W)."""
-    prof = _Profiles("v100", 8, 0.03, "oracle", 0.04)
+    prof = Profiles("v100", 8, 0.03, "oracle")
     best = None
     for model, spec in dm.CATALOG.items():
         for bs in spec.bs_pool:
@@ -75,7 +76,7 @@ def test_invariant_raises_when_held_power_breaks_the_budget():
 
 
 def test_small100_affinity_random_actions_hold_the_budget():
-    """Issue 13 #2's setting, short: random actions on PowerFlow-small100 with eta 0.3 and affinity placement."""
+    """A fuzz finding's setting, short: random actions on PowerFlow-small100 with eta 0.3 and affinity placement."""
     env = gym.make("joulegym/PowerFlow-small100-v0", eta=0.3, placement="affinity")
     env.reset(seed=4)
     env.action_space.seed(4)
@@ -88,7 +89,7 @@ def test_small100_affinity_random_actions_hold_the_budget():
 
 
 def test_negative_power_weight_is_rejected():
-    """Issue 20 #5: a negative weight on the power penalty would reward breaking the budget."""
+    """Regression: a negative weight on the power penalty would reward breaking the budget."""
     with pytest.raises(ValueError, match="power_violation"):
         gym.make("joulegym/PowerFlow-tiny-v0", power_constraint="penalty", reward_weights={"power_violation": -1.0})
     with pytest.raises(ValueError, match="lambda_p"):
@@ -96,7 +97,7 @@ def test_negative_power_weight_is_rejected():
 
 
 def test_micro_masked_out_action_is_flagged_repaired():
-    """Issue 20 #4: a masked-out micro action is a no-op and sets info["repaired"]."""
+    """Regression: a masked-out micro action is a no-op and sets info["repaired"]."""
     env = gym.make("joulegym/PowerFlow-tiny-v0", action_mode="micro")
     _, info = env.reset(seed=0)
     mask = np.asarray(info["action_mask"], dtype=bool)

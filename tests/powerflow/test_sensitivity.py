@@ -132,7 +132,7 @@ def test_reproduce_sensitivity_writes_one_row_per_policy_and_consistent_ratios(t
     assert set(table.policy) == {"powerflow", "gandiva", "tiresias", "afs", *ZEUS}
     pf = table[table.policy == "powerflow"].iloc[0]
     # read on PowerFlow's curve, or at its end when the Zeus energy lies within 5 % beyond it (docs §13): since
-    # Gandiva time-slices (issue 12 #1), Gandiva+Zeus spends more and the Zeus mean sits just above eta = 1's energy
+    # Gandiva time-slices (docs §8), Gandiva+Zeus spends more and the Zeus mean sits just above eta = 1's energy
     assert pf.how in ("interpolated", "end") and pf.energy_kwh == pf.target_energy_kwh
     zeus = table[table.policy.isin(ZEUS)]
     assert pf.target_energy_kwh == pytest.approx(zeus.energy_kwh.mean())

@@ -6,14 +6,15 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import joulegym.envs.powerflow.env as env_module
+import joulegym.baselines.powerflow_simulate as simulate_module
 from joulegym.baselines.powerflow import paper_env_config
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
 from joulegym.core.rollout import rollout
-from joulegym.envs.powerflow import ClusterSpec, simulate
+from joulegym.envs.powerflow import ClusterSpec
 from joulegym.workloads import dl_jobs
 from joulegym.workloads.traces import JobTrace
-from tests.probe import WatchApply
+from tests.probe import Observe
 
 POLICIES = ["powerflow", "powerflow-strict", "powerflow-oracle", "gandiva", "tiresias", "gandiva-zeus",
             "tiresias-zeus", "afs", "fifo"]
@@ -21,10 +22,10 @@ POLICIES = ["powerflow", "powerflow-strict", "powerflow-oracle", "gandiva", "tir
 
 # regression pins (measured with this simulator, not paper numbers)
 MOTIVATING_PINS = {"v100": (545.0057979486171, 616.8443016306537, 293104.971914364, 301053.4928448578),
-                   # issue 12 #7 (noise monotone in f): PowerFlow 92.57 -> 93.20 s and 56,119 -> 57,634 J, Tiresias
+                   # noise monotone in f (docs §4): PowerFlow 92.57 -> 93.20 s and 56,119 -> 57,634 J, Tiresias
                    # 221.76 -> 221.00 s; PowerFlow still -58 % JCT and -24 % energy against Tiresias
                    "a100": (93.20275627889953, 221.00024917267694, 57633.52326739295, 76310.75737231146)}
-# issue 12: the trace's ResNet-50 and BERT run as themselves, not as ResNet18 and GPT-2, and every job keeps its A100
+# the trace's ResNet-50 and BERT run as themselves, not as ResNet18 and GPT-2, and every job keeps its A100
 # run time (the trace offers its full 42,816 GPU-hours, load 0.61 on 32 A100), Gandiva time-slices, the truth noise
 # is monotone in f: FIFO 64,619 -> 138,221 s, Tiresias 58,697 -> 107,793 s, Gandiva 59,945 -> 108,829 s, PowerFlow
 # 40,835 -> 87,360 s (still the lowest)
@@ -36,23 +37,22 @@ def small_trace(seed: int = 0, n: int = 30) -> JobTrace:
     return dl_jobs.gavel_trace(n, seed=seed, mean_interarrival_s=200.0, duration_scale=0.05, max_gpus=16)
 
 
-def checked_apply(policy, cluster: ClusterSpec) -> WatchApply:
-    """``policy`` wrapped so that around every ``sim.apply`` of the episode a profiling/restarting (pinned) job is
+def checked_apply(policy, cluster: ClusterSpec) -> Observe:
+    """``policy`` wrapped so that across every decision the simulator applies a profiling/restarting (pinned) job is
     never moved or re-profiled and no job holds GPUs that do not exist; ``.applied`` counts the decisions."""
 
-    def check(sim, apply, *args):
+    def pinned_now(sim):
         ready = sim.ready_jobs()
-        pinned = {int(j): (sim.gpus[int(j)], sim.profile_until[int(j)]) for j in ready[sim.pinned_mask(ready)]}
-        apply(*args)
-        wrapped.applied += 1
-        for j, (gpus, until) in pinned.items():
+        return {int(j): (sim.gpus[int(j)], sim.profile_until[int(j)]) for j in ready[sim.pinned_mask(ready)]}
+
+    def check(sim, decision):
+        for j, (gpus, until) in wrapped.state.items():  # the pinned jobs as the decision found them
             assert sim.gpus[j] == gpus and sim.profile_until[j] == until
         held = [g for j in sim.running for g in sim.gpus[int(j)]]
         assert len(held) == len(set(held)) and all(0 <= g < cluster.num_gpus for g in held)
         assert int(sim.n.sum()) <= cluster.num_gpus
 
-    wrapped = WatchApply(policy, check)
-    wrapped.applied = 0
+    wrapped = Observe(policy, check, before=pinned_now)
     return wrapped
 
 
@@ -67,7 +67,7 @@ def test_conservation_and_capacity(policy):
     checked = checked_apply(pol, cluster)
     episode = rollout(env, checked, 0, options={"trace": jobs})
     sim = checked.sim
-    assert episode.terminated and sim.finished and not sim.truncated and checked.applied == episode.length
+    assert episode.terminated and sim.done and not sim.truncated and checked.applied == episode.length
     b = sim.balance()
     assert b["gpu_s_jobs"] + b["gpu_s_idle"] + b["gpu_s_off"] == pytest.approx(b["gpu_s_capacity"], rel=1e-12)
     assert b["energy_breakdown_j"] == pytest.approx(b["energy_integral_j"], rel=1e-12)
@@ -132,15 +132,15 @@ def test_simulate_reruns_an_episode_that_would_overflow(monkeypatch):
     jobs = dl_jobs.to_powerflow_jobs(small_trace(4), seed=0)
     reference = simulate(jobs, "tiresias", cluster=(2, 8), eta=0.6)
     built = []
-    original = env_module.PowerFlowEnv
+    original = simulate_module.PowerFlowEnv
 
     class Counting(original):
         def __init__(self, *args, **kwargs):
             built.append(kwargs["max_slots"])
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(env_module, "PowerFlowEnv", Counting)
-    monkeypatch.setattr(env_module, "SIMULATE_SLOTS", 1)
+    monkeypatch.setattr(simulate_module, "PowerFlowEnv", Counting)
+    monkeypatch.setattr(simulate_module, "SIMULATE_SLOTS", 1)
     rerun = simulate(jobs, "tiresias", cluster=(2, 8), eta=0.6)
     assert rerun.metrics == reference.metrics
     assert built[0] == 1 and built[-1] > built[0] and len(built) >= 2
@@ -184,7 +184,7 @@ def _philly_replay(policies) -> dict[str, float]:
     env.reset(seed=0)
     base = env.unwrapped
     assert len(base.sim.jobs) == 876 and base.cluster.device == "a100"
-    assert {"resnet50", "bert"} <= set(base.sim.jobs.model)  # run as themselves (issue 12 #3)
+    assert {"resnet50", "bert"} <= set(base.sim.jobs.model)  # run as themselves (docs §3)
     jct = {}
     for policy in policies:
         r = simulate(base.sim.jobs, policy, cluster=base.cluster, eta=0.6, horizon_s=base.config["horizon_s"])
@@ -209,3 +209,43 @@ def test_philly_103959_replay_with_gandiva():
     jct = _philly_replay(("fifo", "tiresias", "gandiva", "powerflow"))
     assert jct["powerflow"] < min(jct["fifo"], jct["tiresias"], jct["gandiva"]), jct
     assert jct == pytest.approx(PHILLY_PINS, rel=1e-6)  # regression pins (measured, not paper numbers)
+
+
+def test_the_simulator_is_a_core_simulator_with_a_read_only_view():
+    """PowerFlowSim subclasses the core Simulator: ``reset(rng, jobs)`` (``None``: the same trace again), a frozen
+    view whose arrays cannot be written, ``apply`` of a Decision with its observers told after it."""
+    import dataclasses
+
+    from joulegym.core.simulator import Simulator
+    from joulegym.envs.powerflow import Decision, PowerFlowSim
+
+    env = gym.make("joulegym/PowerFlow-tiny-v0").unwrapped
+    env.reset(seed=3)
+    sim = env.sim
+    assert isinstance(sim, Simulator) and isinstance(sim, PowerFlowSim)
+    view = sim.view()
+    assert view.jobs.size > 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.now = 1.0
+    for name in ("jobs", "submit", "remaining", "n_req", "batch_size", "n", "fl", "pinned", "pinned_power",
+                 "attained", "freqs_mhz"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(view, name)[...] = 0
+
+    def run(first_decision_wakeup: float | None) -> list:
+        seen = []
+        sim.add_observer(observe := lambda s, decision: seen.append((s.now, decision)))
+        sim.reset(np.random.default_rng(0), None)  # the same trace again
+        assert sim.advance()
+        ready = sim.ready_jobs()
+        sim.apply(Decision({int(ready[0]): (1, sim.F - 1)}, first_decision_wakeup))
+        while sim.advance():
+            sim.apply({int(j): (1, sim.F - 1) for j in sim.ready_jobs()[:2]})
+        sim.remove_observer(observe)
+        return seen
+
+    first, again = run(None), run(None)
+    assert len(first) > 3 and [t for t, _ in first] == [t for t, _ in again]
+    assert isinstance(first[0][1], Decision) and sim.done and sim.metrics()["jobs_done"] == len(sim.jobs)
+    with pytest.raises(ValueError, match="Decision or a mapping"):
+        sim.apply([(0, 1)])

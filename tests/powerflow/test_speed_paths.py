@@ -1,4 +1,4 @@
-"""Issue 14: the plain-Python paths for small clusters and few running jobs give the same bits as the numpy paths
+"""The plain-Python paths for small clusters and few running jobs give the same bits as the numpy paths
 they stand beside (docs/families/powerflow.md §12 "Cost"), the decision view looks tables up lazily, and the masked
 random policy draws the same stream as one ``rng.choice`` per sub-space did."""
 
@@ -10,8 +10,9 @@ import pytest
 
 import joulegym.envs.powerflow.cluster as cluster
 import joulegym.envs.powerflow.simulator as simulator
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import _sample_multidiscrete
-from joulegym.envs.powerflow import ClusterSpec, simulate
+from joulegym.envs.powerflow import ClusterSpec
 from joulegym.workloads import dl_jobs
 
 

@@ -1,4 +1,4 @@
-"""Tiresias as published (Gu et al., NSDI '19, §4; issue 12 #2): discretised 2D-LAS with ElasticFlow's queue
+"""Tiresias as published (Gu et al., NSDI '19, §4): discretised 2D-LAS with ElasticFlow's queue
 thresholds and the consolidation rule for models with skewed tensors."""
 
 from __future__ import annotations
@@ -8,17 +8,18 @@ import itertools
 import numpy as np
 
 from joulegym.baselines import powerflow as pfb
+from joulegym.baselines.powerflow_simulate import simulate
 from joulegym.core.policy import make
-from joulegym.envs.powerflow import simulate
 from joulegym.workloads.dl_jobs import DLJobs
 
 
 class _Placements:
-    """Records every placement the simulator gives each job (after each decision)."""
+    """Records every placement the simulator gives each job (after each decision: an observer of the simulator)."""
 
     def __init__(self, policy) -> None:
         self.policy, self.name, self.privileged = policy, policy.name, policy.privileged
         self.placements: dict[int, list[tuple[float, tuple[int, ...]]]] = {}
+        self._sim = None
 
     @property
     def env_config(self):
@@ -31,14 +32,13 @@ class _Placements:
     def reset(self, env, seed=None) -> None:
         self.policy.reset(env, seed)
         sim = env.unwrapped.sim
-        apply = sim.apply
+        if sim is not self._sim:
+            sim.add_observer(self._watch)
+            self._sim = sim
 
-        def watched(alloc, wakeup_s=None):
-            apply(alloc, wakeup_s)
-            for j in range(len(sim.jobs)):
-                self.placements.setdefault(j, []).append((sim.now, sim.gpus[j]))
-
-        sim.apply = watched
+    def _watch(self, sim, decision) -> None:
+        for j in range(len(sim.jobs)):
+            self.placements.setdefault(j, []).append((sim.now, sim.gpus[j]))
 
     def act(self, obs, info):
         return self.policy.act(obs, info)
@@ -81,7 +81,7 @@ def test_preempted_skewed_model_is_replaced_packed():
 
 
 def test_tiresias_gpu_time_close_to_gandiva_and_beats_fifo_backfill_under_load():
-    """Issue 12 #2 (what should hold): on 2 x 8 V100 under load (60 Gavel jobs at load 1.5), Tiresias uses no
+    """What should hold: on 2 x 8 V100 under load (60 Gavel jobs at load 1.5), Tiresias uses no
     more than 5 % more GPU-time than Gandiva and FIFO + backfill, and its average JCT is below FIFO + backfill's."""
     from joulegym.scenarios.powerflow import gavel_interval
     from joulegym.workloads import dl_jobs

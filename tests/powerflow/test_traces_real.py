@@ -1,5 +1,5 @@
-"""Real traces as PowerFlow jobs (issue 12 #3-#5): no silent model substitution, Gavel's run times kept, impossible
-jobs rejected, truncation loud."""
+"""Real traces as PowerFlow jobs (docs/families/powerflow.md §3, "Real traces"): no silent model substitution,
+Gavel's run times kept, impossible jobs rejected, truncation loud."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from joulegym.envs.powerflow import ClusterSpec, simulate
-from joulegym.envs.powerflow.simulator import PowerFlowSim, SimConfig
+from joulegym.baselines.powerflow_simulate import simulate
+from joulegym.envs.powerflow import ClusterSpec, PowerFlowSim, SimConfig
 from joulegym.workloads import dl_jobs
 from joulegym.workloads import dl_models as dm
 from joulegym.workloads.traces import JobTrace, gavel_durations, load_trace
@@ -37,7 +37,7 @@ def _gpu_hours(jobs: dl_jobs.DLJobs, device: str) -> np.ndarray:
 
 
 def test_philly_models_run_as_themselves_and_keep_their_work():
-    """Issue 12 #3: ResNet-50 and BERT were run as ResNet18 and GPT-2, removing a fifth of the trace's GPU work
+    """Regression: ResNet-50 and BERT were run as ResNet18 and GPT-2, removing a fifth of the trace's GPU work
     without a word. Now no job of the file is substituted (no warning, even as an error) and, in either duration
     mode on A100, the isolated GPU-hours match the file's (``duration`` = iterations / ElasticFlow's A100
     throughput) within the fits' error."""
@@ -80,7 +80,7 @@ def test_iterations_that_change_the_work_warn():
 
 
 def test_gavel_trace_keeps_its_isolated_run_times():
-    """Issue 12 #4: Gavel's steps were run as iterations of substitute models (offered load x10.8). The loader
+    """Regression: Gavel's steps were run as iterations of substitute models (offered load x10.8). The loader
     now reads each job's isolated run time from Gavel's own throughput table (``simulation_throughputs.json``
     above ``traces/``); the default ``duration_mode`` keeps it, so the GPU-hours offered are the trace's."""
     path = ref_file(*GAVEL)
@@ -100,7 +100,7 @@ def test_gavel_trace_keeps_its_isolated_run_times():
 
 
 def test_drawn_or_substituted_models_never_keep_an_impossible_batch():
-    """Issue 12 #4: a model drawn at random kept the trace's batch (GPT-2 at batch 8192 on one GPU, 4,078 days).
+    """Regression: a model drawn at random kept the trace's batch (GPT-2 at batch 8192 on one GPU, 4,078 days).
     Every job of the Gavel trace now runs a batch its model can run: at least one sample per GPU, at most
     ``MAX_LOCAL_BS`` per GPU, from the model's pool when the model is not the trace's own."""
     trace = load_trace(ref_file(*GAVEL))
@@ -152,7 +152,7 @@ def _long_job() -> dl_jobs.DLJobs:
 
 
 def test_truncation_is_loud_and_counted():
-    """Issue 12 #5: a run cut at its horizon warns and its metrics say how many jobs the average counts."""
+    """Regression: a run cut at its horizon warns and its metrics say how many jobs the average counts."""
     cfg = SimConfig(profiling=False, predictor="oracle", horizon_s=5 * 86400.0)
     jobs = dl_jobs.to_powerflow_jobs(_trace(["vgg16", "vgg16"], [64, 64], [1, 1], durations=[3600.0, 30 * 86400.0]))
     sim = PowerFlowSim(jobs, ClusterSpec(1, 8), cfg)
@@ -167,7 +167,7 @@ def test_truncation_is_loud_and_counted():
 
 
 def test_simulate_runs_until_every_job_is_done_by_default():
-    """Issue 12 #5: simulate() stopped at 14 days by default (75 of 876 Philly jobs counted)."""
+    """Regression: simulate() stopped at 14 days by default (75 of 876 Philly jobs counted)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         r = simulate(_long_job(), "fifo", cluster=(1, 8))

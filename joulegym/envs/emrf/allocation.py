@@ -36,12 +36,12 @@ often a face, not a point (erratum E2); two tie-breaks are offered:
   vertex is implementation-dependent; this is the parity option, not a unique answer).
 
 **Two solvers, one answer.** :func:`emrf_allocate` solves the LP with scipy's HiGHS
-(``linprog(method="highs")``; ``solver="highs"``, the default, as issue #3 asks): for lexmaxmin, LP1
+(``linprog(method="highs")``; ``solver="highs"``, the default): for lexmaxmin, LP1
 and then the sequential max-min LPs on the optimal face (:func:`_highs_lexmaxmin_levels`, at most
-n + 1 LPs, ~1 ms each). The env cannot afford that per step (the 5,000 steps/s target), so it calls
-the cached pure-Python core (:func:`emrf_core`, ``solver="closed-form"``, a few microseconds), which
-solves the same LP exactly. Since xi^cpu + xi^gpu = 1 the objective is the total GFLOPS used
-(``A + B`` at most), so, with ``r = A / (A + B)``:
+n + 1 LPs). The env cannot afford that per step (docs/families/emrf.md §11 has the costs), so it calls
+the cached pure-Python core (:func:`emrf_core`, ``solver="closed-form"``), which solves the same LP exactly
+(the batched env solves it for every row at once: :func:`joulegym.envs.emrf.rules.emrf_rows`). Since
+xi^cpu + xi^gpu = 1 the objective is the total GFLOPS used (``A + B`` at most), so, with ``r = A / (A + B)``:
 
 - ``r`` in ``[min xi_g, max xi_g]``: both devices saturate on the whole optimal face. Lexmaxmin gives
   every group the same level ``t*`` except the one group at the opposite end of xi from the
@@ -84,7 +84,7 @@ class EMRFSolverError(RuntimeError):
 
 
 # --- validation --------------------------------------------------------------------------------------
-# The domain of the pure functions (issue 20 #1: extreme but finite inputs give a correct answer or a ValueError
+# The domain of the pure functions (extreme but finite inputs give a correct answer or a ValueError
 # naming the argument). Every public function solves in normalised units: capacities divided by a power of two
 # near their maximum, weights by one near theirs (exact, so results in the ordinary range are bit for bit those of
 # the unscaled formulas), and GFLOPS results multiplied back. What is left to bound is the conditioning: the
@@ -95,8 +95,8 @@ MAX_SPREAD = 1e4  # largest max/min ratio of the capacities and of the weights. 
 #                   and over-use a device by up to 0.2% (or report "unbounded") on 20 of 3,000 at 1e6 and 286 at 1e9
 #                   (its matrix values below 1e-9 are dropped). Wider spreads raise ValueError; physical APUs
 #                   (Table I: 24 / 480) and the paper's weights (2:1:3:4:1) are far inside.
-MAX_TASK_SLICES = 1e6  # Algorithm 1 hands out at most (C_cpu + C_gpu) / task_gflop slices, one heap operation each
-#                       (~1 us): a smaller task_gflop would run for seconds per allocation (issue 13 #11)
+MAX_TASK_SLICES = 1e6  # Algorithm 1 hands out at most (C_cpu + C_gpu) / task_gflop slices, one heap operation each:
+#                       a smaller task_gflop would run for seconds per allocation
 XI_DENORMAL = 1e-300  # a CPU fraction this close to 0 or 1 is taken as exactly 0 or 1
 
 

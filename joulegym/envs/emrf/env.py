@@ -73,7 +73,7 @@ Version history (the dynamics, rewards and observations of every id are those of
 - v0, info: ``info_level`` is honoured: ``scheduler_inputs`` and ``reference_allocations`` need
   ``info_level="full"`` (the lean default had every key); the reference policies read the same exact inputs from
   ``env.unwrapped.scheduler_inputs()`` without them, so their actions are unchanged.
-- v0 (issue 11): one class with four action types instead of a subclass per mode; config keys ``lam``,
+- v0 (core migration): one class with four action types instead of a subclass per mode; config keys ``lam``,
   ``beta`` and ``reward="vector"`` replaced by the core's ``reward_weights`` and ``vector_reward``
   (the default ``floor`` reward is bit for bit the same); ``info["reward_vector"]`` replaced by
   ``info["reward_parts"]``; ``info["metrics"]`` at the episode's end only (``info_metrics="every_step"``
@@ -81,7 +81,7 @@ Version history (the dynamics, rewards and observations of every id are those of
   ``action_masks()`` stays); ``info["reference_allocations"]`` is one type at every step (it was a
   plain dict when no user had work, which crashed Gymnasium's vector envs); Box actions with tiny
   positive weights (denormals) no longer divide by zero.
-- v0 (issue 3): first release.
+- v0 (first release).
 """
 
 from __future__ import annotations
@@ -95,245 +95,36 @@ import numpy as np
 
 from joulegym.core.actions import ActionType, validated_box_list, validated_discrete_action
 from joulegym.core.cache import BoundedCache
-from joulegym.core.config import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_keys,
-    check_number,
-    check_positive,
-    check_unit_interval,
-    check_unit_interval_list,
-)
 from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import legend_outside, new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
-from joulegym.devices import get_device
 from joulegym.envs.emrf.allocation import (
-    MAX_SPREAD,
-    SOLVERS,
-    TIE_BREAKS,
     algorithm1_fill_core,
-    as_instance,
     basics,
-    delta_bound_from_residual,
-    drf_progressive_core,
     emrf_core,
-    power_of_two_below,
     residual_core,
 )
-from joulegym.envs.emrf.simulator import EMRFSimulator, UserSpec
-from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX, default_job_gflop, rodinia_app
+from joulegym.envs.emrf.config import EMRFSetup
+from joulegym.envs.emrf.decisions import (
+    DERIVED_CACHE_SIZE,
+    ENVY_NUMPY_FROM,
+    GLOBAL_FEATURE_NAMES,
+    GLOBAL_FEATURES,
+    SLOT_FEATURE_NAMES,
+    SLOT_FEATURES,
+    Derived,
+    ReferenceAllocations,
+    envy_count,
+    normalised,
+    spread,
+)
+from joulegym.envs.emrf.simulator import EMRFSimulator
+from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX
 
-SLOT_FEATURE_NAMES = ("active", "xi_hat", "weight_share", "fair_share", "f_max", "f_solo", "job_remaining",
-                      "jobs_left", "last_allocation", "last_fairness_ratio")  # the module docstring's order
-GLOBAL_FEATURE_NAMES = ("eta_target", "delta_bound", "last_U_cpu", "last_U_gpu", "cpu_capacity_share",
-                        "active_fraction", "time")
-SLOT_FEATURES = len(SLOT_FEATURE_NAMES)
-GLOBAL_FEATURES = len(GLOBAL_FEATURE_NAMES)
-REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "max-utilisation", "fair-share")
-WINDOW_S_RANGE = (1e-3, 3600.0)  # ΔT (s): below 1 ms or above an hour a window is not a scheduling window
-MAX_USERS_LIMIT = 256  # slots; bounds the observation and the per-window work (fail fast)
-MAX_JOB_SIGMA = 5.0  # lognormal sigma of job sizes: above ~5 the mean-preserving factor exp(-sigma^2/2) underflows
-APP_KEYS = ("app", "name", "xi_cpu", "weight", "jobs", "job_gflop", "arrival", "arrival_rate", "job_sigma")
-RANDOM_KEYS = ("n_users", "apps", "weights", "xi_jitter", "job_sigma", "arrival_rate", "initial_jobs")
+__all__ = ["GLOBAL_FEATURES", "SLOT_FEATURES", "AllocationRule", "EMRFEnv", "ReferenceAllocations"]
+
 FLOOR_LAMBDA = 50.0  # λ of the floor preset (docs/families/emrf.md, assumption A10)
 SCALARIZED_BETA = 0.5  # β of the scalarized preset
-DERIVED_CACHE_SIZE = 4096  # distinct (active set, xi_hat, w, eta) kept per env
-# Issue 13 #12: a hypothesis-drawn EMRFKnob-v0 config ran > 60 s for 60 steps (solo_seconds=1e-6 with 256 slots
-# and task_gflop=1; also job_sigma=5, arrival_rate=1e6 with window_s=3600). A window costs about
-# (events in it + 1) x (slots + Alg. 1 slices per allocation) Python operations (~1 us each); the config is
-# checked for this implied work (joulegym choices, measured with that fuzzer: default configs imply < 100).
-MAX_WINDOW_WORK = 2e5  # implied operations per window (~0.2 s); more raises ValueError naming the keys
-MAX_TASK_SLICES = 1e5  # Alg. 1 slices per allocation ((C_cpu + C_gpu) / task_gflop), ~0.1 s per allocation; the
-#                       docs test of Alg. 1 (M1, task_gflop = 0.01) needs 50,400
-# Size bounds from the fuzz findings (solo_seconds=1e308 made job sizes inf and the observation NaN; knob_levels=1e308
-# overflowed Discrete): job sizes stay finite after the lognormal factor (<= e^(sigma^2/2) ~ 3e5 at sigma = 5) and
-# the time integrals; eta finer than 0.001 is no use to a knob (joulegym choices).
-MAX_SOLO_SECONDS = 1e9  # s (~32 years alone on the APU)
-MAX_JOB_GFLOP = 1e200  # GFLOP per job
-MAX_KNOB_LEVELS = 1001  # knob_discrete levels (steps of 0.001)
-ENVY_NUMPY_FROM = 12  # users from which the numpy envy count beats the Python one (measured: Python 27 us at 8
-#                      users, 87 us at 16; numpy ~40-60 us flat up to 64, where Python takes 1.1 ms)
-TINY_WEIGHT = 1e-100  # a Box action whose largest weight is below this is rescaled by it first (denormals)
-
-
-def _spread(active: tuple[int, ...], values, n: int) -> tuple[float, ...]:
-    """Per-active-user ``values`` as a per-slot tuple of length ``n`` (0 for the other slots)."""
-    out = [0.0] * n
-    for k, i in enumerate(active):
-        out[i] = values[k]
-    return tuple(out)
-
-
-def _normalised(w: list[float]) -> list[float]:
-    """Weights of the active users, safe to scale: all-zero -> equal; a tiny maximum -> divided by it.
-
-    Allocations are scale-free in ω, so dividing by the maximum changes nothing but the round-off; it is
-    only done when the maximum is so small (denormals) that the saturating scale 1/load would overflow.
-    """
-    top = max(w)
-    if top <= 0.0:
-        return [1.0] * len(w)
-    if top < TINY_WEIGHT:
-        return [wk / top for wk in w]
-    return w
-
-
-class ReferenceAllocations(Mapping):
-    """``info["reference_allocations"]``: what each reference policy would allocate now, per slot.
-
-    ``max-utilisation`` (one more EMRF solve) and ``drf-progressive`` are computed on first access (most
-    training loops never read them) and then kept; the object holds plain data, so it pickles (vector
-    envs). It is the type of this info key at every step, also when no user has work (all zeros).
-    """
-
-    __slots__ = ("_active", "_inst", "_n", "_solver", "_tie_break", "_values")
-
-    def __init__(self, values: dict[str, tuple[float, ...]], inst, active: tuple[int, ...], n: int,
-                 tie_break: str, solver: str) -> None:
-        self._values, self._inst, self._active, self._n = values, inst, active, n
-        self._tie_break, self._solver = tie_break, solver
-
-    @classmethod
-    def empty(cls, n: int, tie_break: str, solver: str) -> ReferenceAllocations:
-        """No user has work: every policy allocates 0 to every slot."""
-        zeros = (0.0,) * n
-        return cls({key: zeros for key in REFERENCE_KEYS}, None, (), n, tie_break, solver)
-
-    def __getitem__(self, key: str) -> tuple[float, ...]:
-        value = self._values.get(key)
-        if value is None:
-            if key == "max-utilisation":
-                alloc = emrf_core(*self._inst, 0.0, self._tie_break, self._solver)[0]
-            elif key == "drf-progressive":
-                alloc = drf_progressive_core(*self._inst)
-            else:
-                raise KeyError(key)
-            value = self._values[key] = _spread(self._active, alloc, self._n)
-        return value
-
-    def __iter__(self):
-        return iter(REFERENCE_KEYS)
-
-    def __len__(self) -> int:
-        return len(REFERENCE_KEYS)
-
-
-def _envy_count(xi: tuple[float, ...], f: tuple[float, ...]) -> int:
-    """Envious pairs (Eq. (2), mu of Eq. (19) in min-form; erratum E10) in plain Python, O(N^2) divisions.
-
-    User a envies b if min_d (F_b xi_b^d) / xi_a^d > F_a (1 + 1e-9) + 1e-9 over the devices a uses; the
-    vectors F_b xi_b^d are formed once (the divisions are the same as in the pairwise form, so are the counts).
-    """
-    cpu = [fb * xb for fb, xb in zip(f, xi)]
-    gpu = [fb * (1 - xb) for fb, xb in zip(f, xi)]
-    ef = 0
-    for a, (xa, fa) in enumerate(zip(xi, f)):
-        thr = fa * (1 + 1e-9) + 1e-9
-        if xa <= 0:  # a uses only the GPU
-            ga = 1 - xa
-            hits = [b for b, g in enumerate(gpu) if g / ga > thr]
-        elif xa >= 1:  # only the CPU
-            hits = [b for b, c in enumerate(cpu) if c / xa > thr]
-        else:
-            ga = 1 - xa
-            hits = [b for b, (c, g) in enumerate(zip(cpu, gpu)) if c / xa > thr and g / ga > thr]
-        ef += len(hits) - (a in hits)  # a never envies itself (F_a xi_a / xi_a = F_a up to an ulp)
-    return ef
-
-
-class _EnvyArrays:
-    """The per-instance arrays of the vectorised envy count (numpy, for many users; same divisions, same count)."""
-
-    __slots__ = ("gpu_frac", "n", "uses_cpu", "uses_gpu", "xi")
-
-    def __init__(self, xi: tuple[float, ...]) -> None:
-        n = self.n = len(xi)
-        self.xi = np.array(xi)
-        self.gpu_frac = 1 - self.xi
-        self.uses_cpu = np.broadcast_to((self.xi > 0)[:, None], (n, n))
-        self.uses_gpu = np.broadcast_to((self.xi < 1)[:, None], (n, n))
-
-    def count(self, f: tuple[float, ...]) -> int:
-        n = self.n
-        fv = np.array(f)
-        via_cpu = np.full((n, n), np.inf)  # [a, b]: what a would get from b's CPU share (inf: a needs no CPU)
-        via_gpu = np.full((n, n), np.inf)
-        with np.errstate(over="ignore"):  # a tiny xi overflows to inf, as Python's float division does
-            np.divide(np.broadcast_to(fv * self.xi, (n, n)), self.xi[:, None], out=via_cpu, where=self.uses_cpu)
-            np.divide(np.broadcast_to(fv * self.gpu_frac, (n, n)), self.gpu_frac[:, None], out=via_gpu,
-                      where=self.uses_gpu)
-        np.minimum(via_cpu, via_gpu, out=via_cpu)
-        envy = via_cpu > (fv * (1 + 1e-9) + 1e-9)[:, None]
-        np.fill_diagonal(envy, False)
-        return int(np.count_nonzero(envy))
-
-
-class _Derived:
-    """Everything the env derives from one (active set, xi_hat, weights, eta_target): cached per key.
-
-    ``refs`` (the reference allocations of the info, one EMRF solve and two saturating scalings) is built when first
-    needed: the single env's info asks for it, the batched vector env's windows never do (issue 14); the bound
-    needs only the fairness stage's residual capacities (the same ones ``emrf_core`` computes).
-    """
-
-    __slots__ = ("_c_tot", "_envy", "_refs", "_slot_static", "_solve", "active", "bound", "diag", "fmax", "inst",
-                 "m", "norm", "share", "total_w")
-
-    def __init__(self, env: EMRFEnv, active: tuple[int, ...], inst) -> None:
-        self.inst = inst
-        self.active = active
-        # what the lazy refs need: (max_users, eta_target, tie_break, lp_solver) of the key (no reference to the env)
-        self._solve = (env.max_users, env.eta_target, env.config["tie_break"], env.config["lp_solver"])
-        self.m, self.share, self.fmax, _, self.total_w = basics(*inst)
-        w = inst[3]
-        self.norm = sum(w) / min(w)
-        xi = inst[2]
-        c_res_cpu, c_res_gpu = residual_core(inst[0], inst[1], xi, self.fmax, env.eta_target)  # as emrf_core's
-        self.bound = delta_bound_from_residual(xi, w, self.m, self.total_w, c_res_cpu, c_res_gpu)
-        self._c_tot = env.c_tot
-        self._slot_static: list[list[float]] | None = None
-        self.diag: BoundedCache[tuple[int, int]] = BoundedCache(DERIVED_CACHE_SIZE)
-        self._envy: _EnvyArrays | None = None
-        self._refs: ReferenceAllocations | None = None
-
-    @property
-    def slot_static(self) -> list[list[float]]:
-        """Observation features 0-5 of each active slot: active, xi_hat, w/W, S/C_tot, F^max/C_tot, F^solo/C_tot
-        (built when first observed: the batched vector env observes from its arrays)."""
-        if self._slot_static is None:
-            ctot = self._c_tot
-            self._slot_static = [[1.0, x, wk / self.total_w, s / ctot, f / ctot, 1.0 / mk / ctot]
-                                 for x, wk, s, f, mk in zip(self.inst[2], self.inst[3], self.share, self.fmax, self.m)]
-        return self._slot_static
-
-    @property
-    def refs(self) -> ReferenceAllocations:
-        """What each reference policy would allocate now (baselines.emrf), and the fair shares S."""
-        if self._refs is None:
-            inst, active = self.inst, self.active
-            n, eta, tie_break, solver = self._solve
-            xi, w = inst[2], inst[3]
-
-            def saturating(omega) -> list[float]:  # omega scaled until the first device saturates (weights mode)
-                t = 1.0 / max(sum(o * x for o, x in zip(omega, xi)) / inst[0],
-                              sum(o * (1.0 - x) for o, x in zip(omega, xi)) / inst[1])
-                return [o * t for o in omega]
-
-            emrf = emrf_core(*inst, eta, tie_break, solver)[0]
-            self._refs = ReferenceAllocations({
-                "emrf": _spread(active, emrf, n), "drf": _spread(active, self.fmax, n),
-                "wfq": _spread(active, saturating(w), n),
-                "static-partition": _spread(active, saturating(self.share), n),
-                "fair-share": _spread(active, self.share, n),
-            }, inst, active, n, tie_break, solver)
-        return self._refs
-
-    def envy_arrays(self) -> _EnvyArrays:
-        if self._envy is None:
-            self._envy = _EnvyArrays(self.inst[2])
-        return self._envy
 
 
 def _default_apps() -> list[dict]:
@@ -538,137 +329,20 @@ class EMRFEnv(JoulegymEnv):
 
     # --- configuration ------------------------------------------------------------------------------
     def _configure(self) -> None:
-        self._validate_config()
+        self.setup = setup = EMRFSetup(self.config)  # validates every key
         cfg = self.config
-        self.capacities = self._capacities()  # the Device itself is not kept: the env stays deep-copyable
-        self.c_tot = self.capacities[0] + self.capacities[1]
-        self.max_users = cfg["max_users"]
-        self.horizon = cfg["horizon"]
-        self._fixed_users = [self._user_from_config(a, k) for k, a in enumerate(cfg["apps"])]
-        if cfg["random"] is None and not self._fixed_users:
-            raise ValueError("apps must list at least one user (or set random for a random mix)")
-        if len(self._fixed_users) > self.max_users:
-            raise ValueError(f"apps lists {len(self._fixed_users)} users but max_users={self.max_users}")
-        weights = self._config_weights()
-        if max(weights) / MAX_SPREAD > min(weights):
-            field = "random.weights" if cfg["random"] is not None else "apps[].weight"
-            raise ValueError(f"{field} must lie within a factor {MAX_SPREAD:g} of each other (the EMRF allocators' "
-                             f"domain, allocation.MAX_SPREAD), got {weights!r}")
-        self._check_implied_work()
-        # weights enter the allocations only as ratios: dividing them by a power of two near the largest one is
-        # exact and keeps W m_i (Eq. (3)) from underflowing at extreme magnitudes (issue 20 #1)
-        self._weight_unit = power_of_two_below(max(weights))
+        self.capacities, self.c_tot = setup.capacities, setup.c_tot
+        self.max_users, self.horizon = setup.max_users, setup.horizon
+        self._weight_unit = setup.weight_unit
         self.sim = EMRFSimulator(self.capacities, self.max_users, cfg["window_s"], self.horizon,
                                  xi_noise=cfg["xi_noise"], admit_at_window=cfg["admit_at_window"])
         n = self.max_users
         self.observation_space = gym.spaces.Box(0.0, 1.0, (n * SLOT_FEATURES + GLOBAL_FEATURES,), dtype=np.float32)
         self.eta_target = cfg["eta"]
-        self._derived_cache: BoundedCache[_Derived] = BoundedCache(DERIVED_CACHE_SIZE)
+        self._derived_cache: BoundedCache[Derived] = BoundedCache(DERIVED_CACHE_SIZE)
         self._empty_refs = ReferenceAllocations.empty(n, cfg["tie_break"], cfg["lp_solver"])
         self._new_view()
         self._reset_accumulators()
-
-    def _validate_config(self) -> None:
-        cfg = self.config
-        check_choice("tie_break", cfg["tie_break"], TIE_BREAKS)
-        check_choice("lp_solver", cfg["lp_solver"], SOLVERS)
-        cfg["eta"] = check_unit_interval("eta", cfg["eta"])
-        if cfg["eta_choices"] is not None:
-            cfg["eta_choices"] = check_unit_interval_list("eta_choices", cfg["eta_choices"])
-        cfg["window_s"] = check_number("window_s", cfg["window_s"], *WINDOW_S_RANGE)
-        cfg["solo_seconds"] = check_positive("solo_seconds", cfg["solo_seconds"])
-        if cfg["solo_seconds"] > MAX_SOLO_SECONDS:
-            raise ValueError(f"solo_seconds must be a finite number > 0 and <= {MAX_SOLO_SECONDS:g} s, "
-                             f"got {cfg['solo_seconds']!r}")
-        cfg["xi_noise"] = check_positive("xi_noise", cfg["xi_noise"], allow_zero=True)
-        if cfg["task_gflop"] is not None:
-            cfg["task_gflop"] = check_positive("task_gflop", cfg["task_gflop"])
-        check_bool("strict_stop", cfg["strict_stop"])
-        check_bool("admit_at_window", cfg["admit_at_window"])
-        if cfg["phase_delta"] is not None:
-            cfg["phase_delta"] = check_unit_interval("phase_delta", cfg["phase_delta"])
-        cfg["horizon"] = check_int("horizon", cfg["horizon"], 1)
-        cfg["max_users"] = check_int("max_users", cfg["max_users"], 1, MAX_USERS_LIMIT)
-        cfg["knob_levels"] = check_int("knob_levels", cfg["knob_levels"], 2, MAX_KNOB_LEVELS)
-        if cfg["capacities"] is not None:
-            caps = cfg["capacities"]
-            ok = isinstance(caps, list | tuple) and len(caps) == 2
-            if not ok or not all(isinstance(c, int | float) and not isinstance(c, bool) and math.isfinite(c) and c > 0
-                                 for c in caps):
-                raise ValueError(f"capacities must be None or two finite numbers > 0 [C_cpu, C_gpu], got {caps!r}")
-            as_instance(caps, [0.5], [1.0])  # the allocators' domain: magnitude and spread (names capacities)
-        if not isinstance(cfg["apps"], list | tuple):
-            raise ValueError(f"apps must be a list of user dicts, got {cfg['apps']!r}")
-        if cfg["random"] is not None:
-            self._validate_random(cfg["random"])
-
-    def _validate_random(self, spec: Any) -> None:
-        spec = check_keys("random", spec, RANDOM_KEYS)
-        bounds = spec.get("n_users", [2, 8])
-        if not isinstance(bounds, list | tuple) or len(bounds) != 2:
-            raise ValueError(f"random.n_users must be [lo, hi], got {bounds!r}")
-        lo, hi = (check_int("random.n_users[]", b, 1) for b in bounds)
-        if not lo <= hi <= self.config["max_users"]:
-            raise ValueError(f"random.n_users must satisfy 1 <= lo <= hi <= max_users "
-                             f"({self.config['max_users']}), got {list(bounds)}")
-        apps = spec.get("apps", ())
-        if not isinstance(apps, list | tuple) or (("apps" in spec) and not apps):
-            raise ValueError(f"random.apps must be a non-empty list of Rodinia app names, got {apps!r}")
-        for k, app in enumerate(apps):
-            try:
-                rodinia_app(app)
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"random.apps[{k}]: {err}") from None
-        weights = spec.get("weights", [1.0])
-        if not isinstance(weights, list | tuple) or not weights:
-            raise ValueError(f"random.weights must be a non-empty list of numbers > 0, got {weights!r}")
-        for w in weights:
-            check_positive("random.weights[]", w)
-        check_unit_interval("random.xi_jitter", spec.get("xi_jitter", 0.0))
-        check_number("random.job_sigma", spec.get("job_sigma", 0.0), 0.0, MAX_JOB_SIGMA)
-        check_positive("random.arrival_rate", spec.get("arrival_rate", 0.0), allow_zero=True)
-        check_int("random.initial_jobs", spec.get("initial_jobs", 1), 0)
-
-    def _user_from_config(self, app: Any, index: int) -> UserSpec:
-        app = check_keys(f"apps[{index}]", app, APP_KEYS)
-        if app.get("app") is None and app.get("xi_cpu") is None:
-            raise ValueError(f"apps[{index}] needs 'app' (a Rodinia name) or 'xi_cpu'")
-        try:
-            entry = rodinia_app(app["app"]) if app.get("app") is not None else None
-        except ValueError as err:
-            raise ValueError(f"apps[{index}].app: {err}") from None
-        xi = app.get("xi_cpu")
-        xi = entry.xi_cpu if xi is None else check_unit_interval(f"apps[{index}].xi_cpu", xi)
-        co_run = 0.0 < xi < 1.0
-        weight = check_positive(f"apps[{index}].weight", app.get("weight", 1.0))
-        size = app.get("job_gflop")
-        size = (default_job_gflop(xi, self._capacities(), self.config["solo_seconds"]) if size is None
-                else check_number(f"apps[{index}].job_gflop", size, 0.0, MAX_JOB_GFLOP))
-        if size <= 0:
-            raise ValueError(f"apps[{index}].job_gflop must be a finite number in (0, {MAX_JOB_GFLOP:g}], got {size!r}")
-        jobs = app.get("jobs")
-        if jobs is not None:
-            jobs = check_int(f"apps[{index}].jobs", jobs, 1)
-        delta = self.config["phase_delta"]
-        xi_alt = min(xi + delta, 1.0) if (delta is not None and co_run) else None
-        return UserSpec(
-            name=str(app.get("name") or (entry.name if entry else f"user{index}")), xi_cpu=xi, weight=weight,
-            job_gflop=size, jobs=jobs,
-            arrival=check_positive(f"apps[{index}].arrival", app.get("arrival", 0.0), allow_zero=True),
-            arrival_rate=check_positive(f"apps[{index}].arrival_rate", app.get("arrival_rate", 0.0), allow_zero=True),
-            job_sigma=check_number(f"apps[{index}].job_sigma", app.get("job_sigma", 0.0), 0.0, MAX_JOB_SIGMA),
-            xi_alt=xi_alt, co_run=co_run)
-
-    def _capacities(self) -> tuple[float, float]:
-        caps = self.config["capacities"]
-        if caps is not None:
-            return float(caps[0]), float(caps[1])
-        device = get_device(self.config["device"])
-        if not {"cpu", "gpu"} <= set(device.capacities):
-            raise ValueError(f"device={self.config['device']!r} has no CPU and GPU capacities (it is a "
-                             f"{device.kind!r}); EMRF needs an APU preset, e.g. 'amd-a8-3870k', or capacities=[C_cpu, "
-                             "C_gpu]")
-        return float(device.capacities["cpu"]), float(device.capacities["gpu"])
 
     def _reward_spec(self) -> RewardSpec:
         """The three parts with their per-step bounds (module docstring, "Reward parts").
@@ -678,77 +352,12 @@ class EMRFEnv(JoulegymEnv):
         ``max_users (w_max / w_min) C_tot / min_d C_d`` (F_i <= C_tot, m_i <= 1 / min_d C_d, W/w_i <=
         max_users w_max / w_min, W/min w >= 1), the declared lower bound.
         """
-        weights = self._config_weights()
-        spread = max(weights) / min(weights)
-        low = -self.max_users * spread * self.c_tot / min(self.capacities)
+        weights = self.setup.config_weights()
+        weight_spread = max(weights) / min(weights)
+        low = -self.max_users * weight_spread * self.c_tot / min(self.capacities)
         efficiency, soft, floor = self.reward_parts
         parts = (efficiency, RewardPart(soft.name, low, soft.high, soft.description), floor)
         return RewardSpec(parts, self.reward_presets)
-
-    def _check_implied_work(self) -> None:
-        """Fail fast on configs whose windows would take seconds (issue 13 #12; constants at the module top).
-
-        Events per window per user: job completions, at most ``window_s`` over the median job's solo time
-        (a user never runs faster than alone; lognormal sizes have median ``mean exp(-sigma^2 / 2)``), plus
-        Poisson job arrivals ``arrival_rate window_s``.
-        """
-        cfg = self.config
-        window = cfg["window_s"]
-        if cfg["random"] is not None:
-            spec = cfg["random"]
-            sigma, rate = float(spec.get("job_sigma", 0.0)), float(spec.get("arrival_rate", 0.0))
-            per_user = [window / (cfg["solo_seconds"] * math.exp(-0.5 * sigma * sigma)) + rate * window]
-            users = int(spec.get("n_users", [2, 8])[1])
-        else:
-            per_user = []
-            for u in self._fixed_users:
-                solo_s = u.job_gflop * max(u.xi_cpu / self.capacities[0], (1.0 - u.xi_cpu) / self.capacities[1])
-                per_user.append(window / (solo_s * math.exp(-0.5 * u.job_sigma ** 2)) + u.arrival_rate * window)
-            users = len(self._fixed_users)
-        slices = 0.0
-        if cfg["task_gflop"] is not None:
-            slices = self.c_tot / cfg["task_gflop"]
-            if slices > MAX_TASK_SLICES:
-                raise ValueError(f"task_gflop must be at least (C_cpu + C_gpu) / {MAX_TASK_SLICES:g} = "
-                                 f"{self.c_tot / MAX_TASK_SLICES:g} GFLOP (at most {MAX_TASK_SLICES:g} Alg. 1 slices "
-                                 f"per allocation), got {cfg['task_gflop']!r}")
-        events = users * max(per_user)
-        work = (events + 1.0) * (self.max_users + slices)
-        if work > MAX_WINDOW_WORK:
-            raise ValueError(
-                f"the config implies about {events:.3g} events per window x {self.max_users + slices:.3g} operations "
-                f"each = {work:.3g} > {MAX_WINDOW_WORK:g} (MAX_WINDOW_WORK, ~0.2 s per step): lower window_s, "
-                "max_users, arrival_rate or job_sigma, or raise solo_seconds / job_gflop / task_gflop")
-
-    # --- instance helpers ---------------------------------------------------------------------------
-    def _config_weights(self) -> list[float]:
-        """Every weight a user of this config can have (the random mix's list, or the fixed users')."""
-        if self.config["random"] is not None:
-            return [float(w) for w in self.config["random"].get("weights", [1.0])]
-        return [u.weight for u in self._fixed_users]
-
-    def _draw_users(self) -> list[UserSpec]:
-        spec = self.config["random"]
-        if spec is None:
-            return list(self._fixed_users)
-        rng = self.np_random
-        lo, hi = spec.get("n_users", [2, 8])
-        n = int(rng.integers(int(lo), int(hi) + 1))
-        names = list(spec.get("apps", list(MIXES["M1"].apps)))
-        weights = list(spec.get("weights", [1.0]))
-        jitter = float(spec.get("xi_jitter", 0.0))
-        users = []
-        for _ in range(n):
-            app = rodinia_app(names[int(rng.integers(len(names)))])
-            xi = app.xi_cpu
-            if app.co_run and jitter > 0:
-                xi = min(max(xi + float(rng.uniform(-jitter, jitter)), 0.0), 1.0)
-            users.append(UserSpec(
-                name=app.name, xi_cpu=xi, weight=float(weights[int(rng.integers(len(weights)))]),
-                job_gflop=default_job_gflop(xi, self.capacities, self.config["solo_seconds"]),
-                jobs=int(spec.get("initial_jobs", 1)), arrival_rate=float(spec.get("arrival_rate", 0.0)),
-                job_sigma=float(spec.get("job_sigma", 0.0)), co_run=0.0 < xi < 1.0))
-        return users
 
     def _instance(self, active: tuple[int, ...]) -> tuple[float, float, tuple[float, ...], tuple[float, ...]]:
         """``(C_cpu, C_gpu, xi_hat, w)`` of ``active`` as the current decision sees them (cached per window)."""
@@ -765,10 +374,10 @@ class EMRFEnv(JoulegymEnv):
         """The decision inputs changed (window end / reset): snapshot xi_hat, drop the per-window caches."""
         self._xi_view = list(self.sim.xi_hat)
         self._inst_cache: dict[tuple[int, ...], tuple] = {}
-        self._derived_window: dict[tuple[int, ...], _Derived] = {}
+        self._derived_window: dict[tuple[int, ...], Derived] = {}
         self._active_cache: tuple[int, ...] | None = None
 
-    def _derived(self, active: tuple[int, ...]) -> _Derived:
+    def _derived(self, active: tuple[int, ...]) -> Derived:
         # per window the instance of an active set is fixed (_instance's cache), and so is eta_target: a plain
         # dict lookup first, the bounded content-keyed cache across windows second
         derived = self._derived_window.get(active)
@@ -776,7 +385,7 @@ class EMRFEnv(JoulegymEnv):
             inst = self._instance(active)
             key = (active, inst[2], inst[3], self.eta_target)
             derived = self._derived_window[active] = self._derived_cache.get_or_compute(
-                key, lambda: _Derived(self, active, inst))
+                key, lambda: Derived(self, active, inst))
         return derived
 
     def _active_slots(self) -> tuple[int, ...]:
@@ -795,7 +404,7 @@ class EMRFEnv(JoulegymEnv):
             if not active:
                 return out
             xi = self.sim.xi_hat
-            w = _normalised([omega[i] for i in active])
+            w = normalised([omega[i] for i in active])
             load = max(sum(wk * xi[i] for wk, i in zip(w, active)) / c_cpu,
                        sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)) / c_gpu)
             t = 1.0 / load
@@ -814,7 +423,7 @@ class EMRFEnv(JoulegymEnv):
             fmax = basics(*inst)[2]
             a, b = residual_core(inst[0], inst[1], inst[2], fmax, eta)
             xi = inst[2]
-            w = _normalised([omega[i] for i in active])
+            w = normalised([omega[i] for i in active])
             need_cpu = sum(wk * x for wk, x in zip(w, xi))
             need_gpu = sum(wk * (1.0 - x) for wk, x in zip(w, xi))
             loads = []
@@ -837,7 +446,7 @@ class EMRFEnv(JoulegymEnv):
             if not active:
                 return [0.0] * n
             alloc = emrf_core(*self._instance(active), eta, tie_break, solver)[0]
-            return list(_spread(active, alloc, n))
+            return list(spread(active, alloc, n))
 
         return rule
 
@@ -856,7 +465,7 @@ class EMRFEnv(JoulegymEnv):
                 return planned
             c_cpu, c_gpu, xi, _ = self._instance(active)
             fill = algorithm1_fill_core(c_cpu, c_gpu, xi, tuple(planned[i] for i in active), task, strict)
-            return list(_spread(active, fill, n))
+            return list(spread(active, fill, n))
 
         return discrete
 
@@ -889,9 +498,9 @@ class EMRFEnv(JoulegymEnv):
         self._last_arrivals = (0, 0, 0)
 
     def _begin_episode(self, options: dict[str, Any]) -> None:
-        cfg = self.config
-        self.eta_target = float(self.np_random.choice(cfg["eta_choices"])) if cfg["eta_choices"] else cfg["eta"]
-        self.sim.reset(self._draw_users(), self.np_random)
+        self.eta_target = self.setup.draw_eta(self.np_random)
+        users = self.setup.draw_users(self.np_random)
+        self.sim.reset(self.np_random, users)
         self._new_view()
         self._reset_accumulators()
 
@@ -927,7 +536,7 @@ class EMRFEnv(JoulegymEnv):
     def _record_window(self, e: float, v: float, delta: float, si: int, ef: int, bound: float,
                        planned: Any, delivered: float, eta: float) -> None:
         """A window's bookkeeping once it ran and was measured (``_window_measures``): the episode sums, the
-        history row and the last-window diagnostics. The batched vector env's quiet windows end here too."""
+        history row and the last-window diagnostics."""
         self._new_view()
         self._steps += 1
         self._sum_e += e
@@ -1045,7 +654,7 @@ class EMRFEnv(JoulegymEnv):
             return cached
         share, xi = d.share, d.inst[2]
         si = sum(1 for fk, s in zip(f, share) if fk < s * (1 - 1e-9))
-        ef = _envy_count(xi, f) if len(f) < ENVY_NUMPY_FROM else d.envy_arrays().count(f)
+        ef = envy_count(xi, f) if len(f) < ENVY_NUMPY_FROM else d.envy_arrays().count(f)
         return d.diag.put(f, (si, ef))
 
     def _extra_info(self) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """The EMRF event-driven fluid simulator (EMRF paper §II-B, §V-C Algorithm 1; docs/families/emrf.md §5).
 
-No Gymnasium here. It follows the core :class:`~joulegym.core.simulator.Simulator` protocol: ``reset(users,
-rng)``, ``apply(rule)`` (the window's allocation rule), ``advance()`` (run the window), ``view()``,
-``metrics()``, ``done``, ``truncated``; :meth:`EMRFSimulator.window` runs one window directly.
+No Gymnasium here. :class:`EMRFSimulator` is a core :class:`~joulegym.core.simulator.Simulator`: ``reset(rng,
+users)`` (a list of :class:`UserSpec`; ``None``: the same users again), ``apply(rule)`` (the window's allocation
+rule), ``advance()`` (run the window), ``view()`` (a read-only :class:`APUView`), ``metrics()``, ``done``,
+``truncated``; :meth:`EMRFSimulator.window` runs one window directly. The batched vector env runs the same model
+for N instances as arrays (:mod:`joulegym.envs.emrf.batch`; a test per kind proves the bits equal).
 
 ``max_users`` user slots share an APU of capacities ``(C_cpu, C_gpu)`` GFLOPS. Each occupied slot
 is a user with an app split ``xi`` (true) and ``xi_hat`` (what the scheduler measured over the last
@@ -54,7 +56,7 @@ phase lengths from its own stream (seeded from the env's generator at reset), an
 from another, so one seed gives every policy the same jobs at the same times (docs/families/emrf.md,
 assumption A9).
 
-The per-window path uses plain lists (a handful of slots: list arithmetic beats small numpy calls).
+The per-window path uses plain lists (a handful of slots: list arithmetic beats small numpy calls; docs §11).
 """
 
 from __future__ import annotations
@@ -65,10 +67,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from joulegym.core.simulator import Simulator
+
 EPS_WORK = 1e-9  # relative remaining work below which a job counts as finished (fp round-off)
 MAX_SEGMENTS = 100_000  # events in one window: beyond this the window would run for seconds; raise instead of hanging
-#                        (the env bounds the implied events at config time, issue 13 #12; this catches the rest)
+#                        (the env bounds the implied events at config time; this catches the rest)
 QUEUE_NORM = 4.0  # open-loop users: queue feature = min(queued jobs / 4, 1) (joulegym choice, observation only)
+ARRIVAL_EPS = 1e-12  # s: an arrival at t counts as due at t + ARRIVAL_EPS (round-off of the window ends)
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,7 @@ class WindowResult:
 class _Streams(dict):
     """Per-slot generators seeded from ``seeds``, each created on first use (``__missing__``; later lookups are plain
     dict hits): the same streams as creating them all at reset, without the cost of the ones never drawn from
-    (empty slots, users without phases or arrivals; creating all 3 n + 1 was about half of a reset, issue 14)."""
+    (empty slots, users without phases or arrivals)."""
 
     def __init__(self, seeds: list[int]) -> None:
         super().__init__()
@@ -147,7 +152,7 @@ class _Streams(dict):
         return generator
 
 
-class EMRFSimulator:
+class EMRFSimulator(Simulator):
     """Fluid APU-sharing simulator; see the module docstring."""
 
     def __init__(self, capacities: tuple[float, float], max_users: int, window_s: float = 1.0,
@@ -164,11 +169,16 @@ class EMRFSimulator:
             raise ValueError(f"phase_period must be (lo, hi) with 0 < lo <= hi seconds, got {phase_period!r}")
         self.rng = np.random.default_rng(0)
         self._rule: AllocationRuleFn | None = None
+        self._users: list[UserSpec] = []
         self.last_window = WindowResult()
-        self.reset([], self.rng)
+        self.reset(self.rng, [])
 
     # --- state -------------------------------------------------------------------------------------
-    def reset(self, users: list[UserSpec], rng: np.random.Generator) -> None:
+    def reset(self, rng: np.random.Generator, instance: list[UserSpec] | None = None) -> None:
+        """Start an episode with the users ``instance`` in the first slots (``None``: the previous users again);
+        the per-slot random streams are seeded from ``rng``."""
+        users = self._users if instance is None else list(instance)
+        self._users = users
         if len(users) > self.max_users:
             raise ValueError(f"{len(users)} users do not fit in max_users={self.max_users} slots")
         self.rng = rng
@@ -217,7 +227,7 @@ class EMRFSimulator:
         self._open_loop = [user is not None and user.arrival_rate > 0 for user in self.users]
         self._phased = any(user.xi_alt is not None for user in users)
         for slot in range(len(users)):
-            self._arrive(slot, 1e-12)
+            self._arrive(slot, ARRIVAL_EPS)
 
     @property
     def active(self) -> list[bool]:
@@ -247,7 +257,7 @@ class EMRFSimulator:
 
     def _admit(self) -> None:
         """At a window boundary: process every arrival up to now (the next decision sees them all)."""
-        now = self.time + 1e-12
+        now = self.time + ARRIVAL_EPS
         for slot in self._due(now):
             self._arrive(slot, now)
 
@@ -308,8 +318,11 @@ class EMRFSimulator:
         self.remaining[slot] = size
 
     # --- the Simulator protocol ----------------------------------------------------------------------
-    def apply(self, rule: AllocationRuleFn) -> None:
+    def _apply(self, rule: AllocationRuleFn) -> None:
         """Set the allocation rule of the coming window (active slots -> planned GFLOPS per slot)."""
+        if not callable(rule):
+            raise ValueError(f"an EMRF decision is an allocation rule (active slots -> GFLOPS per slot), got "
+                             f"{type(rule).__name__}")
         self._rule = rule
 
     def advance(self) -> bool:
@@ -349,8 +362,6 @@ class EMRFSimulator:
         gpu_window = 0.0
         planned: dict[tuple[int, ...], list[float]] = {}
         in_window = bool(self._event_slots) and not self.admit_at_window  # arrivals are events in the window
-        open_loop = self._open_loop
-        phased = self._phased
         # the next arrival that can change the active set; recomputed only when an arrival or a departure
         # happened (no per-segment scan while nothing is pending)
         arrival_at = self._next_arrival_event() if in_window else math.inf
@@ -393,25 +404,40 @@ class EMRFSimulator:
             if len(result.segments) > MAX_SEGMENTS:
                 raise RuntimeError(f"more than MAX_SEGMENTS={MAX_SEGMENTS} events in one window of {self.window_s} s "
                                    "(job completions and arrivals): use larger jobs, fewer arrivals or shorter windows")
-            departures = len(result.departures)
-            for i in active:
-                if remaining[i] <= EPS_WORK * self.current_size[i]:
-                    if in_window and open_loop[i]:
-                        self._arrive(i, now + 1e-12)  # jobs that arrived while this one ran are queued behind it
-                    self._complete(i, result)
-            if phased:
-                self._switch_phases(now)  # every slot's switches, active or not (module docstring)
-            if in_window:
-                departed = len(result.departures) > departures  # a departed open-loop slot waits for jobs again
-                if now < end - 1e-12 and (arrival_at <= now + 1e-12 or (departed and any(waiting))):
-                    self._admit_in_window(now, rule, planned, result)
-                    arrival_at = self._next_arrival_event()
-                elif departed:
-                    arrival_at = self._next_arrival_event()
+            arrival_at = self._segment_events(active, now, end, in_window, arrival_at, rule, planned, result)
+        self._end_window(end, gpu_window)
+        return result
+
+    def _segment_events(self, active: tuple[int, ...], now: float, end: float, in_window: bool, arrival_at: float,
+                        rule: AllocationRuleFn, planned: dict[tuple[int, ...], list[float]],
+                        result: WindowResult) -> float:
+        """The events at the end of a segment: completions (and the Poisson jobs queued behind them), phase switches,
+        arrivals inside the window and waiting slots tested again; returns the next arrival event's time."""
+        remaining, size, open_loop = self.remaining, self.current_size, self._open_loop
+        departures = len(result.departures)
+        for i in active:
+            if remaining[i] <= EPS_WORK * size[i]:
+                if in_window and open_loop[i]:
+                    self._arrive(i, now + ARRIVAL_EPS)  # jobs that arrived while this one ran are queued behind it
+                self._complete(i, result)
+        if self._phased:
+            self._switch_phases(now)  # every slot's switches, active or not (module docstring)
+        if in_window:
+            departed = len(result.departures) > departures  # a departed open-loop slot waits for jobs again
+            if now < end - 1e-12 and (arrival_at <= now + 1e-12 or (departed and any(self.waiting))):
+                self._admit_in_window(now, rule, planned, result)
+                return self._next_arrival_event()
+            if departed:
+                return self._next_arrival_event()
+        return arrival_at
+
+    def _end_window(self, end: float, gpu_window: float) -> None:
+        """Close the window: totals, utilisation, the measurement of xi_hat, and the arrivals due at its end."""
+        c_cpu, c_gpu = self.capacities
+        work_window, cpu_window = self.work_window, self.cpu_ops_window
         self.time = end
         self.windows += 1
-        for i in range(n):
-            waiting[i] = False  # the next decision sees every user with work
+        self.waiting[:] = [False] * self.max_users  # the next decision sees every user with work
         cpu_total = sum(cpu_window)
         self.total_gflop += sum(work_window)
         self.cpu_gflop += cpu_total
@@ -421,7 +447,6 @@ class EMRFSimulator:
         self.last_rates = [w / self.window_s for w in work_window]
         if self._event_slots:
             self._admit()
-        return result
 
     def _switch_phases(self, now: float) -> None:
         """Apply every xi phase switch due by ``now``, of every slot, active or not.
@@ -448,7 +473,7 @@ class EMRFSimulator:
         The arrivals of one instant are decided together, against the set of every user with work, so the
         outcome does not depend on the slot order of simultaneous arrivals.
         """
-        at = now + 1e-12
+        at = now + ARRIVAL_EPS
         arrived = [slot for slot in self._due(at) if self._arrive(slot, at)]
         waiting = self.waiting
         retry = [slot for slot in range(self.max_users) if waiting[slot]]

@@ -24,6 +24,7 @@ their template, and only the rows of occupied (or just freed) slots are rewritte
 
 from __future__ import annotations
 
+import heapq
 import math
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -59,15 +60,20 @@ def _halve_to_fit(env: PowerFlowEnv, want: dict[int, list[int]]) -> bool:
         return False
     submit = env.sim.jobs.submit_s
     pinned = env.pinned_jobs
-    arrive = {j: submit[j].item() for j in want}  # Python floats: the same order, cheaper comparisons
+    # the largest (GPUs, arrival, job) first, as max() over the jobs would pick it at every halving: a heap of the
+    # negated keys, each job pushed back with its new size
+    heap = [(-n_f[0], -submit[j].item(), -j) for j, n_f in want.items() if j not in pinned]
+    heapq.heapify(heap)
     while total > G:
-        j = max((j for j in want if j not in pinned), key=lambda j: (want[j][0], arrive[j], j))
+        _, _, j = heapq.heappop(heap)
+        j = -j
         if want[j][0] == 1:
             del want[j]
             total -= 1
         else:
             total -= want[j][0] - want[j][0] // 2
             want[j][0] //= 2
+            heapq.heappush(heap, (-want[j][0], -submit[j].item(), -j))
     return True
 
 
@@ -313,7 +319,7 @@ class RequestAction(_Levels):
     baselines run), then an f-level. Mask: levels up to ``min(G, BS)``; the request under a non-migrating
     placement (``first-fit``, ``affinity``), under packed placement only when it is a power of two within the
     cap; empty slots only level 0; pinned jobs only their current n and f. Every reference policy's decision
-    encodes exactly, which is why :func:`~joulegym.envs.powerflow.simulate` runs in this mode."""
+    encodes exactly, which is why :func:`~joulegym.baselines.powerflow_simulate.simulate` runs in this mode."""
 
     name = "request"
     with_request = True

@@ -62,9 +62,8 @@ def is_pow2(n: int) -> bool:
 
 # Clusters up to this many GPUs run :func:`buddy_place` on a Python int bitmask (:func:`_buddy_place_bits`), larger
 # ones on numpy bool arrays; both give the same placement (tests/powerflow/test_cluster.py fuzzes them against each
-# other). Measured per call (issue 14, one core, 4-12 jobs of 1-2 GPUs, half with a previous block): 8 GPUs 13 us
-# bits vs 58 us numpy; 32 GPUs 99 vs 258 us; 64 GPUs 231 vs 326 us; 128 GPUs 537 vs 433 us: numpy's per-call
-# overhead dominates on small arrays, the per-block Python loops on large ones.
+# other). numpy's per-call cost dominates on small arrays, the per-block Python loops on large ones: the crossover
+# lies between 64 and 128 GPUs (docs/families/powerflow.md §12, "Cost of a step").
 SMALL_CLUSTER_GPUS = 64
 
 

@@ -45,8 +45,9 @@ Config keys: every :class:`~joulegym.envs.powerflow.simulator.SimConfig` setting
 Wake-ups: :meth:`PowerFlowEnv.request_wakeup` asks for a decision point at a simulated time with the next
 committed decision (Tiresias's queue demotions). Reference policies read ``env.unwrapped.sim.view()`` (restricted
 to ``occupied_jobs`` while jobs overflow the slots: the action reaches slotted jobs only) and act
-through ``env.unwrapped.action_type.encode``; :func:`simulate` runs a trace through this env with
-:func:`joulegym.core.rollout.rollout`, so a standalone run and an env episode are one code path.
+through ``env.unwrapped.action_type.encode``; :func:`joulegym.baselines.powerflow_simulate.simulate` runs a trace
+through this env with :func:`joulegym.core.rollout.rollout`, so a standalone run and an env episode are one code
+path.
 
 Version history (ids keep ``-v0``: the dynamics, observation, actions and default reward are unchanged):
 
@@ -80,19 +81,11 @@ from joulegym.core.config import (
 from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import legend_outside, new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
-from joulegym.core.rollout import rollout
 from joulegym.core.slots import SlotRows, SlotTable
 from joulegym.envs.powerflow.actions import ACTION_TYPES
 from joulegym.envs.powerflow.cluster import ClusterSpec
-from joulegym.envs.powerflow.simulator import (
-    DONE,
-    OVERHEAD_MODES,
-    PLACEMENTS,
-    PREDICTORS,
-    PowerFlowSim,
-    SimConfig,
-    SimResult,
-)
+from joulegym.envs.powerflow.interface import OVERHEAD_MODES, PLACEMENTS, PREDICTORS, Decision, SimConfig
+from joulegym.envs.powerflow.simulator import DONE, PowerFlowSim
 from joulegym.workloads import dl_jobs, dl_models
 from joulegym.workloads.traces import FORMATS, JobTrace
 
@@ -206,7 +199,7 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         self.observation_space = gym.spaces.Box(-1.0, 10.0, (self.K * SLOT_FEATURES + GLOBAL_FEATURES,),
                                                 dtype=np.float32)
         self.slots = SlotTable(self.K)
-        self.sim: PowerFlowSim | None = None
+        self.sim = PowerFlowSim(None, self.cluster, self._sim_settings)  # its first reset brings the trace
         self._file_jobs: dl_jobs.DLJobs | None = None
 
     @staticmethod
@@ -226,7 +219,7 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         if kind == "file":
             path = c["trace_path"]
             hint = trace.get("hint", "a Philly-style CSV")
-            if path is None and trace.get("dataset"):  # the fetched public file (never downloads here)
+            if path is None and trace.get("dataset"):  # the fetched public file (joulegym.datasets; never downloads)
                 from joulegym.workloads.datasets import DataError, resolve
 
                 try:
@@ -286,7 +279,8 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
             jobs = dl_jobs.to_powerflow_jobs(jobs, device=self.config["device"], gpn=self.cluster.gpus_per_node)
         elif not isinstance(jobs, dl_jobs.DLJobs):
             raise ValueError(f"reset options trace must be a JobTrace or DLJobs, got {type(jobs).__name__}")
-        self.sim = sim = PowerFlowSim(jobs, self.cluster, self._sim_settings)
+        sim = self.sim
+        sim.reset(self.np_random, jobs)
         J = len(jobs)
         K = self.K
         self.slots.reset()
@@ -358,7 +352,7 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
     def _transition(self, decision: dict[int, tuple[int, int]]) -> tuple[float, float, float]:
         sim = self.sim
         sim.repaired = False
-        sim.apply(decision, self.slots.take_wakeup())
+        sim.apply(Decision(decision, self.slots.take_wakeup()))
         if sim.repaired:  # the power repair or the placement changed the decision
             self.action_type.repaired = True
         self._more = sim.advance()
@@ -371,7 +365,7 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
                 -d_e / (3600.0 * self.cluster.num_gpus * sim.p_max))
 
     def _terminated(self) -> bool:
-        return self.sim.finished
+        return self.sim.done
 
     def _truncated(self) -> bool:
         return not self._more or self.steps >= self.config["max_steps"]
@@ -512,86 +506,3 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
                      f"done, eta = {self.config['eta']:g}", fontsize=9)
         fig.tight_layout()
         return fig
-
-
-# ---------------------------------------------------------------------------------------------- simulate
-
-SIMULATE_MAX_STEPS = 10_000_000  # the core rollout's guard; simulate() has no step limit of its own
-SIMULATE_SLOTS = 128  # simulate()'s first number of slots (x 4 while a job would overflow, up to one per job)
-
-
-class _Overflow(Exception):
-    """A schedulable job found no slot: :func:`simulate` abandons the episode and reruns it with more slots."""
-
-
-def _stop_on_overflow(obs: Any, reward: Any, info: dict[str, Any]) -> None:
-    if info["overflow_steps"]:
-        raise _Overflow
-
-
-def _as_jobs(trace: Any, device: str, seed: int, gpn: int) -> dl_jobs.DLJobs:
-    if isinstance(trace, dl_jobs.DLJobs):
-        return trace
-    if isinstance(trace, JobTrace):
-        return dl_jobs.to_powerflow_jobs(trace, device=device, seed=seed, gpn=gpn)
-    raise ValueError(f"trace must be a JobTrace or DLJobs, got {type(trace).__name__}")
-
-
-def simulate(trace: Any, policy: Any = "powerflow", *, cluster: ClusterSpec | tuple[int, int] | None = None,
-             eta: float = 0.6, seed: int = 0, **settings: Any) -> SimResult:
-    """Run ``trace`` (a :class:`~joulegym.workloads.traces.JobTrace` or :class:`~joulegym.workloads.dl_jobs.DLJobs`)
-    with ``policy`` through :class:`PowerFlowEnv` and :func:`joulegym.core.rollout.rollout` (docs §12).
-
-    The env gets ``action_mode="request"`` (every reference policy's decision encodes exactly, requested GPU
-    counts that are not powers of two included), the paper's evaluation conditions for the policy (its
-    ``paper_config``: life-cycle, predictor, power constraint, §6.1) and its own ``env_config`` (placement) under
-    ``settings``, and enough slots that no schedulable job is ever left out:
-    :data:`SIMULATE_SLOTS` first; an episode in which a job would find no slot is abandoned at that step and run
-    again with four times as many (at most one per job). With every job in a slot the decisions do not depend
-    on the number of slots. The policy object is the one that acts, exactly as in any env episode.
-
-    :param policy: a policy object (``reset(env, seed)``, ``act(obs, info)``; e.g. a PowerFlow reference policy)
-        or a registered PowerFlow policy name (``"powerflow"``, ``"tiresias"``, ...; built with
-        :func:`joulegym.core.policy.make`).
-    :param cluster: a :class:`ClusterSpec` or ``(nodes, gpus_per_node)``; default 16 x 8 V100.
-    :param eta: power budget fraction, ``power_limit = eta * G * P_max`` (in (0, 1]).
-    :param seed: seed of the episode (and of a :class:`JobTrace`'s model/batch-size completion).
-    :param settings: further simulator settings (:class:`SimConfig` fields: ``predictor``, ``overhead``,
-        ``truth_noise``, ``horizon_s``, ...); ``power_constraint`` defaults to ``"none"`` unless the policy says.
-    :returns: :class:`SimResult` with ``avg_jct_s``, ``total_energy_j``, ``makespan_s`` and the breakdown.
-    """
-    from joulegym.core.policy import env_config_for, make
-
-    allowed = sorted(set(SIM_SETTINGS) - {"eta"})
-    unknown = sorted(set(settings) - set(allowed))
-    if unknown:
-        raise ValueError(f"unknown simulate() options {unknown}; allowed: {allowed}")
-    if isinstance(policy, str):
-        policy = make(policy, family="powerflow")
-    elif not (callable(getattr(policy, "reset", None)) and callable(getattr(policy, "act", None))):
-        raise ValueError(f"policy must be a PowerFlow policy name (e.g. 'powerflow') or an object with reset(env, "
-                         f"seed) and act(obs, info), got {type(policy).__name__} {policy!r}")
-    if cluster is None:
-        cluster = ClusterSpec()
-    elif isinstance(cluster, tuple | list) and len(cluster) == 2:
-        cluster = ClusterSpec(*cluster)
-    elif not isinstance(cluster, ClusterSpec):
-        raise ValueError(f"cluster must be a ClusterSpec or (nodes, gpus_per_node), got {cluster!r}")
-    jobs = _as_jobs(trace, cluster.device, seed, cluster.gpus_per_node)
-    # a standalone run is unconstrained and runs until every job is done (docs §12); horizon_s= truncates, loudly
-    config = {"power_constraint": "none", "horizon_s": math.inf}
-    # the paper's evaluation conditions for this policy (its paper_config: §6.1), then its system (env_config)
-    paper = dict(getattr(policy, "paper_config", None) or {})
-    config.update({k: v for k, v in {**paper, **env_config_for(policy, settings)}.items() if k in SIM_SETTINGS})
-    config.update(nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node, device=cluster.device, eta=eta,
-                  action_mode="request", max_steps=SIMULATE_MAX_STEPS)
-    slots = min(len(jobs), SIMULATE_SLOTS)
-    while True:
-        env = PowerFlowEnv(max_slots=slots, **config)
-        try:
-            rollout(env, policy, seed=seed, options={"trace": jobs}, max_steps=SIMULATE_MAX_STEPS,
-                    on_step=None if slots == len(jobs) else _stop_on_overflow)
-        except _Overflow:
-            slots = min(len(jobs), 4 * slots)
-            continue
-        return env.sim.result()

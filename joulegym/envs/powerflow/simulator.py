@@ -1,11 +1,12 @@
 """Discrete-event simulator of a DL-training GPU cluster under a power budget (Gu et al. §5-§6;
 ``docs/families/powerflow.md`` §5-§7).
 
-No Gymnasium here: :class:`PowerFlowSim` follows the core simulator protocol
-(:mod:`joulegym.core.simulator`): ``reset``, ``view()`` (what a scheduler sees at a decision point),
-``apply(alloc)`` and ``advance()`` (to the next decision point), ``metrics()``, ``done`` and ``truncated``.
-:func:`joulegym.envs.powerflow.simulate` runs a whole trace through the env
-(:class:`~joulegym.envs.powerflow.env.PowerFlowEnv`), so a standalone run and an env episode are one code path.
+No Gymnasium here: :class:`PowerFlowSim` is a core :class:`~joulegym.core.simulator.Simulator`:
+``reset(rng, jobs)`` (a trace of :class:`~joulegym.workloads.dl_jobs.DLJobs`; ``None``: the same trace again),
+``view()`` (what a scheduler sees at a decision point, read-only), ``apply(decision)`` (a
+:class:`~joulegym.envs.powerflow.interface.Decision`) and ``advance()`` (to the next decision point), ``metrics()``,
+``done`` and ``truncated``. :func:`joulegym.baselines.powerflow_simulate.simulate` runs a whole trace through the
+env (:class:`~joulegym.envs.powerflow.env.PowerFlowEnv`), so a standalone run and an env episode are one code path.
 
 Engine: SimPy. The calendar holds every arrival and pre-run end, each running job's
 next rate change (its completion or the end of its overhead/profiling window, re-armed whenever the job is
@@ -13,10 +14,7 @@ reconfigured; superseded timeouts are skipped by a per-job generation number, si
 one), the policy's wake-up and an idle tick. Each calendar event integrates up to its time and processes
 *everything* due then (state-based, 1e-9 s tolerance), so simultaneous events form one decision point;
 ``advance()`` steps the calendar until a decision point, handing control back to the caller (the Gym step)
-exactly there. Measured (``benchmarks/bench_powerflow.py --engine``, one core): SimPy's own work on the
-Alibaba1901-scale PowerFlow episode (3,908 decisions, 42,302 reconfigurations, 51,911 process events,
-replayed with no model) is 0.25-0.31 s of the 3.4-3.7 s episode (7-9 %), so it is not the bottleneck (a
-previous plain-loop core, replaced by this one, produced identical trajectories).
+exactly there. What the calendar costs: ``benchmarks/bench_powerflow.py --engine`` (docs §12 has the figures).
 
 Events (docs §7): ``ARRIVAL`` (pre-run starts), ``PRERUN_DONE`` (the schedulable "submission" event),
 ``COMPLETION``, ``PROFILING_DONE`` (the "job scaling" event), ``OVERHEAD_DONE`` (rate change only) and
@@ -68,97 +66,42 @@ import heapq
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache, partial
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
 
 import numpy as np
 import simpy
 
+from joulegym.core.simulator import Simulator
 from joulegym.envs.powerflow.cluster import (
     ClusterSpec,
     affinity_migrate_place,
-    affinity_place,
     buddy_place,
-    first_fit_place,
     is_pow2,
     placement_shape,
 )
-from joulegym.workloads import dl_models as dm
+from joulegym.envs.powerflow.interface import (
+    NON_MIGRATING,
+    Decision,
+    SchedView,
+    SimConfig,
+    SimResult,
+    _JobTables,
+    overhead_s,
+)
+from joulegym.envs.powerflow.profiles import Profiles, catalog_p_max
 from joulegym.workloads.dl_jobs import DLJobs
 
 EPS_T = 1e-9
 FUTURE, PRERUN, READY, DONE = 0, 1, 2, 3
 EV_ARRIVAL, EV_COMPLETION, EV_PROFILING = 0, 1, 2  # last decision-event type (observation one-hot)
-OVERHEAD_MODES = ("elasticflow", "flat", "none")
-PREDICTORS = ("fitted", "oracle")
-# jobs of any size, not aligned blocks (placed GPU by GPU); "affinity-migrate" also migrates (Gandiva)
-NON_MIGRATING = {"first-fit": first_fit_place, "affinity": affinity_place, "affinity-migrate": affinity_migrate_place}
-PLACEMENTS = ("packed", "packed-sticky", *NON_MIGRATING)
-POWER_CONSTRAINTS = ("none", "repair")
-TRUTH_NOISE_MAX = 1.0  # sigma of the truth noise: factors e^(+-1) at one sigma already dwarf the model [A]
-# Plain Python or numpy over the running jobs (issue 14): a numpy call costs ~1 us whatever its size, a Python
-# step ~0.1 us per job, so the per-event bookkeeping loops in Python over fewer than SMALL_RUN running jobs and in
-# numpy beyond (PowerFlow-tiny runs 1-8 jobs; the Philly traces hundreds). Measured on PowerFlow-tiny (one core):
-# the event processing and integration went from ~50 to ~15 us per event. Both paths give the same bits: the
-# elementwise arithmetic is the same IEEE operation, and a float sum goes through :func:`_sum_at`, which adds
-# left to right only where numpy does (fewer than 8 values).
+# Plain Python or numpy over the running jobs: a numpy call has a fixed cost whatever its size, a Python step a
+# small cost per job, so the per-event bookkeeping loops in Python over fewer than SMALL_RUN running jobs and in
+# numpy beyond (PowerFlow-tiny runs 1-8 jobs; the Philly traces hundreds; docs §12, "Cost of a step"). Both paths
+# give the same bits: the elementwise arithmetic is the same IEEE operation, and a float sum goes through
+# :func:`_sum_at`, which adds left to right only where numpy does (fewer than 8 values).
 SMALL_RUN = 8
-
-
-def overhead_s(mode: str, n: int, flat_s: float = 30.0) -> float:
-    """Reconfiguration overhead (docs §6): ElasticFlow ``2 + 27 + 2 (log2 n + 1)`` s, flat, or 0."""
-    if mode == "none" or n <= 0:
-        return 0.0
-    if mode == "flat":
-        return flat_s
-    return 2.0 + 27.0 + 2.0 * (math.log2(n) + 1.0)
-
-
-@dataclass
-class SimConfig:
-    eta: float = 0.6
-    predictor: str = "fitted"
-    profiling: bool = True
-    prerun_s: float = 240.0
-    profile_s: float = 240.0
-    overhead: str = "elasticflow"
-    flat_overhead_s: float = 30.0
-    truth_noise: float = 0.03
-    placement: str = "packed"
-    power_constraint: str = "none"
-    node_shutdown: bool = True
-    horizon_s: float = 14 * 86400.0
-    idle_tick_s: float = 600.0
-    p_max_w: float | None = None  # default: mean per-GPU power at (n=1, f_max) over the catalog pool (docs §5)
-    record_timeline: bool = True
-    profile_scope: str = "model"  # "model": a (model, BS, n) profiled once serves later jobs; "job": per job
-    pin_overhead: bool = True  # a job in its reconfiguration (checkpoint-restart) cannot be resized again
-    # a scheduler's own cost per (re)start, suspend/resume or migration, replacing ``overhead`` (None: the
-    # ``overhead`` model); set by a policy's env_config (Gandiva's in-process suspend/resume, 2 s)
-    switch_overhead_s: float | None = None
-
-    def validate(self) -> None:
-        if not (isinstance(self.eta, (int, float)) and math.isfinite(self.eta) and 0 < self.eta <= 1):
-            raise ValueError(f"eta must be in (0, 1], got {self.eta!r}")
-        for name, allowed in (("predictor", PREDICTORS), ("overhead", OVERHEAD_MODES), ("placement", PLACEMENTS),
-                              ("power_constraint", POWER_CONSTRAINTS)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name}={getattr(self, name)!r} is not one of {allowed}")
-        if self.profile_scope not in ("model", "job"):
-            raise ValueError(f"profile_scope={self.profile_scope!r} is not one of ('model', 'job')")
-        for name in ("prerun_s", "profile_s", "flat_overhead_s", "truth_noise"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if not self.truth_noise <= TRUTH_NOISE_MAX:  # the lognormal factor would swamp the model (and the fit)
-            raise ValueError(f"truth_noise must be in [0, {TRUTH_NOISE_MAX}] (a lognormal sigma), got "
-                             f"{self.truth_noise!r}")
-        if self.switch_overhead_s is not None and not (isinstance(self.switch_overhead_s, (int, float))
-                                                       and 0 <= self.switch_overhead_s < math.inf):
-            raise ValueError(f"switch_overhead_s must be None or a finite number >= 0, got {self.switch_overhead_s!r}")
-        if not self.horizon_s > 0 or not self.idle_tick_s > 0:
-            raise ValueError("horizon_s and idle_tick_s must be > 0")
 
 
 def _sum_at(values: np.ndarray, idx: np.ndarray) -> float:
@@ -172,214 +115,28 @@ def _sum_at(values: np.ndarray, idx: np.ndarray) -> float:
     return float(values[idx].sum())
 
 
-@lru_cache(maxsize=8)
-def catalog_p_max(device: str = "v100") -> float:
-    """P_max (paper §5.2, docs §5): mean per-GPU power at (n = 1, f_max) over the Table 1 (model, BS) pool
-    (``dm.MODEL_NAMES``: the trace-only models ResNet-50 and BERT are not in the paper's pool)."""
-    hw = dm.hardware(device)
-    vals = [float(dm.power_w(dm.perf_params(m, device), hw, bs, 1, hw.fmax_ghz))
-            for m in dm.MODEL_NAMES for bs in dm.CATALOG[m].bs_pool]
-    return float(np.mean(vals))
+class PowerFlowSim(Simulator):
+    """The event-driven cluster simulator (see module docstring).
 
-
-class _Profiles:
-    """True and predicted per-configuration (T, E) rows over the frequency grid, cached per (model, BS, n, r, multi)."""
-
-    _TRUE: ClassVar[dict[tuple, dict]] = {}
-    _PRED: ClassVar[dict[tuple, dict]] = {}
-    _TABLES: ClassVar[dict[tuple, dict]] = {}
-    _MEANS: ClassVar[dict[tuple, dict]] = {}
-
-    def profiling_means(self, model: str, bs: int, n: int, r: int, multi: bool) -> tuple[float, float]:
-        """Frequency-averaged (rate, power) of an online-profiling window (equal time per level)."""
-        key = (model, bs, n, r, multi)
-        out = self._means.get(key)
-        if out is None:
-            t, e = self.true(model, bs, n, r, multi)
-            out = self._means[key] = (float(np.mean(1.0 / t)), float(np.mean(e / t)))
-        return out
-
-    def __init__(self, device: str, gpn: int, truth_noise: float, predictor: str, fit_sigma: float) -> None:
-        self.device, self.gpn, self.noise = device, gpn, truth_noise
-        self.predictor, self.fit_sigma = predictor, fit_sigma
-        self.hw = dm.hardware(device)
-        self.f = self.hw.freqs_ghz
-        # shared across simulator instances (every reset of an env builds a new simulator): profiles are pure
-        # functions of their key, so the caches live at class level, keyed by everything they depend on
-        key = (device, gpn, truth_noise, predictor)
-        self._true = _Profiles._TRUE.setdefault(key, {})
-        self._pred = _Profiles._PRED.setdefault(key, {})
-        self._tables = _Profiles._TABLES.setdefault(key, {})
-        self._means = _Profiles._MEANS.setdefault(key, {})
-
-    def __getstate__(self) -> dict[str, Any]:  # a copy re-attaches the shared class-level caches
-        return {"args": (self.device, self.gpn, self.noise, self.predictor, self.fit_sigma)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(*state["args"])
-
-    def predicted_tables(self, model: str, bs: int, n_values: tuple[int, ...]):
-        """Stacked predicted ``(T, E)`` of shape ``(len(n_values), F)`` (cached per model, BS)."""
-        key = (model, bs, n_values)
-        tab = self._tables.get(key)
-        if tab is None:
-            rows = [self.predicted(model, bs, k) for k in n_values]
-            tab = self._tables[key] = (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
-        return tab
-
-    def true_tables(self, model: str, bs: int, n_values: tuple[int, ...]):
-        """Stacked true ``(T, E)`` (packed placement), as :meth:`predicted_tables` (cached per model, BS)."""
-        key = ("true", model, bs, n_values)
-        tab = self._tables.get(key)
-        if tab is None:
-            rows = [self.true(model, bs, k) for k in n_values]
-            tab = self._tables[key] = (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
-        return tab
-
-    def _rows(self, params: dm.PerfParams, model: str, bs: int, n: int, r: int, multi: bool, noisy: bool):
-        t, tg, ts = dm.components(params, bs / n, n, r, multi, self.f, self.gpn)
-        e = dm.energy_from_components(params, bs / n, n, self.f, t, tg, ts)
-        if noisy and self.noise > 0:  # monotone in f (issue 12 #7)
-            t, e = dm.apply_truth_noise(t, e, dm.noise_factors(model, bs, [n], len(self.f), self.noise)[0])
-        return np.asarray(t, dtype=float), np.asarray(e, dtype=float)
-
-    def true(self, model: str, bs: int, n: int, r: int | None = None, multi: bool | None = None):
-        r = min(n, self.gpn) if r is None else r
-        multi = n > self.gpn if multi is None else multi
-        key = (model, bs, n, r, multi)
-        row = self._true.get(key)
-        if row is None:
-            row = self._true[key] = self._rows(dm.perf_params(model, self.device), model, bs, n, r, multi, True)
-        return row
-
-    def predicted_profiling_power(self, model: str, bs: int, n: int) -> float:
-        """Predicted mean power of an online-profiling window on ``n`` GPUs (equal time per level; cached)."""
-        key = ("predicted-profiling", model, bs, n)
-        out = self._means.get(key)
-        if out is None:
-            t, e = self.predicted(model, bs, n)
-            out = self._means[key] = float(np.mean(e / t))
-        return out
-
-    def true_power(self, model: str, bs: int, n: int, r: int, multi: bool) -> list[float]:
-        """True power ``E / T`` per frequency level (a list: the power repair reads single levels; cached)."""
-        key = ("power", model, bs, n, r, multi)
-        out = self._means.get(key)
-        if out is None:
-            t, e = self.true(model, bs, n, r, multi)
-            out = self._means[key] = (e / t).tolist()  # elementwise: the same division as e[f] / t[f]
-        return out
-
-    def predicted(self, model: str, bs: int, n: int):
-        if self.predictor == "oracle":
-            return self.true(model, bs, n)
-        key = (model, bs, n)
-        row = self._pred.get(key)
-        if row is None:
-            params = dm.fitted_params(model, self.device, sigma=self.noise if self.noise > 0 else 1e-3)
-            row = self._pred[key] = self._rows(params, model, bs, n, min(n, self.gpn), n > self.gpn, False)
-        return row
-
-
-class _JobTables(Sequence):
-    """``T`` or ``E`` of a :class:`SchedView`: item ``i`` is job ``jobs[i]``'s predicted table, looked up on access
-    (a policy that reads no table, e.g. Tiresias over hundreds of queued jobs, pays nothing; issue 14)."""
-
-    __slots__ = ("_ids", "_part", "_sim")
-
-    def __init__(self, sim: PowerFlowSim, ids: list[int], part: int) -> None:
-        self._sim, self._ids, self._part = sim, ids, part
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self._sim.predicted_tables_of(j)[self._part] for j in self._ids[i]]
-        return self._sim.predicted_tables_of(self._ids[i])[self._part]
-
-
-@dataclass
-class SchedView:
-    """What a scheduler sees at a decision point (read-only by convention; arrays indexed by position in ``jobs``).
-
-    ``T[i]``/``E[i]``: predicted ``(n_levels, F)`` tables of job ``jobs[i]`` over ``n_values`` (packed
-    placement); ``row(i, n)`` gives predicted rows for any ``n``; ``true_row``/``true_tables`` the true ones
-    (privileged: for oracle policies; ``predictor`` says which ``T``/``E`` are). ``pinned[i]``: in online profiling or
-    restarting (its ``n``/GPUs are fixed); ``pinned_power`` is its predicted power once running (the
-    profiling-window mean while it profiles).
+    :param jobs: the first trace (``None``: the first :meth:`reset` brings one).
+    :param cluster: nodes, GPUs per node and device (default :class:`ClusterSpec`).
+    :param config: the settings (default :class:`SimConfig`).
     """
 
-    now: float
-    jobs: np.ndarray
-    submit: np.ndarray
-    remaining: np.ndarray
-    n_req: np.ndarray
-    batch_size: np.ndarray
-    model: list[str]
-    n: np.ndarray
-    fl: np.ndarray
-    pinned: np.ndarray
-    pinned_power: np.ndarray
-    attained: np.ndarray
-    T: Sequence[np.ndarray]
-    E: Sequence[np.ndarray]
-    n_values: tuple[int, ...]
-    freqs_mhz: np.ndarray
-    num_gpus: int
-    gpn: int
-    power_limit_w: float
-    p_max_w: float
-    row: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
-    true_row: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
-    predictor: str = "fitted"
-    true_tables: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
-
-
-@dataclass
-class SimResult:
-    """The outcome of :func:`simulate` (plain floats; per-job arrays; the allocation/power timeline)."""
-
-    avg_jct_s: float
-    total_energy_j: float
-    makespan_s: float
-    energy_breakdown_j: dict[str, float]
-    metrics: dict[str, float]
-    jct_s: np.ndarray
-    finish_s: np.ndarray
-    timeline: dict[str, np.ndarray] = field(default_factory=dict)
-    truncated: bool = False
-    balance: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def avg_jct_h(self) -> float:
-        return self.avg_jct_s / 3600.0
-
-    @property
-    def total_energy_kwh(self) -> float:
-        return self.total_energy_j / 3.6e6
-
-
-class PowerFlowSim:
-    """The event-driven cluster simulator (see module docstring)."""
-
-    def __init__(self, jobs: DLJobs, cluster: ClusterSpec | None = None, config: SimConfig | None = None) -> None:
+    def __init__(self, jobs: DLJobs | None = None, cluster: ClusterSpec | None = None,
+                 config: SimConfig | None = None) -> None:
         self.cluster = cluster or ClusterSpec()
         self.cfg = config or SimConfig()
         self.cfg.validate()
-        if len(jobs) == 0:
-            raise ValueError("trace is empty: a PowerFlow episode needs at least one job")
         G = self.cluster.num_gpus
-        too_big = np.flatnonzero(np.asarray(jobs.n_req) > G)
-        if too_big.size:
-            j = int(too_big[0])
-            raise ValueError(f"job {jobs.job_id[j]!r} requests {int(jobs.n_req[j])} GPUs but the cluster has only {G} "
-                             f"({self.cluster.nodes} nodes x {self.cluster.gpus_per_node})")
-        self.jobs = jobs
+        self.jobs: DLJobs | None = None
+        self.episode = 0  # resets so far: with the decision index, what names a decision point
         self.G, self.gpn = G, self.cluster.gpus_per_node
-        self.prof = _Profiles(self.cluster.device, self.gpn, self.cfg.truth_noise, self.cfg.predictor, 0.04)
+        self.prof = Profiles(self.cluster.device, self.gpn, self.cfg.truth_noise, self.cfg.predictor)
         self.hw = self.prof.hw
         self.F = len(self.hw.freqs_mhz)
+        self._freqs_mhz = self.hw.freqs_mhz.copy()  # the views share one read-only copy
+        self._freqs_mhz.flags.writeable = False
         self.p_max = self.cfg.p_max_w if self.cfg.p_max_w is not None else catalog_p_max(self.cluster.device)
         self.power_limit = self.cfg.eta * G * self.p_max
         nv, k = [], 1
@@ -387,13 +144,33 @@ class PowerFlowSim:
             nv.append(k)
             k *= 2
         self.n_values = tuple(nv)
-        self.reset()
+        if jobs is not None:
+            self.reset(np.random.default_rng(0), jobs)
 
     # ------------------------------------------------------------------------------------------ state
-    def reset(self) -> None:
+    def _check_jobs(self, jobs: Any) -> DLJobs:
+        if not isinstance(jobs, DLJobs):
+            raise ValueError(f"a PowerFlow episode needs a trace (DLJobs), got {type(jobs).__name__}")
+        if len(jobs) == 0:
+            raise ValueError("trace is empty: a PowerFlow episode needs at least one job")
+        too_big = np.flatnonzero(np.asarray(jobs.n_req) > self.G)
+        if too_big.size:
+            j = int(too_big[0])
+            raise ValueError(f"job {jobs.job_id[j]!r} requests {int(jobs.n_req[j])} GPUs but the cluster has only "
+                             f"{self.G} ({self.cluster.nodes} nodes x {self.cluster.gpus_per_node})")
+        return jobs
+
+    def reset(self, rng: np.random.Generator, instance: DLJobs | None = None) -> None:
+        """Start an episode on the trace ``instance`` (``None``: the current trace again). The simulator draws
+        nothing: the trace and the ground-truth noise (a function of the configuration) fix the episode, so
+        ``rng`` is not used."""
+        if instance is None and self.jobs is None:
+            raise ValueError("PowerFlowSim.reset(rng, jobs): the first reset needs a trace (DLJobs)")
+        self.jobs = self._check_jobs(instance) if instance is not None else self.jobs
+        self.episode += 1
         J = len(self.jobs)
         self.now = 0.0
-        self.status = np.zeros(J, dtype=np.int8)
+        self.status = np.full(J, FUTURE, dtype=np.int8)
         self.n = np.zeros(J, dtype=np.int64)
         self.fl = np.full(J, self.F - 1, dtype=np.int64)
         self.done_it = np.zeros(J)
@@ -425,20 +202,21 @@ class PowerFlowSim:
         self.last_event = EV_ARRIVAL
         self.done_count = 0
         self.steps = 0
-        self.truncated = False
+        self._truncated = False
         self.repaired = False
         self._cap_enforced = False  # the last repair held the power budget: checked while time passes
         self.max_completion_residual = 0.0
         prerun = self.cfg.prerun_s if self.cfg.profiling else 0.0
         self._arrive = np.asarray(self.jobs.submit_s, dtype=float)
         self._ready_at = self._arrive + prerun
-        # per-job constants as Python values, read once (issue 14: the decision view and the power model look
-        # them up for hundreds of jobs per decision on the Philly traces)
+        # per-job constants as Python values, read once (the decision view and the power model look them up for
+        # hundreds of jobs per decision on the Philly traces)
         self._model_of = [str(m) for m in self.jobs.model]
         self._bs_of = np.asarray(self.jobs.batch_size).tolist()
         self._tables_of: list[tuple[np.ndarray, np.ndarray] | None] = [None] * J  # predicted tables per job
         self._zero_levels = [0.0] * self.F
         self._ready: np.ndarray | None = None  # ready_jobs() until a status changes
+        self._pinned: np.ndarray | None = None  # pinned_mask() of every job until time passes or a decision applies
         self._ai = 0  # next arrival pointer
         self._ri = 0  # next ready pointer
         self._t_log: list[float] = [0.0]
@@ -498,14 +276,20 @@ class PowerFlowSim:
             j = int(idx[i])
             return prof.true_tables(jobs.model[j], int(jobs.batch_size[j]), self.n_values)
 
+        arrays = (  # fancy indexing copies already: the view owns its arrays (marked read-only below)
+            self._arrive[idx], jobs.iterations[idx] - self.done_it[idx], np.asarray(jobs.n_req)[idx],
+            np.asarray(jobs.batch_size)[idx], self.n[idx], self.fl[idx], pinned, pinned_power, self.attained[idx])
+        for array in arrays:
+            array.flags.writeable = False
+        submit, remaining, n_req, batch_size, n, fl, pinned, pinned_power, attained = arrays
+        if idx.flags.writeable:
+            idx = idx.copy()
+            idx.flags.writeable = False
         return SchedView(
-            # fancy indexing copies already: the view owns its arrays
-            now=self.now, jobs=idx, submit=self._arrive[idx], remaining=jobs.iterations[idx] - self.done_it[idx],
-            n_req=np.asarray(jobs.n_req)[idx], batch_size=np.asarray(jobs.batch_size)[idx],
-            model=[self._model_of[j] for j in ids], n=self.n[idx], fl=self.fl[idx], pinned=pinned,
-            pinned_power=pinned_power, attained=self.attained[idx], T=T, E=E,
-            n_values=self.n_values, freqs_mhz=self.hw.freqs_mhz.copy(), num_gpus=self.G, gpn=self.gpn,
-            power_limit_w=self.power_limit, p_max_w=self.p_max, row=row, true_row=true_row,
+            now=self.now, jobs=idx, submit=submit, remaining=remaining, n_req=n_req, batch_size=batch_size,
+            model=[self._model_of[j] for j in ids], n=n, fl=fl, pinned=pinned, pinned_power=pinned_power,
+            attained=attained, T=T, E=E, n_values=self.n_values, freqs_mhz=self._freqs_mhz, num_gpus=self.G,
+            gpn=self.gpn, power_limit_w=self.power_limit, p_max_w=self.p_max, row=row, true_row=true_row,
             predictor=self.cfg.predictor, true_tables=true_tables,
         )
 
@@ -527,11 +311,15 @@ class PowerFlowSim:
         return out
 
     def pinned_mask(self, idx: np.ndarray) -> np.ndarray:
-        """Jobs whose ``n``/GPUs are fixed now: in online profiling, or restarting (``pin_overhead``)."""
-        pinned = self.profile_until[idx] > self.now + EPS_T
-        if self.cfg.pin_overhead:
-            pinned |= (self.overhead_until[idx] > self.now + EPS_T) & (self.n[idx] > 0)
-        return pinned
+        """Jobs whose ``n``/GPUs are fixed now: in online profiling, or restarting (``pin_overhead``). Computed for
+        every job once per state (a decision point asks several times: the env's slots, the view, apply)."""
+        pinned = self._pinned
+        if pinned is None:
+            pinned = self.profile_until > self.now + EPS_T
+            if self.cfg.pin_overhead:
+                pinned |= (self.overhead_until > self.now + EPS_T) & (self.n > 0)
+            self._pinned = pinned
+        return pinned[idx]
 
     def needs_profiling(self, j: int, k: int) -> bool:
         """Whether running job ``j`` on ``k`` GPUs starts an online-profiling window (docs §6)."""
@@ -542,13 +330,14 @@ class PowerFlowSim:
         return True
 
     @property
-    def finished(self) -> bool:
+    def done(self) -> bool:
+        """Every job has finished."""
         return self.done_count == len(self.jobs)
 
     @property
-    def done(self) -> bool:
-        """Every job has finished (the core simulator protocol's ``done``)."""
-        return self.done_count == len(self.jobs)
+    def truncated(self) -> bool:
+        """The simulated time reached ``horizon_s`` with jobs left."""
+        return self._truncated
 
     # ------------------------------------------------------------------------------------------ power
     def _job_power(self, j: int) -> tuple[float, float, int]:
@@ -603,11 +392,20 @@ class PowerFlowSim:
             self._power_log.append(self._cluster_power)
 
     # ------------------------------------------------------------------------------------------ decisions
-    def apply(self, alloc: dict[int, tuple[int, int]], wakeup_s: float | None = None) -> None:
-        """Set ``(n, frequency level)`` of every ready job (absent: 0 GPUs); pinned jobs keep theirs.
+    def _apply(self, decision: Decision | Mapping[int, tuple[int, int]]) -> None:
+        """Set ``(n, frequency level)`` of every ready job (absent: 0 GPUs; pinned jobs keep theirs) and the wake-up
+        (a :class:`~joulegym.envs.powerflow.interface.Decision`; a plain mapping: the allocation, no wake-up).
 
         :raises ValueError: an unknown/unready job, an infeasible size, or more GPUs than the cluster has.
         """
+        self._pinned = None
+        if isinstance(decision, Decision):
+            alloc, wakeup_s = decision.alloc, decision.wakeup_s
+        elif isinstance(decision, Mapping):
+            alloc, wakeup_s = decision, None
+        else:
+            raise ValueError(f"a PowerFlow decision is a Decision or a mapping {{job: (GPUs, frequency level)}}, "
+                             f"got {type(decision).__name__}")
         ready = self.ready_jobs()
         ready_set = set(ready.tolist())
         pinned = set(ready[self.pinned_mask(ready)].tolist())
@@ -668,6 +466,7 @@ class PowerFlowSim:
         self._arm_wakeup()
         self.steps += 1
         self._refresh_power(changed, placement=True)
+        self._pinned = None  # sizes and restarts changed
 
     def _place(self, sizes: dict[int, int], pinned: set[int]) -> dict[int, tuple[int, ...]]:
         """The GPUs each job of ``sizes`` gets under ``cfg.placement`` (a pure function of the current holdings)."""
@@ -702,9 +501,9 @@ class PowerFlowSim:
         """``power_constraint="repair"`` (docs §10): lower every running job's f one level while the true job power
         exceeds the limit (1e-3 slack); at f_min halve the latest arrival's GPUs, de-allocating it at one GPU
         (de-allocating at once, the first reading, starves a job whose profiling window at n GPUs alone exceeds
-        the budget; docs §9). Jobs are priced as the placement actually puts them (issue 13 #2: ``"affinity"``
-        spreads a job over nodes, which the former packed pricing missed, so the held power broke the budget);
-        the placement is recomputed whenever the sizes change. Returns the repaired target and its placement."""
+        the budget; docs §9). Jobs are priced as the placement actually puts them (``"affinity"``
+        spreads a job over nodes: pricing it as packed would let the held power break the budget); the placement
+        is recomputed whenever the sizes change. Returns the repaired target and its placement."""
         target = dict(target)
         limit = self.power_limit * (1 + 1e-3)
         placed = self._place({j: k for j, (k, _) in target.items()}, pinned)
@@ -827,39 +626,41 @@ class PowerFlowSim:
         self.jct_integral += in_system * dt
         self.violation_ws += max(0.0, self._job_power_total - self.power_limit) * dt
         if self._cap_enforced and self._job_power_total > self.power_limit * (1 + 1e-3) + 1e-6:
-            # the power budget is an invariant under repair (issue 13 #2): held power above it is a simulator bug
+            # the power budget is an invariant under repair (docs §10): held power above it is a simulator bug
             raise RuntimeError(f"power budget broken under power_constraint='repair': {self._job_power_total:.3f} W "
                                f"held over {dt:.3f} s against a limit of {self.power_limit:.3f} W "
                                f"at t={self.now:.3f} s")
         self.max_job_power = max(self.max_job_power, self._job_power_total)  # power held for dt > 0 only
         self.now = t
+        self._pinned = None
 
     def advance(self) -> bool:
         """Run to the next decision point; False when every job is done or the horizon is reached."""
         while True:
-            if self.finished:
+            if self.done:
                 return False
             if not self._pending():  # nothing can happen by itself: idle tick, a decision point
                 self.wakeup = self.now + self.cfg.idle_tick_s
                 self._arm_wakeup()
             if self.env.peek() > self.cfg.horizon_s:
                 self._integrate(self.cfg.horizon_s)
-                self.truncated = True
+                self._truncated = True
                 self._warn_truncated()
                 return False
             self._decided = False
             self.env.step()
             if self._decided:
-                return not self.finished  # the last completion leaves nothing to decide
+                return not self.done  # the last completion leaves nothing to decide
 
     def _warn_truncated(self) -> None:
-        """Truncation is loud (issue 12 #5): the average JCT then counts only the finished jobs."""
+        """Truncation is loud (docs §12, "Horizon"): the average JCT then counts only the finished jobs."""
         warnings.warn(f"PowerFlow simulation truncated at horizon_s={self.cfg.horizon_s:g} s "
                       f"({self.cfg.horizon_s / 86400:.3g} days): {self.done_count} of {len(self.jobs)} jobs finished; "
                       f"avg_jct_s counts only those (metrics jobs_counted / jobs_total). Raise horizon_s (or leave "
                       f"simulate()'s default, which runs until every job is done).", RuntimeWarning, stacklevel=3)
 
     def _process_events(self, t: float) -> bool:
+        self._pinned = None  # profiling windows end, jobs complete
         decision = False
         changed = False
         jobs = self.jobs
@@ -989,7 +790,7 @@ class PowerFlowSim:
             "jobs_done": float(done.sum()),
             "jobs_counted": float(jct.size),  # the jobs avg_jct_s averages over (all of them unless truncated)
             "jobs_total": float(J),
-            "truncated": float(self.truncated),
+            "truncated": float(self._truncated),
             "total_energy_j": total_e,
             "makespan_s": float(np.nanmax(self.finish)) if done.any() else 0.0,
             "now_s": float(self.now),
@@ -1034,7 +835,3 @@ class PowerFlowSim:
                          finish_s=self.finish.copy(), timeline=tl, truncated=self.truncated,
                          balance=self.balance())
 
-
-def check_feasible(k: int, bs: int, num_gpus: int) -> bool:
-    """A packed size is feasible for a job iff it is a power of two with ``k <= min(G, BS)``."""
-    return is_pow2(k) and k <= min(num_gpus, bs)
