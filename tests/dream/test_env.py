@@ -155,7 +155,8 @@ def test_same_seed_same_episode_different_seed_differs():
     ({"max_accelerators": 99}, "max_accelerators"), ({"hw": {"accelerators": []}}, "hw"),
     ({"hw": {"accelerators": [["XS", 1024]]}}, "dataflow"), ({"workload": {"name": "w", "models": [{"fps": 1}]}},
                                                               "workload"),
-    ({"work_conserving": 1}, "work_conserving"),
+    ({"work_conserving": 1}, "work_conserving"), ({"switch_to": {}}, "switch_to"),
+    ({"switch_to": {"kind": "bogus"}}, "switch_to"),
     ({"window_s": 0.1}, "window_s"),  # a DREAMParams key: DREAM-v0 has none
 ])
 def test_bad_config_names_the_field(kwargs, field):

@@ -117,7 +117,12 @@ def _workload(item: Any, field: str = "workload") -> Any:
     from joulegym.workloads.dream_scenarios import get_scenario, scenario_from_config
 
     if isinstance(item, dict):
-        return scenario_from_config(item)
+        try:
+            return scenario_from_config(item)
+        except ValueError as err:  # its messages say "workload": name the key that held the dict
+            if field == "workload":
+                raise
+            raise ValueError(f"{field}: {err}") from None
     name = item.strip().lower().replace("_", "-") if isinstance(item, str) else item
     if name not in WORKLOADS:
         raise ValueError(f"{field}={item!r} is not one of {list(WORKLOADS)} (or a custom dict, or a list)")
