@@ -1,6 +1,6 @@
-"""DREAM and Qin through train.py and evaluate.py: a MaskablePPO agent trains
-on DREAM-v0 / QinCluster-v0, PPO on DREAMParams-v0 / QinNode-v0, and appears on the leaderboard beside the
-reference policies. A few hundred steps each: this checks the plumbing, not what the agent learns."""
+"""DREAM and Qin through train.py and evaluate.py (docs/families/dream.md and qin.md, "Leaderboard"): a MaskablePPO
+agent trains on DREAM-v0 / QinCluster-v0, PPO on DREAMParams-v0 / QinNode-v0, and appears on the leaderboard beside
+the reference policies. A few hundred steps each: this checks the plumbing, not what the agent learns."""
 
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ class JoulegymEnv(gym.Env):
     def _kind_of(cls, action_mode: str) -> str:
         from joulegym.core.family import kind_for
 
-        return kind_for(cls.family, action_mode) or f"{cls.__name__}[{action_mode}]"
+        return kind_for(cls.family, action_mode, cls) or f"{cls.__name__}[{action_mode}]"
 
     def _configure(self) -> None:  # pragma: no cover - every family overrides
         raise NotImplementedError

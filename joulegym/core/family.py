@@ -160,11 +160,21 @@ def scenarios_of(family: str) -> Mapping[str, Scenario]:
     return MappingProxyType(dict(descriptor.scenarios)) if descriptor is not None else MappingProxyType({})
 
 
-def kind_for(family: str, action_mode: str) -> str | None:
-    """The id stem of ``family``'s kind with ``action_mode`` (``None`` if no kind fixes it)."""
+def kind_for(family: str, action_mode: str, env_class: type | None = None) -> str | None:
+    """The id stem of ``family``'s kind with ``action_mode`` (``None`` if no kind fixes it). With ``env_class``, a
+    class that is the entry point of exactly one kind is that kind whatever its action mode (one env class per
+    MDP: its action modes only encode actions), and among several kinds of one class the mode decides."""
     descriptor = _FAMILIES.get(family)
     if descriptor is None:
         return None
+    if env_class is not None:
+        entry = f"{env_class.__module__}:{env_class.__qualname__}"
+        own = [kind for kind in descriptor.kinds if kind.entry_point == entry]
+        if len(own) == 1:
+            return own[0].name
+        for kind in own:
+            if kind.action_mode == action_mode:
+                return kind.name
     for kind in descriptor.kinds:
         if kind.action_mode == action_mode:
             return kind.name

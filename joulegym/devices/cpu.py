@@ -10,11 +10,17 @@ docs/families/qin.md, named where it is used:
   the 100 MHz P-state step, ``V_k = 0.70 + k 0.40/3`` V. ``f_lfm`` is the spec-sheet lowest-frequency
   mode (800 MHz for the five workers, as the family page's 0.8 GHz; 1200 MHz for the E5-1620). Turbo is ignored
   (``f_H`` = base GHz of Table 2).
+- **Cores are physical cores** (docs/families/qin.md §1.2, A22). Table 2's "8 cores" of the E5-1620 and the
+  i7-4790 are Hyper-Threading's logical processors (4 physical cores each): a physical core runs up to two
+  threads at once and delivers :data:`SMT_YIELD` times one thread's throughput when it does (Intel's measurement,
+  cited there); more threads than that time-slice. Schedulers (Kubernetes, Mage's share term) still see Table
+  2's logical count (``logical_cores``), as the operating system reports it.
 - **Dynamic power** is eq. 12, ``P = 1/2 C V^2 f``, times the app's activity ``act = 1 - 0.5 beta``
-  (§1.9). In the shared ``a C V^2 f`` vocabulary, ``a = act/2``. ``C`` is calibrated per core so that
-  the dynamic power at ``(V_max, f_base)`` is ``0.7 TDP / cores`` (A20).
-- **Static power** (RAPL includes it; A20): leakage ``0.1 TDP/cores * V/V_max`` per busy core,
-  ``0.02 TDP/cores`` per idle core, uncore ``0.1 TDP`` while the server is on; DRAM ("ram" domain)
+  (§1.9). In the shared ``a C V^2 f`` vocabulary, ``a = act/2``. ``C`` is calibrated per physical core so that
+  the dynamic power with every hardware thread busy at ``(V_max, f_base)`` is ``0.7 TDP`` (A20); a core running
+  two threads draws the yield's multiple of its one-thread dynamic power (power follows the retired work).
+- **Static power** (RAPL includes it; A20): leakage ``0.1 TDP/cores * V/V_max`` per busy physical core,
+  ``0.02 TDP/cores`` per idle one, uncore ``0.1 TDP`` while the server is on; DRAM ("ram" domain)
   ``0.25 W/GB`` of installed memory plus ``0.3 W`` per GB/s of traffic. A fully loaded server at
   ``f_max`` therefore draws ``0.9 TDP`` in its package. ``paper_dynamic_only=True`` keeps eq. 12's
   dynamic term alone.
@@ -69,6 +75,11 @@ V_MIN, V_MAX = 0.70, 1.10
 DYNAMIC_TDP_SHARE = 0.7  # dynamic power at (V_max, f_base), all cores busy
 LEAKAGE_TDP_SHARE = 0.1  # leakage of all cores at V_max
 IDLE_CORE_TDP_SHARE = 0.02  # per idle core, as a share of TDP/cores
+# Throughput of a physical core running two Hyper-Threading threads, relative to one thread: Intel measured "up to
+# 30 %" more on common server benchmarks (D. T. Marr et al., "Hyper-Threading Technology Architecture and
+# Microarchitecture", Intel Technology Journal 6(1), 2002). The vendor's upper figure, used as the yield of the
+# E5-1620 and i7-4790 (A22); a lower one is a config key (smt_yield, 1 = physical cores only).
+SMT_YIELD = 1.3
 UNCORE_TDP_SHARE = 0.1  # package baseline while on
 DRAM_W_PER_GB = 0.25  # idle DRAM power per installed GB
 DRAM_W_PER_GBS = 0.3  # DRAM power per GB/s of traffic
@@ -107,8 +118,8 @@ class ServerType:
     :param name: Table 2 name, e.g. ``"i5-4690"``.
     :param role: ``"worker"`` or ``"master"``.
     :param microarch: e.g. ``"haswell"``; apps carry a per-microarchitecture IPC affinity.
-    :param cores: schedulable cores as in Table 2 (hyper-threads counted, A22).
-    :param physical_cores: physical cores.
+    :param cores: logical processors as in Table 2 (Hyper-Threading's counted, what the OS reports).
+    :param physical_cores: physical cores (what the simulator schedules on, A22).
     :param base_mhz: ``f_H``, the highest level (turbo ignored).
     :param lfm_mhz: the lowest P-state.
     :param mem_gb: installed memory (GB).
@@ -185,15 +196,28 @@ class ServerType:
 
     # --- power ---------------------------------------------------------------------------------------------
     @property
+    def smt(self) -> bool:
+        """Hyper-Threading: two logical processors per physical core."""
+        return self.cores > self.physical_cores
+
+    @property
+    def full_load_yield(self) -> float:
+        """A physical core's throughput with every hardware thread busy, in one thread's (:data:`SMT_YIELD` with
+        Hyper-Threading, else 1)."""
+        return SMT_YIELD if self.smt else 1.0
+
+    @property
     def capacitance_f(self) -> float:
-        """``C_core = 2 (0.7 TDP/cores) / (V_max^2 f_base)`` (F): eq. 12 at the top level gives 0.7 TDP/cores."""
-        return 2.0 * DYNAMIC_TDP_SHARE * self.tdp_w / self.cores / (V_MAX**2 * self.base_mhz * 1e6)
+        """``C_core = 2 (0.7 TDP / (cores yield)) / (V_max^2 f_base)`` (F) per physical core: eq. 12 at the top level
+        with every hardware thread busy gives 0.7 TDP in all."""
+        return (2.0 * DYNAMIC_TDP_SHARE * self.tdp_w / (self.physical_cores * self.full_load_yield)
+                / (V_MAX**2 * self.base_mhz * 1e6))
 
     @cached_property
     def power_model(self) -> CMOSPowerModel:
         """One big core in the shared vocabulary: ``a C V(f)^2 f + leakage`` with ``a = act/2`` (eq. 12)."""
         curve = VoltageCurve(tuple(float(f) for f in self.levels_mhz), tuple(float(v) for v in self.volts))
-        leak_at_lowest = LEAKAGE_TDP_SHARE * self.tdp_w / self.cores * V_MIN / V_MAX
+        leak_at_lowest = LEAKAGE_TDP_SHARE * self.tdp_w / self.physical_cores * V_MIN / V_MAX
         return CMOSPowerModel(self.capacitance_f, curve, static_w=leak_at_lowest, static_mode="voltage")
 
     def core_dynamic_w(self, level: int | np.ndarray, activity: float | np.ndarray = 1.0) -> np.ndarray | float:
@@ -202,12 +226,12 @@ class ServerType:
         return 0.5 * np.asarray(activity) * self.capacitance_f * self.volts[level] ** 2 * self.levels_mhz[level] * 1e6
 
     def core_leakage_w(self, level: int | np.ndarray) -> np.ndarray | float:
-        """Leakage (W) of one busy core at ``level``: ``0.1 TDP/cores * V/V_max`` (A20)."""
-        return LEAKAGE_TDP_SHARE * self.tdp_w / self.cores * self.volts[np.asarray(level)] / V_MAX
+        """Leakage (W) of one busy physical core at ``level``: ``0.1 TDP/cores * V/V_max`` (A20)."""
+        return LEAKAGE_TDP_SHARE * self.tdp_w / self.physical_cores * self.volts[np.asarray(level)] / V_MAX
 
     @property
     def idle_core_w(self) -> float:
-        return IDLE_CORE_TDP_SHARE * self.tdp_w / self.cores
+        return IDLE_CORE_TDP_SHARE * self.tdp_w / self.physical_cores
 
     @property
     def uncore_w(self) -> float:
@@ -224,7 +248,8 @@ class ServerType:
 
     def power_w(self, level: np.ndarray, busy: np.ndarray, beta: np.ndarray, *,
                 paper_dynamic_only: bool = False) -> float:
-        """Server power (W) with per-core ``level`` (int), ``busy`` fraction and running app's ``beta``.
+        """Server power (W) with per physical core ``level`` (int), ``busy`` fraction and running app's ``beta``
+        (one thread per core).
 
         ``uncore + sum_c [busy (1/2 C V^2 f act + leak) + (1 - busy) idle] + DRAM``, with
         ``act = 1 - 0.5 beta`` and DRAM traffic ``BW * sum_c busy beta / cores`` (GB/s, assumed: a core
@@ -237,7 +262,7 @@ class ServerType:
         if paper_dynamic_only:
             return float(dynamic.sum())
         cores = busy * self.core_leakage_w(level) + (1.0 - busy) * self.idle_core_w
-        traffic = self.dram_bw_gbs * float(np.sum(busy * beta)) / self.cores
+        traffic = self.dram_bw_gbs * float(np.sum(busy * beta)) / self.physical_cores
         return float(self.uncore_w + dynamic.sum() + cores.sum() + self.dram_idle_w + DRAM_W_PER_GBS * traffic)
 
     def device(self) -> Device:
@@ -249,10 +274,10 @@ class ServerType:
                          f"{self.lfm_mhz:.0f}-{self.base_mhz:.0f} MHz in {N_LEVELS} P-states, TDP {self.tdp_w:g} W"),
             frequencies=self.frequencies,
             power_model=self.power_model,
-            capacities={"cores": float(self.cores), "mem_gb": float(self.mem_gb)},
+            capacities={"cores": float(self.cores), "mem_gb": float(self.mem_gb)},  # logical, as Table 2
             capacity_unit="cores / GB",
             tdp_w=float(self.tdp_w),
-            idle_w=self.uncore_w + self.cores * self.idle_core_w + self.dram_idle_w,
+            idle_w=self.uncore_w + self.physical_cores * self.idle_core_w + self.dram_idle_w,
             source=self.source,
         )
 
@@ -321,7 +346,7 @@ def energy_per_instruction_j(server: ServerType, level: int | np.ndarray, second
                              beta: np.ndarray, *, paper_dynamic_only: bool = False) -> np.ndarray:
     """Stand-alone energy per instruction (J) of an app on ``server`` at ``level`` (broadcasting).
 
-    Defined as the server's power with every core running a copy of the app (:meth:`ServerType.power_w`,
+    Defined as the server's power with every physical core running a copy of the app (:meth:`ServerType.power_w`,
     so uncore, idle DRAM and traffic are shared among the cores) divided by the cores' instruction rate:
     ``E/instr = P_server(level, busy=1, beta) / cores * tau``. This is what RAPL-based profiling of one app
     per core measures (§4.1, A20); with ``paper_dynamic_only`` it is eq. 12-13's ``1/2 C V^2 f act * tau``.
@@ -330,8 +355,9 @@ def energy_per_instruction_j(server: ServerType, level: int | np.ndarray, second
     beta = np.asarray(beta, dtype=float)
     per_core = server.core_dynamic_w(level, activity_factor(beta))
     if not paper_dynamic_only:
-        per_core = (per_core + server.core_leakage_w(level) + (server.uncore_w + server.dram_idle_w) / server.cores
-                    + DRAM_W_PER_GBS * server.dram_bw_gbs * beta / server.cores)
+        cores = server.physical_cores
+        per_core = (per_core + server.core_leakage_w(level) + (server.uncore_w + server.dram_idle_w) / cores
+                    + DRAM_W_PER_GBS * server.dram_bw_gbs * beta / cores)
     return per_core * np.asarray(seconds_per_instr, dtype=float)
 
 
@@ -363,9 +389,10 @@ def server_tolerated(tolerated: np.ndarray) -> np.ndarray:
 class CoreTable:
     """Per-core and per-server arrays of a cluster, for vectorised power and speed.
 
-    Cores are numbered server by server; ``first_core[i]:first_core[i+1]`` are server ``i``'s. With
-    hyper-threads (cores > physical_cores), logical core ``j >= physical`` is the sibling of
-    ``j - physical`` (Linux numbering; ``sibling = -1`` when none), for an optional SMT yield (A22).
+    Cores are physical cores, numbered server by server; ``first_core[i]:first_core[i+1]`` are server ``i``'s.
+    ``smt_yield`` (K,): a core's throughput with two or more threads on it, in one thread's (the SMT yield on a
+    Hyper-Threading server's cores, 1 elsewhere, A22); ``logical_cores`` (N,): Table 2's count (what the OS and
+    Kubernetes see).
     """
 
     server_types: tuple[ServerType, ...]
@@ -378,12 +405,13 @@ class CoreTable:
     idle_w: np.ndarray  # (K,)
     ipc_scale: np.ndarray  # (K,)
     is_little: np.ndarray  # (K,)
-    sibling: np.ndarray  # (K,)
+    smt_yield: np.ndarray  # (K,)
     uncore_w: np.ndarray  # (N,)
     dram_idle_w: np.ndarray  # (N,)
     dram_bw_gbs: np.ndarray  # (N,)
-    cores: np.ndarray  # (N,)
+    cores: np.ndarray  # (N,) physical
     tdp_w: np.ndarray  # (N,)
+    logical_cores: np.ndarray  # (N,) Table 2
     _traffic_w_per_busy_beta: np.ndarray = field(init=False, repr=False)  # (K,): 0.3 W/GBs * BW / cores
 
     _rows: np.ndarray = field(init=False, repr=False)  # (K,) 0..K-1, for gathering each core's level
@@ -405,6 +433,11 @@ class CoreTable:
     def f_max_mhz(self) -> np.ndarray:
         return self.freq_mhz[:, -1]
 
+    @property
+    def full_load_cores(self) -> np.ndarray:
+        """Per server: its throughput with every hardware thread busy, in single-thread cores (cores x yield)."""
+        return np.bincount(self.server_of_core, weights=self.smt_yield, minlength=self.n_servers)
+
     def server_power_w(self, level: np.ndarray, busy: np.ndarray, beta: np.ndarray, *,
                        paper_dynamic_only: bool = False) -> np.ndarray:
         """Power (W) of every server; ``level`` (int), ``busy`` in [0, 1] and ``beta`` are per core (K,).
@@ -425,17 +458,23 @@ class CoreTable:
         return total
 
 
-def build_core_table(servers: Sequence[str | ServerType], *, biglittle: bool = False) -> CoreTable:
-    """Flat per-core arrays for ``servers`` (names or types); ``biglittle``: the upper half of each
-    server's cores are :data:`LITTLE_CORE` (§1.4). ValueError on an empty or unknown server list."""
+def build_core_table(servers: Sequence[str | ServerType], *, biglittle: bool = False,
+                     smt_yield: float = SMT_YIELD) -> CoreTable:
+    """Flat per physical core arrays for ``servers`` (names or types); ``biglittle``: the upper half of each
+    server's cores are :data:`LITTLE_CORE` (§1.4); ``smt_yield``: the throughput of a Hyper-Threading core running
+    two threads (1: physical cores only). ValueError on an empty or unknown server list or a yield below 1."""
     if isinstance(servers, str) or not isinstance(servers, Sequence) or len(servers) == 0:
         raise ValueError(f"servers must be a non-empty list of server types {list(SERVER_TYPES)}, got {servers!r}")
+    if isinstance(smt_yield, bool) or not isinstance(smt_yield, int | float) or not 1.0 <= smt_yield <= 2.0:
+        raise ValueError(f"smt_yield must be a number in [1, 2] (two threads' throughput on one core), got "
+                         f"{smt_yield!r}")
     types = tuple(get_server_type(name) for name in servers)
-    freq, dyn, leak, idle, ipc, little, sibling, owner = [], [], [], [], [], [], [], []
+    freq, dyn, leak, idle, ipc, little, yields, owner = [], [], [], [], [], [], [], []
     for index, server in enumerate(types):
-        n_little = server.cores // 2 if biglittle else 0
-        for core in range(server.cores):
-            kind = LITTLE_CORE if core >= server.cores - n_little else BIG_CORE
+        n = server.physical_cores
+        n_little = n // 2 if biglittle else 0
+        for core in range(n):
+            kind = LITTLE_CORE if core >= n - n_little else BIG_CORE
             levels = server.levels_mhz * kind.f_max_scale
             capacitance = server.capacitance_f * kind.capacitance_scale
             freq.append(levels)
@@ -444,19 +483,17 @@ def build_core_table(servers: Sequence[str | ServerType], *, biglittle: bool = F
             idle.append(server.idle_core_w * kind.capacitance_scale)
             ipc.append(kind.ipc_scale)
             little.append(kind is LITTLE_CORE)
+            yields.append(float(smt_yield) if server.smt else 1.0)
             owner.append(index)
-            partner = core - server.physical_cores if core >= server.physical_cores else (
-                core + server.physical_cores if core + server.physical_cores < server.cores else -1)
-            sibling.append(-1 if partner < 0 else partner + len(owner) - 1 - core)
-    cores = np.array([server.cores for server in types])
+    cores = np.array([server.physical_cores for server in types])
     return CoreTable(
         server_types=types,
         server_of_core=np.array(owner, dtype=np.intp),
         first_core=np.concatenate([[0], np.cumsum(cores)]).astype(np.intp),
         freq_mhz=np.array(freq), volts=types[0].volts.copy(), dyn_w=np.array(dyn), leak_w=np.array(leak),
-        idle_w=np.array(idle), ipc_scale=np.array(ipc), is_little=np.array(little), sibling=np.array(sibling),
+        idle_w=np.array(idle), ipc_scale=np.array(ipc), is_little=np.array(little), smt_yield=np.array(yields),
         uncore_w=np.array([s.uncore_w for s in types]), dram_idle_w=np.array([s.dram_idle_w for s in types]),
         dram_bw_gbs=np.array([s.dram_bw_gbs for s in types]), cores=cores,
-        tdp_w=np.array([s.tdp_w for s in types]),
+        tdp_w=np.array([s.tdp_w for s in types]), logical_cores=np.array([server.cores for server in types]),
     )
 

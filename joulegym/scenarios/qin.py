@@ -1,10 +1,10 @@
 """Qin named scenarios (Guan & Ababei, IEEE T-SUSC 2024, §7; ``docs/families/qin.md`` "Scenarios") and the family
 descriptor.
 
-Each scenario is data: overrides of the env's ``default_config()`` (:mod:`joulegym.envs.qin.env`). The paper's
-cluster is the five Table 2 workers (``include_master=True`` adds the Xeon E5-1620 master); workloads are the
-spec's catalog mixes (RW = Splash-2, LC = mutilate-style latency-critical, TB = PARSEC), batch arrivals at t = 0
-unless named otherwise (the paper states none except for DAC, §6).
+Each scenario is data: overrides of the env's ``default_config()`` (:mod:`joulegym.envs.qin.cluster_env`,
+:mod:`joulegym.envs.qin.node_env`). The paper's cluster is the five Table 2 workers (``include_master=True`` adds the
+Xeon E5-1620 master); workloads are the spec's catalog mixes (RW = Splash-2, LC = mutilate-style latency-critical,
+TB = PARSEC), batch arrivals at t = 0 unless named otherwise (the paper states none except for DAC, §6).
 
 Sweeps are keyword arguments, not ids (docs/architecture.md "Conventions"):
 
@@ -53,7 +53,7 @@ def _build() -> list[Scenario]:
         _cluster("dac-rw", "5 Table-2 workers, 100 RW jobs at once, DAC by descending H (Fig. 12a)",
                  {"workload": dict(rw), "admission": "dac_H_desc"}),
         _cluster("hier-rw", "5 Table-2 workers, 100 RW jobs, Qin's node policy in every server (Table 5)",
-                 {"workload": dict(rw), "node_policy": "qin_node"}),
+                 {"workload": dict(rw), "node_policy": "qin-node"}),
         _cluster("poisson", f"5 Table-2 workers, 100 RW jobs, Poisson arrivals {POISSON_RATE_PER_S:g}/s, DAC "
                  f"sigma = 1/lambda (§6)",
                  {"workload": {**rw, "arrival": "poisson", "rate_per_s": POISSON_RATE_PER_S},
@@ -75,11 +75,11 @@ def _build() -> list[Scenario]:
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _build()}
 
 KINDS = (
-    EnvKind("QinCluster", "joulegym.envs.qin.env:QinClusterEnv", "server",
+    EnvKind("QinCluster", "joulegym.envs.qin.cluster_env:QinClusterEnv", "server",
             "QinCluster: one job placement per step on heterogeneous servers (Linux-like node policy)"),
-    EnvKind("QinNode", "joulegym.envs.qin.env:QinNodeEnv", "node",
+    EnvKind("QinNode", "joulegym.envs.qin.node_env:QinNodeEnv", "node",
             "QinNode: thread-to-core mapping and per-core V/F on one server, one control period per step"),
-    EnvKind("Qin", "joulegym.envs.qin.env:QinHierarchicalEnv", "server",
+    EnvKind("Qin", "joulegym.envs.qin.cluster_env:QinHierarchicalEnv", "server",
             "Qin: hierarchical, one job placement per step with Qin's node policy in every server"),
 )
 
@@ -95,11 +95,10 @@ FAMILY = FamilyDescriptor(
     benchmark_script="benchmarks/bench_qin.py",
     contract_id="joulegym/QinCluster-paper-rw-v0",
     trajectory_pins=("joulegym/QinCluster-tiny-v0", "joulegym/Qin-tiny-v0", "joulegym/QinNode-node-splash2-fft-v0"),
-    # The leaderboard (docs/leaderboard.md): makespan (the paper's JCT, A17) of Table 4's three 100-job mixes on five
-    # workers; every scenario draws its jobs per reset, paper-rw is the designated generalisation one. The best
-    # heuristic per scenario is the one with the lowest mean makespan on the held-out seeds 10000-10009 (measured:
-    # RW qin 1075 s < Kubernetes 1111 < Paragon 1138 < Mage 1146; LC qin 1161 < Paragon 1180; TB Paragon 1092 <
-    # qin 1100 < Kubernetes 1122).
+    # The leaderboard (docs/leaderboard.md, docs/families/qin.md "Leaderboard"): makespan (the paper's JCT, A17) of
+    # Table 4's three 100-job mixes on five workers; every scenario draws its jobs per reset, paper-rw is the
+    # designated generalisation one. The best heuristic per scenario is the paper's scheduler with the lowest mean
+    # makespan on the held-out seeds 10000-10009 (docs/families/qin-results.md).
     benchmark=Benchmark(
         kind="QinCluster", scenarios=("paper-rw", "paper-lc", "paper-tb"), generalisation="paper-rw",
         metric="makespan (s)", metric_terms={"makespan_s": 1.0}, higher_is_better=False,
@@ -111,7 +110,7 @@ FAMILY = FamilyDescriptor(
                  "simple deployable rule a practitioner tries first.",
         best_heuristic={"paper-rw": "qin", "paper-lc": "qin", "paper-tb": "paragon"},
         one_why="the published scheduler with the lowest mean makespan on the held-out seeds (measured above).",
-        policy_settings=("action_mode", "admission", "scheduler_latency_s"),
+        policy_settings=("action_mode", "admission", "profile_latency_s", "decision_latency_s"),
         zoo_algo="maskable_ppo",
         quick_scenarios=("paper-rw",),
         note="Ranked by makespan (the paper's JCT) with the Linux-like node policy; energy and EDP are reported "

@@ -307,28 +307,14 @@ class QinJobs:
         return np.array(self.catalog.job_class)[self.app]
 
     @property
-    def is_lc(self) -> np.ndarray:
-        """True for latency-critical (mutilate) jobs."""
-        return np.array([job_class == "lc" for job_class in self.catalog.job_class])[self.app]
-
-    @property
     def ipc_affinity(self) -> np.ndarray:
         """``(M, len(MICROARCHS))`` per-job IPC affinity, columns in :data:`MICROARCHS` order."""
         return self.catalog.ipc_affinity[self.app]
-
-    def ipc(self, server_types: Sequence[str | ServerType]) -> np.ndarray:
-        """``(M, n)`` IPC of every job on each server type (``ipc_rel * affinity``, §1.9)."""
-        return self.catalog.ipc(server_types)[self.app]
 
     @property
     def reference_runtime_s(self) -> np.ndarray:
         """Single-threaded stand-alone runtime (s) on the reference i5-4690 core at 3.5 GHz."""
         return self.size_instr * self.catalog.reference_seconds_per_instruction[self.app]
-
-    def subset(self, indices: np.ndarray | slice) -> QinJobs:
-        """The jobs at ``indices`` (kept in arrival order)."""
-        return QinJobs(self.catalog, self.app[indices].copy(), self.arrival_s[indices].copy(),
-                       self.size_instr[indices].copy(), self.threads[indices].copy())
 
 
 def _check_positive(name: str, value: Any) -> float:

@@ -250,13 +250,6 @@ def test_copies_continue_like_the_original(family):
 
 
 # --- the simulator contract (joulegym.core.simulator) -------------------------------------------------------------
-# Families whose simulator is not yet on the core's Simulator base: their helpers convert them (the xfail is strict,
-# so the mark must go when a conversion lands).
-SIMULATOR_PENDING = {
-    "qin": "QinSim is not yet a core Simulator (reset(jobs, seed, ...); view() returns the simulator)",
-}
-
-
 def _is_read_only(view) -> bool:
     """A view a policy cannot write through: an immutable mapping, a frozen dataclass, a tuple."""
     import dataclasses
@@ -270,7 +263,7 @@ def _is_read_only(view) -> bool:
 
 
 @pytest.mark.parametrize("family", _families())
-def test_simulator_contract(family, request):
+def test_simulator_contract(family):
     """``env.unwrapped.sim`` is a core :class:`~joulegym.core.simulator.Simulator`: ``reset(rng, instance)``, a
     read-only ``view()`` that is not the simulator, and observers told of every decision applied (and of none
     after they are removed)."""
@@ -278,8 +271,6 @@ def test_simulator_contract(family, request):
 
     from joulegym.core.simulator import Simulator
 
-    if family in SIMULATOR_PENDING:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=SIMULATOR_PENDING[family]))
     env = gym.make(_contract_id(family))
     env.reset(seed=0)
     sim = env.unwrapped.sim

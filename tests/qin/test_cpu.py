@@ -11,6 +11,7 @@ from joulegym.devices.cpu import (
     MASTER_TYPE,
     N_SOI,
     SERVER_TYPES,
+    SMT_YIELD,
     SOI_NAMES,
     SOI_WEIGHTS,
     WORKER_TYPES,
@@ -27,9 +28,12 @@ from joulegym.devices.cpu import (
 # Table 2 of the paper: GHz, cores, memory (GB)
 TABLE_2 = {"E5-1620": (3.60, 8, 16), "i5-6600": (3.30, 4, 16), "i7-4790": (3.60, 8, 16),
            "i5-7600": (3.50, 4, 8), "i5-4690": (3.50, 4, 8), "i5-4670": (3.40, 4, 8)}
-# spec §1.2 calibration table: C_core (F)
-C_CORE = {"E5-1620": 5.22e-9, "i5-6600": 5.70e-9, "i7-4790": 3.37e-9, "i5-7600": 5.37e-9,
-          "i5-4690": 6.94e-9, "i5-4670": 7.15e-9}
+# C per core (F) so that every hardware thread busy at (V_max, f_base) draws 0.7 TDP of dynamic power (A20): the
+# spec's table for the 4-core parts; per physical core with the SMT yield for the two Hyper-Threading parts (A22):
+# 2 * 0.7 * TDP / (4 * 1.3) / (1.1^2 * f_base)
+C_CORE = {"E5-1620": 2 * 0.7 * 130 / (4 * SMT_YIELD) / (1.1**2 * 3.6e9), "i5-6600": 5.70e-9,
+          "i7-4790": 2 * 0.7 * 84 / (4 * SMT_YIELD) / (1.1**2 * 3.6e9), "i5-7600": 5.37e-9, "i5-4690": 6.94e-9,
+          "i5-4670": 7.15e-9}
 
 
 def test_table_2_servers():
@@ -56,20 +60,23 @@ def test_pstate_tables():
 @pytest.mark.parametrize("name", list(SERVER_TYPES))
 def test_power_monotone_in_frequency_and_near_tdp_at_full_load(name):
     server = SERVER_TYPES[name]
-    ones, zeros = np.ones(server.cores), np.zeros(server.cores)
+    n = server.physical_cores  # one thread per physical core
+    ones, zeros = np.ones(n), np.zeros(n)
     for beta in (0.0, 0.3, 0.6):
-        power = [server.power_w(np.full(server.cores, level), ones, np.full(server.cores, beta))
-                 for level in range(4)]
+        power = [server.power_w(np.full(n, level), ones, np.full(n, beta)) for level in range(4)]
         assert np.all(np.diff(power) > 0)
-    full = server.power_w(np.full(server.cores, 3), ones, zeros)
+    full = server.power_w(np.full(n, 3), ones, zeros)
     package = full - server.dram_idle_w  # beta = 0: no DRAM traffic
-    assert 0.85 * server.tdp_w <= package <= server.tdp_w
-    assert package == pytest.approx(0.9 * server.tdp_w)
-    idle = server.power_w(np.full(server.cores, 3), zeros, zeros)
+    # every hardware thread busy draws 0.9 TDP; one thread per Hyper-Threading core draws the yield's share of
+    # the dynamic 0.7 TDP
+    dynamic = 0.7 * server.tdp_w / server.full_load_yield
+    assert package == pytest.approx(dynamic + 0.2 * server.tdp_w)
+    assert 0.7 * server.tdp_w <= package <= server.tdp_w
+    idle = server.power_w(np.full(n, 3), zeros, zeros)
     assert idle == pytest.approx(0.1 * server.tdp_w + 0.02 * server.tdp_w + server.dram_idle_w)
     # the shared CMOS model of the device record agrees with eq. 12 at activity 1/2
     model = server.device().power_model
-    assert model.dynamic_w(server.f_max_mhz, activity=0.5) == pytest.approx(0.7 * server.tdp_w / server.cores)
+    assert model.dynamic_w(server.f_max_mhz, activity=0.5) == pytest.approx(dynamic / n)
     assert model.static(server.f_max_mhz) == pytest.approx(server.core_leakage_w(3))
 
 
@@ -98,10 +105,13 @@ def test_core_table_power_equals_per_server_power():
             cores = slice(table.first_core[i], table.first_core[i + 1])
             assert vector[i] == pytest.approx(SERVER_TYPES[name].power_w(level[cores], busy[cores], beta[cores],
                                                                          paper_dynamic_only=flag))
-    # hyper-threads: logical core j >= physical is the sibling of j - physical
-    e5 = slice(table.first_core[1], table.first_core[2])
-    assert list(table.sibling[e5] - table.first_core[1]) == [4, 5, 6, 7, 0, 1, 2, 3]
-    assert np.all(table.sibling[: table.first_core[1]] == -1)
+    # physical cores; the Hyper-Threading parts' cores carry the SMT yield, Table 2's count stays the logical one
+    assert list(table.cores) == [4, 4, 4, 4] and list(table.logical_cores) == [4, 8, 4, 8]
+    np.testing.assert_array_equal(table.smt_yield, np.repeat([1.0, SMT_YIELD, 1.0, SMT_YIELD], 4))
+    np.testing.assert_allclose(table.full_load_cores, [4, 4 * SMT_YIELD, 4, 4 * SMT_YIELD])
+    assert np.all(build_core_table(names, smt_yield=1.0).smt_yield == 1.0)  # physical cores only
+    with pytest.raises(ValueError, match="smt_yield"):
+        build_core_table(names, smt_yield=0.9)
 
 
 def test_biglittle_half_little_cores():
@@ -142,9 +152,9 @@ def test_seconds_per_instruction_and_energy():
     server = SERVER_TYPES["i7-4790"]
     tau = seconds_per_instruction(0.9, 0.3, server.ipc_rel, server.levels_mhz, server.memlat)
     energy = energy_per_instruction_j(server, np.arange(4), tau, 0.3)
-    for level in range(4):
-        power = server.power_w(np.full(8, level), np.ones(8), np.full(8, 0.3))
-        assert energy[level] == pytest.approx(power / 8 * tau[level])
+    for level in range(4):  # one copy of the app per physical core
+        power = server.power_w(np.full(4, level), np.ones(4), np.full(4, 0.3))
+        assert energy[level] == pytest.approx(power / 4 * tau[level])
     dynamic = energy_per_instruction_j(server, np.arange(4), tau, 0.3, paper_dynamic_only=True)
     assert np.all(dynamic < energy) and np.all(np.diff(dynamic) > 0)  # eq. 12-13: E ~ V^2 for fixed work
 

@@ -11,7 +11,8 @@ from joulegym import baselines
 from joulegym.core.actions import flat_mask
 from joulegym.core.family import register_family
 from joulegym.core.rollout import rollout
-from joulegym.envs.qin.env import QinClusterEnv, QinHierarchicalEnv, QinNodeEnv
+from joulegym.envs.qin.cluster_env import QinClusterEnv, QinHierarchicalEnv
+from joulegym.envs.qin.node_env import QinNodeEnv
 from joulegym.scenarios import qin as qin_scenarios
 
 register_family(qin_scenarios.FAMILY)  # idempotent: a no-op once "qin" is in FAMILY_MODULES
@@ -134,7 +135,7 @@ def test_admission_dac_orders_the_dispatch():
     ({"node_policy": "cfs"}, "node_policy"),
     ({"node_focus": "speed"}, "node_focus"),
     ({"control_period_ms": 0.0}, "control_period_ms"),
-    ({"scheduler_latency_s": -1}, "scheduler_latency_s"),
+    ({"profile_latency_s": -1}, "profile_latency_s"),
     ({"max_servers": 3}, "max_servers"),
     ({"max_steps": 0}, "max_steps"),
 ])
@@ -171,8 +172,8 @@ def test_scenarios_resolve():
 
 def test_hierarchical_env_defaults_to_qin_node():
     env = QinHierarchicalEnv(**SMALL)
-    assert env.kind == "Qin" and env.config["node_policy"] == "qin_node"
-    assert env.sim.node_policy.name == "qin_node" and env.sim.node_policy.focus == "perf"  # focus of the objective
+    assert env.kind == "Qin" and env.config["node_policy"] == "qin-node"
+    assert env.sim.node_policy.name == "qin-node" and env.sim.node_policy.focus == "perf"  # focus of the objective
     energy = QinHierarchicalEnv(objective="energy", **SMALL)
     assert energy.sim.node_policy.focus == "energy"
     episode = _random_episode(env, seed=0)
@@ -344,3 +345,42 @@ def test_copies_of_node_and_hierarchical_envs_continue_like_the_original(cls, kw
             assert other_reward == reward
         if terminated or truncated:
             break
+
+
+def test_one_interference_mode_and_dchoice_rule_for_env_and_policy():
+    """interference_mode and dchoice_rule are env keys that mean the same for the observation and for Qin's
+    policies (read from the simulator's view); the policy has no key of its own."""
+    from joulegym.envs.qin import scheduling
+
+    for mode in scheduling.INTERFERENCE_MODES:
+        for rule in scheduling.DCHOICE_RULES:
+            env = QinClusterEnv(interference_mode=mode, dchoice_rule=rule, **SMALL)
+            obs, info = env.reset(seed=1)
+            view = env.sim.view()
+            assert (view.interference_mode, view.dchoice_rule) == (mode, rule)
+            p = view.prediction()
+            expected = scheduling.interference_score(p.tolerated, p.caused, view.t_server, view.c_server, mode)
+            rows = obs[: 8 * 15].reshape(8, 15)
+            np.testing.assert_allclose(rows[:5, 10], np.minimum(expected / 3000.0, 10.0), rtol=1e-6)
+            policy = baselines.make("qin", family="qin")
+            policy.reset(env, seed=1)
+            server = int(policy.act(obs, info))
+            flist = scheduling.dchoice_flist(expected, p.mips[:, -1], 2, 0.5, view.load_instr)
+            if rule == "least-loaded-of-d":
+                assert server == int(flist[np.argmin(view.load_instr[flist])])
+            else:
+                assert server in flist.tolist()
+    with pytest.raises(ValueError, match="takes no keyword"):
+        baselines.make("qin", family="qin", interference_mode="hinge")  # one key: the env's
+
+
+def test_held_out_apps_smt_and_profiling_keys():
+    env = QinClusterEnv(**SMALL)
+    assert env.config["offline_fraction"] == 0.1 and env._predictor_for_episode().offline_apps
+    assert env.cluster.cores.tolist() == [4, 4, 4, 4, 4] and env.server_cores.tolist() == [4, 8, 4, 4, 4]
+    assert QinClusterEnv(smt_yield=1.0, **SMALL).cluster.full_load_cores.tolist() == [4, 4, 4, 4, 4]
+    for kwargs, field in (({"offline_fraction": 0.0}, "offline_fraction"), ({"smt_yield": 0.5}, "smt_yield"),
+                          ({"profiling_slots": 0}, "profiling_slots"), ({"dchoice_rule": "best"}, "dchoice_rule"),
+                          ({"decision_latency_s": -1}, "decision_latency_s")):
+        with pytest.raises(ValueError, match=field):
+            QinClusterEnv(**kwargs, **SMALL)

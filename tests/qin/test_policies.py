@@ -18,7 +18,7 @@ from joulegym.scenarios import qin as qin_scenarios
 register_family(qin_scenarios.FAMILY)
 
 CLUSTER_POLICIES = ("qin", "qin-perf", "qin-energy", "qin-edp", "qin-d1", "qin-dac", "kubernetes", "paragon", "mage",
-                    "round-robin", "least-loaded", "random")
+                    "round-robin", "least-loaded", "drain-time", "random")
 NODE_POLICIES = ("qin-node", "sniper-pinned", "linux", "random")
 SMALL = {"workload": {"num_jobs": 10}}
 
@@ -54,7 +54,8 @@ def test_policy_env_configs():
     assert baselines.make("qin-energy", family="qin").env_config == {"action_mode": "server_vf"}
     assert baselines.make("qin-dac", family="qin").env_config == {"admission": "dac_H_desc"}
     assert baselines.make("qin-dac", family="qin", key="E_asc").env_config == {"admission": "dac_E_asc"}
-    assert baselines.make("kubernetes", family="qin").env_config == {"scheduler_latency_s": 0.005}
+    assert baselines.make("kubernetes", family="qin").env_config == {"profile_latency_s": 0.0,
+                                                                     "decision_latency_s": 0.005}
     with pytest.raises(ValueError, match="focus"):
         baselines.make("qin", family="qin", focus="speed")
     with pytest.raises(ValueError, match="d must be"):
@@ -71,7 +72,9 @@ def _decisions(name: str, seed: int = 0, **policy_kw):
     done = False
     while not done:
         sim = env.sim
-        state = {"job": env.pending_job, "pred": env.pending_prediction(), "load": sim.load_instr.copy(),
+        view = sim.view()
+        state = {"job": env.pending_job, "pred": view.prediction(), "load": view.load_instr.copy(),
+                 "drain": view.drain_s.copy(),
                  "pods": sim.jobs_on.copy(), "t_server": sim.t_server.copy(), "c_server": sim.c_server.copy(),
                  "threads": sim.runnable_threads.copy()}
         action = policy.act(obs, info)
@@ -124,6 +127,10 @@ def test_greedy_baselines_match_their_rules():
     _, ll = _decisions("least-loaded")
     for state, server in ll:
         assert state["load"][server] == state["load"].min()
+    _, dt = _decisions("drain-time")
+    for state, server in dt:  # an idle server drains at once, so it is chosen first
+        assert state["drain"][server] == state["drain"].min()
+    assert [s for _, s in dt][:5] == [0, 1, 2, 3, 4]
 
 
 def test_qin_energy_applies_its_level():
@@ -154,3 +161,23 @@ def test_same_seed_same_decisions():
     _, a = _decisions("qin", seed=4)
     _, b = _decisions("qin", seed=4)
     assert [s for _, s in a] == [s for _, s in b]
+
+
+HIERARCHICAL = [("joulegym/Qin-tiny-v0", "qin-energy", "energy"), ("joulegym/Qin-tiny-v0", "qin", "makespan"),
+                ("joulegym/Qin-tiny-v0", "kubernetes", "edp")]
+
+
+@pytest.mark.parametrize(("env_id", "name", "objective"),
+                         [("joulegym/QinCluster-tiny-v0", n, "energy") for n in CLUSTER_POLICIES if n != "random"]
+                         + HIERARCHICAL)
+def test_simulator_path_gives_the_env_path_metrics(env_id, name, objective):
+    """run_inner on the simulator alone (the fast path of evaluation.qin.run) reproduces rollout through the env
+    exactly: the same instance and generator (QinClusterEnv.episode_inputs), the same policy stream (policy_rng),
+    with the node level inside (Qin-tiny: qin-node with DVFS every control period)."""
+    from joulegym.evaluation.qin_experiments import run
+
+    kwargs = {"workload": {"num_jobs": 8, "size_scale": 0.1 if env_id.startswith("joulegym/Qin-") else 1.0},
+              "objective": objective}
+    through_env = run(env_id, name, 3, kwargs, through_env=True)
+    assert run(env_id, name, 3, kwargs) == through_env
+    assert through_env["jobs_done"] == 8

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from joulegym.core import predictors
 from joulegym.devices.cpu import SERVER_TYPES, WORKER_TYPES, seconds_per_instruction
-from joulegym.envs.qin import prediction
+from joulegym.envs.qin import prediction, predictors
 from joulegym.envs.qin.prediction import QinPredictor, ground_truth, server_configs
 from joulegym.workloads.qin_jobs import generate_jobs, get_catalog
 
@@ -66,45 +65,64 @@ def test_predictions_are_seeded_and_keep_what_was_measured(predictor):
     first = predictor.predict(jobs, np.random.default_rng(5))
     again = predictor.predict(jobs, np.random.default_rng(5))
     other = predictor.predict(jobs, np.random.default_rng(6))
-    for field in ("mips", "energy_j", "runtime_s", "t", "c", "alpha"):
+    for field in ("mips", "energy_j", "runtime_s", "tolerated", "caused", "size_instr"):
         np.testing.assert_array_equal(getattr(first, field), getattr(again, field))
     assert not np.array_equal(first.mips, other.mips)
     observed = predictor.profile(jobs, np.random.default_rng(5))
     known = np.isfinite(observed["mips"])
     np.testing.assert_allclose(first.mips[known], observed["mips"][known])
-    np.testing.assert_allclose(first.alpha, observed["alpha"])
+    np.testing.assert_allclose(first.size_instr, observed["alpha"])
     np.testing.assert_allclose(first.energy_j, predictor.models["nj_per_instr"].fold_in(observed["nj_per_instr"])
-                               * 1e-9 * first.alpha[:, None])
-    np.testing.assert_allclose(first.runtime_s, first.alpha[:, None] / (first.mips * 1e6))
-    one = first.job(7)
-    n_servers = len(WORKER_TYPES)
-    assert one.mips.shape == one.energy_j.shape == one.runtime_s.shape == (n_servers, 4)
-    assert one.t.shape == one.c.shape == (15,) and one.alpha == first.alpha[7]
-    np.testing.assert_array_equal(one.mips[1], first.mips[7, predictor.columns_by_server[1]])
+                               * 1e-9 * first.size_instr[:, None])
+    np.testing.assert_allclose(first.runtime_s, first.size_instr[:, None] / (first.mips * 1e6))
+    assert first.columns.shape == (len(WORKER_TYPES), 4)
+    assert first.tolerated.shape == first.caused.shape == (60, 15)
 
 
-def test_predictions_beat_the_catalog_average(predictor):
-    """On the entries that were not profiled, CF beats knowing nothing (the offline rows' column mean).
+# (offline_fraction, ratio of the CF error to the offline column mean's per matrix, relative MIPS/energy error cap)
+ACCURACY = {
+    # 10 % offline (the paper's "around 10 %", the default): 3 PARSEC apps; MIPS and energy 0.43x / 0.41x the blind
+    # error (12.0 % / 10.5 %), the caused score 0.91x, the tolerated score 1.09x: from 3 rows and 2 of 15 SoIs,
+    # CF predicts the held-out apps' tolerance no better than the mean (measured, seed 3)
+    0.1: ({"mips": 0.47, "nj_per_instr": 0.45, "t": 1.15, "c": 0.95}, 0.13),
+    # every app offline: 0.34x / 0.30x (9.4 % / 7.8 %), tolerated 0.86x, caused 0.75x
+    1.0: ({"mips": 0.4, "nj_per_instr": 0.35, "t": 0.92, "c": 0.8}, 0.1),
+}
 
-    Measured over seeds 0-5 (300 jobs): MIPS and energy errors ~0.32x the blind error (~9.5 % and ~8.3 %
-    relative); tolerated ~0.85x and caused ~0.75x (2 of 15 SoIs seen, N(0, 5) per-SoI noise in the catalog).
-    """
+
+@pytest.mark.parametrize("fraction", sorted(ACCURACY))
+def test_predictions_against_the_catalog_average(fraction):
+    """On the entries that were not profiled, CF against knowing nothing (the offline rows' column mean), 300
+    RW/TB/LC jobs."""
+    predictor = QinPredictor(list(WORKER_TYPES), offline_fraction=fraction)
+    ratios, cap = ACCURACY[fraction]
     jobs = generate_jobs(["rw", "tb", "lc"], 300, seed=3)
     observed = predictor.profile(jobs, np.random.default_rng(0))
     predicted = predictor.predict(jobs, np.random.default_rng(0))
-    cases = (("mips", predicted.mips, predictor.truth.mips[jobs.app], True, 0.45),
-             ("nj_per_instr", predicted.energy_j / predicted.alpha[:, None] * 1e9,
-              predictor.truth.nj_per_instr[jobs.app], True, 0.45),
-             ("t", predicted.t, jobs.tolerated, False, 0.92), ("c", predicted.c, jobs.caused, False, 0.85))
-    for name, estimate, exact, relative, ratio in cases:
+    cases = (("mips", predicted.mips, predictor.truth.mips[jobs.app], True),
+             ("nj_per_instr", predicted.energy_j / predicted.size_instr[:, None] * 1e9,
+              predictor.truth.nj_per_instr[jobs.app], True),
+             ("t", predicted.tolerated, jobs.tolerated, False), ("c", predicted.caused, jobs.caused, False))
+    for name, estimate, exact, relative in cases:
         unknown = np.isnan(observed[name])
         blind = np.broadcast_to(np.nanmean(predictor.models[name].training_matrix, axis=0), exact.shape)
         scale = exact[unknown] if relative else 1.0
         error = np.sqrt(np.mean(((estimate - exact)[unknown] / scale) ** 2))
         blind_error = np.sqrt(np.mean(((blind - exact)[unknown] / scale) ** 2))
-        assert error < ratio * blind_error, (name, error, blind_error)
+        assert error < ratios[name] * blind_error, (name, error, blind_error)
         if relative:
-            assert error < 0.12, name
+            assert error < cap, name
+
+
+def test_ten_percent_offline_holds_out_every_splash2_app():
+    """offline_fraction=0.1 (the default): 3 of the 28 catalog apps train the CF offline, none of them a Splash-2
+    app, so every RW job arrives online with only its 2 profiled SCs (paper §4.1)."""
+    predictor = QinPredictor(list(WORKER_TYPES))
+    catalog = predictor.catalog
+    offline = predictor.models["mips"].training_matrix.shape[0]
+    assert offline == 3 and len(catalog) == 28
+    trained = predictor.offline_apps
+    assert len(trained) == 3 and not set(trained) & {catalog.names[i] for i in catalog.apps_of("rw")}
 
 
 def test_fold_in_does_not_refactorise(predictor, monkeypatch):
@@ -150,6 +168,6 @@ def test_predictor_and_core_table_copy_and_pickle(predictor):
         np.testing.assert_array_equal(clone.predict(jobs, np.random.default_rng(2)).mips, expected.mips)
     table = build_core_table(["i5-4690", "i7-4790"], biglittle=True)
     restored = pickle.loads(pickle.dumps(table))
-    level, busy, beta = np.full(12, 2), np.ones(12), np.full(12, 0.3)
+    level, busy, beta = np.full(8, 2), np.ones(8), np.full(8, 0.3)
     np.testing.assert_array_equal(restored.server_power_w(level, busy, beta), table.server_power_w(level, busy, beta))
-    np.testing.assert_array_equal(copy.deepcopy(table).sibling, table.sibling)
+    np.testing.assert_array_equal(copy.deepcopy(table).smt_yield, table.smt_yield)

@@ -9,82 +9,106 @@ import pytest
 import joulegym  # noqa: F401
 from joulegym.core.family import register_family
 from joulegym.evaluation import qin as evaluation
+from joulegym.evaluation import qin_experiments as ex
 from joulegym.evaluation.verdict import VERDICTS
 from joulegym.scenarios import qin as qin_scenarios
 
 register_family(qin_scenarios.FAMILY)
 
 
-def test_table4_and_fig7_smoke(tmp_path):
-    runs = evaluation.cluster_runs(mixes=("rw",), sizes=(10,), seeds=(0,))
-    assert set(runs.policy) == {"qin-perf", "qin-energy", "qin-edp", "kubernetes", "paragon", "mage"}
+def test_table4_and_fig7_smoke():
+    runs = ex.cluster_runs(mixes=("rw",), sizes=(10,), seeds=(0,))
+    assert set(runs.policy) == {"qin-perf", "qin-energy", "qin-edp", ex.QIN_OTHER_RULE, "kubernetes", "paragon",
+                                "mage", "least-loaded", "drain-time"}
     assert (runs.jobs_done == 10).all()
-    table = evaluation.table4(runs)
+    table = ex.table4(runs, paper=evaluation.PAPER_TABLE4)
     assert list(table.baseline) == ["kubernetes", "paragon", "mage"]
     k8s = runs[runs.policy == "kubernetes"].iloc[0]
     qin = runs[runs.policy == "qin-perf"].iloc[0]
     assert table.perf_pct[0] == pytest.approx(100 * (k8s.makespan_s - qin.makespan_s) / k8s.makespan_s)
     assert table.perf_pct_paper[0] == 9.43
-    curve, _ = evaluation.fig7(runs)
-    assert set(curve.num_jobs) == {10}
+    at_max = ex.rw_at_largest_m(runs).set_index("policy")
+    assert at_max.loc["qin-perf", "qin_gain_pct"] == 0.0 and at_max.makespan_s.is_monotonic_increasing
+    assert set(ex.gain_by_m(runs).num_jobs) == {10}
+
+
+def _small_tables() -> dict[str, pd.DataFrame]:
+    runs = ex.cluster_runs(mixes=("rw",), sizes=(10, 20), seeds=(0,))
+    t5 = pd.DataFrame({"focus": ["perf", "energy", "energy", "edp", "edp"],
+                       "case": ["qin + qin-node PL 0", "qin + qin-node PL 0", "qin + qin-node", "qin + qin-node PL 0",
+                                "qin + qin-node"], "gain_pct": [10.2, 3.0, 36.0, 2.0, -3.0]})
+    large = pd.DataFrame({"n_servers": 10, "decision_latency_s": 0.09, "policy": ["qin", "kubernetes", "paragon"],
+                          "makespan_s": [100.0, 105.0, 120.0]})
+    return {"t4": ex.table4(runs, paper=evaluation.PAPER_TABLE4), "runs": runs, "rw_max": ex.rw_at_largest_m(runs),
+            "gain_by_m": ex.gain_by_m(runs), "t5_gains": t5, "t10": ex.fig10b(seeds=(0,), d_values=(1, 2, 4),
+                                                                             num_jobs=10),
+            "t12": ex.fig12(seeds=(0,), num_jobs=10), "t14": ex.fig14(apps=("fft",)),
+            "mixes": ex.node_mixes(ex.NODE_MIXES[:1]), "large_n": large}
 
 
 def test_paper_vs_joulegym_table_smoke(tmp_path):
-    runs = evaluation.cluster_runs(mixes=("rw",), sizes=(10, 20), seeds=(0,))
-    t10, _ = evaluation.fig10b(seeds=(0,), d_values=(1, 2, 4), num_jobs=10)
-    t12 = evaluation.fig12(seeds=(0,), num_jobs=10)
-    t5 = pd.DataFrame({"focus": ["perf", "energy", "edp"], "improvement_pct": [10.2, 36.0, -3.0]})
-    claims = evaluation.paper_claims(evaluation.table4(runs), t5, t12, t10, runs)
-    # 3 baselines x 1 mix x 3 columns, Table 5's three, Fig. 12's two, Fig. 10b and the growth with M
-    assert len(claims) == 9 + 3 + 2 + 2
+    claims = evaluation.paper_claims(_small_tables())
     by_name = {c.quantity: c for c in claims}
+    # 3 baselines x 1 mix x 3 columns, Table 5's three, the RW orderings and growths (2 + 3), Fig. 12's two,
+    # Fig. 10b's two, the node level's two and the scaling claim
+    assert len(claims) == 9 + 3 + 5 + 2 + 2 + 2 + 1
     assert by_name["Table 5: Qin + Qin vs Kubernetes + Sniper, JCT (%)"].verdict == "reproduced"
     assert by_name["Table 5: Qin + Qin vs Kubernetes + Sniper, energy (%)"].verdict == "within tolerance"
     edp = by_name["Table 5: Qin + Qin vs Kubernetes + Sniper, EDP (%)"]
     assert edp.verdict == "deviates" and "DVFS" in edp.note  # a deviation carries its reason
+    assert by_name["§7.4: at N = 10, M = 100 Qin's makespan within 10 % of the best baseline"].verdict == "reproduced"
     path = evaluation.write_report(tmp_path / "qin_reproduction.md", claims, quick=True)
     rows = [line.split(" | ") for line in path.read_text().splitlines() if line.startswith("| ")][1:]  # less the header
     assert len(rows) == len(claims) and all(row[3] in VERDICTS for row in rows)
 
 
-def test_reproduce_writes_the_verdict_report(tmp_path, monkeypatch):
-    """reproduce() end to end with every stage shrunk to 10 jobs, one seed: each file and the verdict table."""
-    for name, small in {"cluster_runs": lambda sizes, seeds: _cluster_runs(mixes=("rw",), sizes=(10, 20), seeds=(0,)),
-                        "fig10b": lambda seeds, d_values: _fig10b(seeds=(0,), d_values=(1, 2), num_jobs=10),
-                        "fig12": lambda seeds: _fig12(seeds=(0,), num_jobs=10),
-                        # Table 5's hierarchical episodes take seconds even at 10 jobs: a hand-made table here
-                        "table5": lambda seeds, num_jobs: pd.DataFrame(
-                            {"focus": ["perf", "energy", "edp"], "improvement_pct": [1.0, 2.0, 3.0],
-                             "paper_pct": [10.2, 38.65, 41.98]}),
-                        "fig14": lambda apps, seeds: _fig14(apps=("fft",))}.items():
-        monkeypatch.setattr(evaluation, name, small)
+def test_reproduce_writes_the_results_page_and_the_verdicts(tmp_path, monkeypatch):
+    """reproduce() end to end with every experiment shrunk (10 jobs, one seed): each file, the results page and the
+    verdict table."""
+    small = {"cluster_runs": lambda sizes, seeds: _cluster_runs(mixes=("rw",), sizes=(10, 20), seeds=(0,)),
+             "fig10b": lambda seeds, d_values: _fig10b(seeds=(0,), d_values=(1, 2), num_jobs=10),
+             "fig12": lambda seeds: _fig12(seeds=(0,), num_jobs=10),
+             "table5": lambda seeds, num_jobs: _table5(seeds=(0,), num_jobs=4, control_period_ms=100.0),
+             "table5_power_terms": lambda seeds, num_jobs: _power(seeds=(0,), num_jobs=4, control_period_ms=100.0),
+             "fig14": lambda apps, seeds: _fig14(apps=("fft",)),
+             "node_mixes": lambda mixes, seeds: _mixes(ex.NODE_MIXES[:1]),
+             "large_n": lambda n: _large_n(10, policies=("qin", "kubernetes", "drain-time")),
+             "leaderboard": lambda scenarios, seeds: _board(("tiny",), (10_000,), ("qin", "drain-time"))}
+    for name, function in small.items():
+        monkeypatch.setattr(ex, name, function)
     written = evaluation.reproduce(tmp_path, quick=True)
-    assert {"table4.md", "fig7.png", "fig10b.png", "fig12.csv", "table5.md", "fig14.png",
-            "qin_reproduction.md"} <= {p.name for p in written}
+    assert {"table4.csv", "fig7.png", "fig10b.png", "fig12.csv", "table5.csv", "fig14.png", "large_n.csv",
+            "leaderboard.csv", "qin_results.md", "qin_reproduction.md"} <= {p.name for p in written}
+    results = (tmp_path / "qin_results.md").read_text()
+    for section in ("## Cluster level at the largest M", "## Table 4", "## Fig 7", "## Fig 10b", "## Fig 12",
+                    "## Table 5", "## Fig 14", "## Several apps per server", "## Scale", "## Leaderboard"):
+        assert section in results, section
     text = (tmp_path / "qin_reproduction.md").read_text()
     rows = [line.split(" | ") for line in text.split("## Paper vs joulegym", 1)[1].splitlines()
             if line.startswith("| ")][1:]
-    assert len(rows) == 9 + 3 + 2 + 2 and all(row[3] in VERDICTS for row in rows)
+    assert len(rows) == 9 + 3 + 5 + 2 + 2 + 2 + 1 and all(row[3] in VERDICTS for row in rows)
 
 
-_cluster_runs, _fig10b, _fig12 = evaluation.cluster_runs, evaluation.fig10b, evaluation.fig12
-_fig14 = evaluation.fig14
+_cluster_runs, _fig10b, _fig12, _table5, _power = ex.cluster_runs, ex.fig10b, ex.fig12, ex.table5, ex.table5_power_terms
+_fig14, _mixes, _large_n, _board = ex.fig14, ex.node_mixes, ex.large_n, ex.leaderboard
 
 
 def test_small_figures_smoke():
-    d_table, _ = evaluation.fig10b(seeds=(0,), d_values=(1, 2), num_jobs=10)
+    d_table = ex.fig10b(seeds=(0,), d_values=(1, 2), num_jobs=10)
     assert list(d_table.d) == [1, 2]
-    dac = evaluation.fig12(seeds=(0,), num_jobs=10)
+    dac = ex.fig12(seeds=(0,), num_jobs=10)
     assert list(dac.panel) == ["12a", "12b"]
-    node, _ = evaluation.fig14(apps=("fft",))
-    assert set(node.policy) == {"qin-node-energy", "qin-node-edp", "sniper-pinned"}
+    node = ex.fig14(apps=("fft",))
+    assert set(node.policy) == {case[0] for case in ex.NODE_CASES}
     assert node.energy_j_norm.between(0, 1).all()
+    pl0 = node[node.policy == "qin-node PL 0"].iloc[0]
+    assert pl0.runtime_s_vs_sniper == pytest.approx(1.0, abs=1e-12)  # one thread per core: Sniper's mapping
 
 
 @pytest.mark.reproduce
 def test_full_reproduction(tmp_path):
     written = evaluation.reproduce(tmp_path, quick=False)
     names = {p.name for p in written}
-    assert {"table4.csv", "table4.md", "fig7.png", "fig10b.png", "fig12.csv", "table5.md", "fig14.png"} <= names
-    table = pd.read_csv(tmp_path / "table4.csv")
-    assert len(table) == 9
+    assert {"table4.csv", "fig7.png", "fig10b.png", "fig12.csv", "table5.csv", "fig14.png", "large_n.csv",
+            "qin_results.md", "qin_reproduction.md"} <= names
+    assert len(pd.read_csv(tmp_path / "table4.csv")) == 9

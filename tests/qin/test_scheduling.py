@@ -214,17 +214,54 @@ def test_dvfs_levels_by_hand():
 
 
 # --- Qin_N (Alg. 2 + 4) ------------------------------------------------------------------------------------------
-def test_node_dchoice_valid_cores_and_greedy_balance():
+def test_node_dchoice_places_new_threads_on_idle_cores_first():
     rng = np.random.default_rng(6)
     rate = np.full((8, 4), 1e9)
     cores = sch.node_dchoice(np.full(8, 1e9), np.full(8, -1), rate, np.ones(4), np.full(8, 1e7), rng,
-                             focus="perf", d=1, p_frac=1.0)
-    # equal rates: both halves of the Flist are the least-loaded core -> two threads per core
+                             focus="perf", d=2, p_frac=0.5)
+    # the first four threads take the four idle cores, the next four one each (the least queued delay)
+    assert sorted(cores[:4].tolist()) == [0, 1, 2, 3]
     np.testing.assert_array_equal(np.bincount(cores, minlength=4), [2, 2, 2, 2])
     for focus in sch.FOCUSES:
         out = sch.node_dchoice(rng.random(6), rng.integers(-1, 3, 6), rng.uniform(1e8, 1e9, (6, 3)),
                                rng.uniform(1, 5, 3), np.full(6, 1e6), rng, focus=focus)
         assert out.min() >= 0 and out.max() < 3
+
+
+def test_node_dchoice_moves_a_thread_only_where_its_queueing_delay_is_lower():
+    """§7.2.2: the node level cuts the threads' CPU queueing. A thread alone on its core never moves; a thread that
+    shares a core moves to an idle core first, and never to a core where more work is queued ahead of it."""
+    rng = np.random.default_rng(0)
+    rate = np.full((4, 4), 1e9)
+    # one thread per core: nothing to cut, for any rule and focus
+    for rule in sch.DCHOICE_RULES:
+        for focus in sch.FOCUSES:
+            for _ in range(20):
+                out = sch.node_dchoice(np.full(4, 1e9), np.arange(4), rate, np.ones(4), np.full(4, 1e7), rng,
+                                       focus=focus, rule=rule)
+                np.testing.assert_array_equal(out, [0, 1, 2, 3])
+    # threads 0, 1 share core 0; core 1 holds thread 2 (5e9 left); core 2 is idle: thread 0 moves there
+    rem = np.array([1e9, 1e9, 5e9])
+    for _ in range(20):
+        out = sch.node_dchoice(rem, np.array([0, 0, 1]), np.full((3, 3), 1e9), np.ones(3), np.full(3, 1e7), rng)
+        np.testing.assert_array_equal(out, [2, 0, 1])
+    # no idle core: a thread sharing core 0 (1e9 ahead of it) does not go to core 1 (5e9 queued)
+    out = sch.node_dchoice(rem, np.array([0, 0, 1]), np.full((3, 2), 1e9), np.ones(2), np.full(3, 1e7), rng)
+    np.testing.assert_array_equal(out, [0, 0, 1])
+
+
+def test_dchoice_rules_random_of_top_d_and_least_loaded_of_d():
+    inter = np.array([5.0, 1.0, 3.0, 2.0])
+    goal = np.array([1.0, 2.0, 3.0, 4.0])
+    load = np.array([0.0, 9.0, 1.0, 4.0])
+    flist = sch.dchoice_flist(inter, goal, d=2, p_frac=0.5, tiebreak=load)  # [1, 3] by I, [3, 1] by goal
+    assert sorted(set(flist.tolist())) == [1, 3]
+    rng = np.random.default_rng(1)
+    picks = {sch.dchoice_select(inter, goal, 2, rng, 0.5, load) for _ in range(200)}
+    assert picks == {1, 3}  # the paper's uniform pick over the Flist
+    assert {sch.dchoice_select(inter, goal, 2, rng, 0.5, load, "least-loaded-of-d") for _ in range(20)} == {3}
+    with pytest.raises(ValueError, match="dchoice_rule"):
+        sch.dchoice_select(inter, goal, 2, rng, 0.5, load, "best")
 
 
 def test_dvfs_per_app_by_hand_and_equal_to_per_core_for_one_thread_per_core():

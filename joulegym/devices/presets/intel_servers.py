@@ -6,8 +6,9 @@ from the ssdtPRGen.sh ``Data/{Skylake,Haswell,Kaby Lake,Sandy Bridge}.cfg`` rows
 @ cd1fb5a); microarchitecture, physical cores, L3 and DRAM peak bandwidth from Intel ARK (L3 not
 re-verified). ``ipc_rel`` is docs/families/qin.md's assumption (its §1.2 "rel. IPC" column).
 
-Caveats kept from the sources: Table 2's "8 cores" for the E5-1620 and i7-4790 are hyper-threads
-(4 physical cores each); we model Table 2 literally (8 schedulable cores, spec A22). The E5-1620
+Caveats kept from the sources: Table 2's "8 cores" for the E5-1620 and i7-4790 are Hyper-Threading's logical
+processors (4 physical cores each); :mod:`joulegym.devices.cpu` schedules on the physical cores with an SMT yield
+(docs/families/qin.md A22) and keeps Table 2's count as what the OS reports. The E5-1620
 revision is not named by the paper; these are the v1 values (130 W, 3.6/3.8 GHz); the v1 LFM is listed
 as unconfirmed by the source, 1200 MHz is the v2-v4 value.
 

@@ -18,7 +18,7 @@ reference policies (``joulegym.baselines.qin``) call them.
 :func:`qin_cluster_choose`    Qin_C (qin.md §3.5): per-server scores, focus ``perf`` / ``energy`` / ``edp``
 :func:`node_dchoice`          Qin_N, Alg. 2 + 4 on one server (sequential over threads, loads updated in place)
 :func:`dvfs_levels`           the DVFS controller of qin.md §3.6 (eq. 18-19 under a PL threshold), vectorised
-:func:`dvfs_levels_per_app`   the same with per-app loss accounting (what ``qin_node`` uses)
+:func:`dvfs_levels_per_app`   the same with per-app loss accounting (what ``qin-node`` uses)
 :func:`period_delay_s`        eq. 19
 :func:`kubernetes_choose`     v1.14 LeastRequested + BalancedAllocation (qin.md §5.1)
 :func:`paragon_choose`        Paragon (qin.md §5.1): interference-feasible servers, then best predicted H
@@ -39,6 +39,10 @@ from joulegym.devices.cpu import MAX_SLOWDOWN, SLOWDOWN_PER_UNIT, SOI_WEIGHTS
 
 INTERFERENCE_MODES = ("literal_abs", "hinge")
 FOCUSES = ("perf", "energy", "edp")
+#: How the D-choice rule picks from its Flist: Alg. 3 l. 12 / Alg. 4 l. 13 "RandomlySelectOne(Flist)" (the paper's
+#: reading, the default) or the balls-into-bins multiple-choice rule that §5.2 credits for the gain ([52]: of the d
+#: choices, the least loaded).
+DCHOICE_RULES = ("random-of-top-d", "least-loaded-of-d")
 #: qin.md §3.6 / paper §7.2.1 / A15: the performance-loss threshold of each focus.
 DEFAULT_PL = {"perf": 0.0, "energy": 0.5, "edp": 0.1}
 DAC_KEYS = ("H_desc", "E_asc", "I_asc")
@@ -123,11 +127,22 @@ def dchoice_flist(interference: np.ndarray, goal: np.ndarray, d: int, p_frac: fl
     return np.concatenate((order_i[:d], order_g[:d]))
 
 
+def check_rule(rule: str) -> str:
+    if rule not in DCHOICE_RULES:
+        raise ValueError(f"dchoice_rule={rule!r} is not one of {DCHOICE_RULES}")
+    return rule
+
+
 def dchoice_select(interference: np.ndarray, goal: np.ndarray, d: int, rng: np.random.Generator,
-                   p_frac: float = 0.5, tiebreak: np.ndarray | None = None) -> int:
-    """Alg. 3 l. 12 / Alg. 4 l. 13: a uniform pick over the Flist entries (qin.md §3.5); returns the position."""
+                   p_frac: float = 0.5, tiebreak: np.ndarray | None = None, rule: str = "random-of-top-d") -> int:
+    """Alg. 3 l. 12 / Alg. 4 l. 13 (qin.md §3.5); returns the position. ``random-of-top-d``: a uniform pick over
+    the Flist entries (the paper's "RandomlySelectOne(Flist)"); ``least-loaded-of-d``: the Flist entry with the
+    least ``tiebreak`` (the load L; ties: Flist order), the balls-into-bins rule of §5.2 [52]."""
     flist = dchoice_flist(interference, goal, d, p_frac, tiebreak)
-    return int(flist[rng.integers(flist.shape[0])])
+    if check_rule(rule) == "random-of-top-d":
+        return int(flist[rng.integers(flist.shape[0])])
+    load = np.zeros(np.shape(interference)[0]) if tiebreak is None else np.asarray(tiebreak, dtype=float)
+    return int(flist[np.argmin(load[flist])])
 
 
 def eligible_min(values: np.ndarray, runtime_s: np.ndarray, pl: float) -> tuple[np.ndarray, np.ndarray]:
@@ -167,13 +182,14 @@ def qin_cluster_choose(t_new: np.ndarray, c_new: np.ndarray, mips: np.ndarray, e
                        runtime_s: np.ndarray, t_server: np.ndarray, c_server: np.ndarray, load: np.ndarray,
                        rng: np.random.Generator, focus: str = "perf", d: int | None = None, p_frac: float = 0.5,
                        mode: str = "literal_abs", pl: float | None = None,
-                       valid: np.ndarray | None = None) -> tuple[int, int]:
+                       valid: np.ndarray | None = None, rule: str = "random-of-top-d") -> tuple[int, int]:
     """Qin's cluster-level decision (Alg. 1 + 3, qin.md §3.5): ``(server, initial V/F level)``.
 
     :param mips, energy_j, runtime_s: the job's predicted scores per (server, level), shape ``(N, L)``.
     :param load: L_i (the tiebreak), shape ``(N,)``.
     :param d: ``None`` = :func:`d_default` over the valid servers.
     :param valid: servers that may be chosen (default all).
+    :param rule: how the Flist pick is made (:data:`DCHOICE_RULES`).
     """
     n = np.asarray(load).shape[0]
     cand = np.arange(n) if valid is None else np.flatnonzero(valid)
@@ -182,7 +198,7 @@ def qin_cluster_choose(t_new: np.ndarray, c_new: np.ndarray, mips: np.ndarray, e
     inter = interference_score(t_new, c_new, t_server[cand], c_server[cand], mode)
     goal, level = qin_goal(focus, mips[cand], energy_j[cand], runtime_s[cand], pl)
     d = d_default(cand.size) if d is None else d
-    pos = dchoice_select(inter, goal, d, rng, p_frac, np.asarray(load, dtype=float)[cand])
+    pos = dchoice_select(inter, goal, d, rng, p_frac, np.asarray(load, dtype=float)[cand], rule)
     return int(cand[pos]), int(level[pos])
 
 
@@ -367,43 +383,103 @@ def dvfs_levels_per_app(app_delay_s: np.ndarray, app_cpu_s: np.ndarray, thread_c
     return np.where(present.any(axis=1), n_levels - 1 - np.argmax(present[:, ::-1], axis=1), 0)
 
 
-def node_dchoice(threads_rem: np.ndarray, thread_core: np.ndarray, rate: np.ndarray, energy_per_s: np.ndarray,
-                 instr_hat: np.ndarray, rng: np.random.Generator, focus: str = "perf", d: int = 2,
-                 p_frac: float = 0.5) -> np.ndarray:
-    """Qin_N on one server (Alg. 2 + 4, qin.md §3.5 node level): each thread, in id order, picks a core by the
-    D-choice rule; core loads are updated as it goes (later threads see earlier placements).
+def node_dchoice(threads_rem: np.ndarray, thread_core: np.ndarray, rate: np.ndarray, energy_per_s: np.ndarray | None,
+                 instr_hat: np.ndarray | None, rng: np.random.Generator, focus: str = "perf", d: int = 2,
+                 p_frac: float = 0.5, rule: str = "random-of-top-d") -> np.ndarray:
+    """Qin_N on one server (Alg. 2 + 4, qin.md §3.5 node level): each thread, in id order, is placed or re-mapped by
+    the D-choice rule; core loads are updated as it goes (later threads see earlier placements).
 
-    Per thread ``t`` and core ``c``: ``rate[t, c]`` (instr/s, "H = instruction count"), the interference as
-    extra delay ``I = (L_c - own) / rate`` (A12), the next-period time ``T = Ihat_t / rate`` and energy
-    ``E = P_c T``; goal ``rate`` (perf), ``-E`` (energy) or ``-E T`` (EDP).
+    Per thread ``t`` and core ``c``: ``rate[t, c]`` (instr/s, "H = instruction count"), the interference as extra
+    delay ``I = (L_c - own) / rate`` (the queued work ahead of it, A12), the next-period time ``T = Ihat_t / rate``
+    and energy ``E = P_c T``; goal ``rate`` (perf), ``-E`` (energy) or ``-E T`` (EDP).
+
+    The node level balances load to cut the threads' CPU queueing (paper §5.2, §7.2.2: "reduces the threads CPU
+    queuing time"): a thread already on a core moves only to a core where its delay ``I`` is strictly lower, and a
+    new thread starts on an idle core when there is one; among those candidates (idle cores first) the D-choice
+    rule picks. A thread alone on its core (``I = 0``) therefore never moves: with one thread per core this is
+    Sniper's pinned mapping, and the rule can only shorten the queues.
 
     :param threads_rem: remaining instructions per thread (its contribution to L_c), ``(T,)``.
     :param thread_core: current core position per thread (``-1`` = new), ``(T,)``.
-    :param rate: ``(T, C)``; ``energy_per_s``: the core's busy power, ``(C,)``; ``instr_hat``: ``(T,)``.
+    :param rate: ``(T, C)``; ``energy_per_s``: the core's busy power, ``(C,)``; ``instr_hat``: ``(T,)`` (both may be
+        ``None`` with the perf focus).
+    :param rule: the Flist pick (:data:`DCHOICE_RULES`).
     :returns: the new core position per thread.
     """
     if focus not in FOCUSES:
         raise ValueError(f"focus={focus!r} is not one of {FOCUSES}")
+    check_rule(rule)
     n_threads, n_cores = rate.shape
-    cores = np.asarray(thread_core, dtype=np.int64).copy()
-    load = np.zeros(n_cores)
-    placed = cores >= 0
-    np.add.at(load, cores[placed], threads_rem[placed])
+    # a handful of cores and threads per server: scalar Python beats numpy's per-call cost here
+    rem = np.asarray(threads_rem, dtype=float).tolist()
+    cores = np.asarray(thread_core, dtype=np.int64).tolist()
+    rates = np.maximum(rate, 1e-30).tolist()
+    # (the perf focus ranks by rate: its energy terms may be None)
+    power = None if energy_per_s is None else np.asarray(energy_per_s, dtype=float).tolist()
+    ihat = [0.0] * n_threads if instr_hat is None else np.asarray(instr_hat, dtype=float).tolist()
+    load, count = [0.0] * n_cores, [0] * n_cores
+    for t, c in enumerate(cores):
+        if c >= 0:
+            load[c] += rem[t]
+            count[c] += 1
+    every = list(range(n_cores))
+    # every thread's rate the same on every core (one core type at one level): then no core is lower than where a
+    # thread waits unless some core's load is below the work queued ahead of it (a cheap test before the exact one)
+    uniform = bool((rate == rate[:, :1]).all())
     for t in range(n_threads):
-        own = np.zeros(n_cores)
-        if cores[t] >= 0:
-            own[cores[t]] = threads_rem[t]
-        r = np.maximum(rate[t], 1e-30)
-        inter = (load - own) / r
-        if focus == "perf":
-            goal = r
+        cur = cores[t]
+        if cur >= 0 and (count[cur] == 1 or (uniform and min(load) >= load[cur] - rem[t])):
+            continue  # alone on its core (its own work is not queueing), or no core with less queued ahead
+        r = rates[t]
+        cand = _node_candidates(cur, rem[t], r, load, count, every)
+        if not cand:
+            continue
+        if len(cand) == 1:
+            c = cand[0]
         else:
-            time_s = instr_hat[t] / r
-            goal = -energy_per_s * time_s if focus == "energy" else -energy_per_s * time_s * time_s
-        c = dchoice_select(inter, goal, d, rng, p_frac, load)
-        if c != cores[t]:
-            if cores[t] >= 0:
-                load[cores[t]] -= threads_rem[t]
-            load[c] += threads_rem[t]
-            cores[t] = c
-    return cores
+            inter = {c: load[c] / r[c] for c in cand}
+            goal = _node_goal(focus, cand, r, power, ihat[t])
+            c = _dchoice_scalar(cand, inter, goal, load, d, p_frac, rng, rule)
+        if cur >= 0:
+            load[cur] -= rem[t]
+            count[cur] -= 1
+        load[c] += rem[t]
+        count[c] += 1
+        cores[t] = c
+    return np.array(cores, dtype=np.int64)
+
+
+def _node_candidates(cur: int, own: float, r: list, load: list, count: list, every: list[int]) -> list[int]:
+    """The cores a thread may go to: for a placed thread (not alone) those where its queueing delay is strictly
+    lower than where it is, for a new one every core; idle cores first."""
+    if cur >= 0:
+        bound = (load[cur] - own) / r[cur] * (1.0 - 1e-12)  # strictly lower, beyond the loads' round-off
+        cand = [c for c in every if load[c] < bound * r[c] and c != cur]
+        if not cand:
+            return cand
+    else:
+        cand = every
+    idle = [c for c in cand if count[c] == 0]
+    return idle or cand
+
+
+def _node_goal(focus: str, cand: list[int], r: list, power: list, instr: float) -> dict[int, float]:
+    if focus == "perf":
+        return {c: r[c] for c in cand}
+    if focus == "energy":
+        return {c: -power[c] * instr / r[c] for c in cand}
+    return {c: -power[c] * (instr / r[c]) ** 2 for c in cand}
+
+
+def _dchoice_scalar(cand: list[int], inter: dict[int, float], goal: dict[int, float], load: list[float], d: int,
+                    p_frac: float, rng: np.random.Generator, rule: str) -> int:
+    """:func:`dchoice_flist` + :func:`dchoice_select` over the candidate cores ``cand``, in scalar Python (the same
+    orders: by (I, load, index), then the top-P subset by (-goal, load, index))."""
+    order_i = sorted(cand, key=lambda c: (inter[c], load[c], c))
+    dd = min(d, len(cand))
+    k = min(len(cand), max(dd, math.ceil(p_frac * len(cand))))
+    order_g = sorted(order_i[:k], key=lambda c: (-goal[c], load[c], c))
+    flist = order_i[:dd] + order_g[:dd]
+    if rule == "random-of-top-d":
+        return flist[int(rng.integers(len(flist)))]
+    return min(flist, key=lambda c: load[c])  # the first of the least loaded (Flist order)

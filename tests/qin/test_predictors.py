@@ -1,11 +1,11 @@
-"""joulegym.core.predictors: collaborative filtering and the scalar Kalman filter (Qin §3.1-3.2)."""
+"""joulegym.envs.qin.predictors: collaborative filtering and the scalar Kalman filter (Qin §3.1-3.2)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from joulegym.core.predictors import CollaborativeFilter, MinMaxScaler, ScalarKalmanFilter
+from joulegym.envs.qin.predictors import CollaborativeFilter, MinMaxScaler, ScalarKalmanFilter
 
 
 def _planted(seed: int, n_offline: int = 30, n_new: int = 200, n_columns: int = 24):

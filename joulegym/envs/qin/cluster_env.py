@@ -1,6 +1,6 @@
-"""The Qin envs (Guan & Ababei, IEEE T-SUSC 2024; ``docs/families/qin.md`` "Environments"): ``QinCluster-v0``
-(one job placement per step), ``QinNode-v0`` (thread-to-core + per-core V/F per control period) and ``Qin-v0``
-(hierarchical: ``QinCluster`` with Qin's node policy in every server, paper §7.3).
+"""The Qin cluster envs (Guan & Ababei, IEEE T-SUSC 2024; ``docs/families/qin.md`` "Environments"): ``QinCluster-v0``
+(one job placement per step) and ``Qin-v0`` (hierarchical: ``QinCluster`` with Qin's node policy in every server,
+paper §7.3). The node-level env ``QinNode-v0`` is :mod:`joulegym.envs.qin.node_env`.
 
 ``QinCluster-v0`` / ``Qin-v0`` (docs §7.1, §7.3)
 ================================================
@@ -45,43 +45,29 @@ Config keys (``QinClusterEnv.default_config``):
                       "size_scale", "dist"}`` (docs §4.2, §7.5), or ``{"kind": "file", "path": ...}`` (a CSV or
                       JSON workload file, :func:`joulegym.workloads.qin_jobs.load_jobs`)
 ``objective``         ``makespan`` (default; the paper's JCT), ``flowtime``, ``energy``, ``edp``
-``node_policy``       ``linux`` (default), ``sniper_pinned``, ``qin_node`` (``Qin-v0``'s default)
-``node_focus``        focus of ``qin_node``: ``perf`` (PL 0), ``energy`` (PL 0.5), ``edp`` (PL 0.1); None: the
+``node_policy``       ``linux`` (default), ``sniper-pinned``, ``qin-node`` (``Qin-v0``'s default): the node-level
+                      inner policies of :mod:`joulegym.baselines.qin`, by their registered names
+``node_focus``        focus of ``qin-node``: ``perf`` (PL 0), ``energy`` (PL 0.5), ``edp`` (PL 0.1); None: the
                       objective's (makespan / flowtime: perf)
 ``control_period_ms`` node-policy period (10; 1 is the paper's fidelity mode)
 ``admission``         ``fifo``, ``dac_H_desc``, ``dac_E_asc``, ``dac_I_asc`` (§7.4) with ``dac_queue_len`` (100),
                       ``dac_wait_s`` (0), ``sigma_dac_s`` (None: rank all)
-``scheduler_latency_s`` per-job scheduling latency (0.27 s: profiling 0.18 + decision 0.09, A27)
+``profile_latency_s`` per-job profiling + CF prediction (0.18 s, A27; Kubernetes: 0), in ``profiling_slots`` parallel
+                      slots (None: one per two servers, §4.1's 2 SCs per profile)
+``decision_latency_s`` per-job decision of the one sequential scheduler (0.09 s, A27; Kubernetes: 0.005 s)
 ``core_types``        ``big`` or ``biglittle``; ``power_model``: ``full`` or ``paper_dynamic_only``
-``interference_mode`` ``literal_abs`` (eq. 16 as printed) or ``hinge`` (A4), for the observation's I
+``offline_fraction``  share of the catalog's apps in the CF's offline training rows (0.1, the paper's "around 10%",
+                      §4.1; the others are held out and known only from their online profile; 1.0 = every app)
+``smt_yield``         a Hyper-Threading core's throughput with two threads, in one thread's (1.3, Intel's measurement,
+                      :data:`joulegym.devices.cpu.SMT_YIELD`; 1 = physical cores only, A22)
+``interference_mode`` ``literal_abs`` (eq. 16 as printed) or ``hinge`` (A4): the observation's I and the one Qin's
+                      policies use (one key for env and policy)
+``dchoice_rule``      ``random-of-top-d`` (Alg. 3 l. 12 "RandomlySelectOne(Flist)", the default) or
+                      ``least-loaded-of-d`` (the least loaded finalist, §5.2's balls-into-bins rule): Qin's pick at
+                      both levels
 ``max_servers``       N_max (8); ``max_steps``: None = M; reset option ``jobs``: a ``QinJobs`` table to replay
 ``record_traces``     keep Im_c and the servers' utilisation at every placement (``env.unwrapped.traces()``)
 ====================  =============================================================================================
-
-``QinNode-v0`` (docs §7.2)
-==========================
-
-=====================  ========================================================================================
-action                 ``MultiDiscrete([C_max + 1] * K_max + [L] * C_max)``: per thread slot a target core (``C_max``
-                       or an absent core: keep the current one), then per core a V/F level (0 = lowest)
-observation            ``Box(0, 10)``: per core (C_max x 8: V/F level / L, f / f_H, Kalman CPI / 4, Kalman
-                       instructions per period / (f_H dt), queued instructions / thread size, power / core TDP,
-                       busy, accumulated pl), per thread slot (K_max x 6: alive, remaining fraction, CPI / 4, core /
-                       C_max, phase change, owning app's pl), global (PL, elapsed / horizon, objective one-hot 3)
-reward parts           ``energy = -E_dt / E_ref - kappa max(0, pl - PL) dt / T0`` (kappa = 10, pl the largest
-                       per-app loss), ``perf = -dt alive / (K T0)``, ``edp`` (shaped ``-d(E T) / (E_ref T0)``);
-                       presets ``energy`` (default), ``perf``, ``edp``; T0 = stand-alone runtime at f_H,
-                       ``E_ref = T0 TDP``
-terminated             every thread has finished; truncated at 10 x T0
-info                   ``alive_threads``, ``pl``; ``info_level="full"`` adds ``core_level`` and ``core_pl``
-=====================  ========================================================================================
-
-Config keys (``QinNodeEnv.default_config``): ``server`` (a Table 2 type, ``i5-4690``), ``apps`` (catalog names,
-``["fft"]``; all arrive at t = 0 on the least-loaded cores), ``threads_per_app`` (None: the app's), ``thread_instr``
-(5e8 instructions per thread), ``control_period_ms`` (1; up to 100 for RL), ``objective``, ``pl_threshold``
-(None: 0.5 / 0 / 0.1 for energy / perf / edp), ``kappa`` (10), ``max_threads`` (K_max, 16), ``max_cores``
-(C_max, 8), ``core_types``, ``power_model``. Reference node policies decide on the simulator through
-:meth:`QinNodeEnv.node_decision_from`, which restores its state: a decision reaches it only through the action.
 
 Version history: v0 (first release).
 """
@@ -94,7 +80,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from joulegym.core.actions import ActionType, validated_discrete_action, validated_multidiscrete_action
+from joulegym.core.actions import ActionType, validated_discrete_action
 from joulegym.core.config import (
     check_bool,
     check_choice,
@@ -106,6 +92,7 @@ from joulegym.core.config import (
 from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart
+from joulegym.devices.cpu import SMT_YIELD
 
 NUM_SOI = 15  # sources of interference (docs §1.6)
 SERVER_NAMES = ("cores", "f_max", "memory", "runnable_threads", "load", "drain_time", "caused", "tolerated", "power",
@@ -118,7 +105,7 @@ JOB_FEATURES = len(JOB_NAMES)
 OBJECTIVES = ("makespan", "flowtime", "energy", "edp")
 GLOBAL_FEATURES = 3 + len(OBJECTIVES)
 OBS_HIGH = 10.0  # every feature is clipped to [0, OBS_HIGH]
-NODE_POLICIES = ("linux", "sniper_pinned", "qin_node")
+NODE_POLICIES = ("linux", "sniper-pinned", "qin-node")
 NODE_FOCUSES = ("perf", "energy", "edp")
 FOCUS_OF_OBJECTIVE = {"makespan": "perf", "flowtime": "perf", "energy": "energy", "edp": "edp"}
 ADMISSIONS = ("fifo", "dac_H_desc", "dac_E_asc", "dac_I_asc")
@@ -131,16 +118,28 @@ SERVER_KEYS = ("kind", "include_master", "types", "count", "seed")
 CORE_TYPES = ("big", "biglittle")
 POWER_MODELS = ("full", "paper_dynamic_only")
 INTERFERENCE_MODES = ("literal_abs", "hinge")
+DCHOICE_RULES = ("random-of-top-d", "least-loaded-of-d")
 MAX_SERVERS = 10_000  # far above the large-N scenario (1,000); bounds the observation size
 MAX_JOBS = 100_000  # keeps make + reset within a few seconds (docs/robustness.md)
 ARRIVAL_SPAN_S = 1e6  # Poisson arrivals must fit well inside the simulator's 1e7 s horizon (num_jobs / rate_per_s)
+PER_JOB_TABLE_LIMIT = 2**20  # (job, server, level) entries up to which the job features are tabulated per episode
 I_NORM = 3000.0  # docs §7.1: eq. 16 over 15 SoIs in [0, 100] scores is at most 2 * 15 * 100 = 3000
 KUBERNETES_LATENCY_S = 0.005  # A27 (docs §8): Kubernetes responds in milliseconds
-PROFILING_LATENCY_S = 0.18 + 0.09  # A27: profiling + CF 0.18 s, decision 0.09 s per job
+PROFILE_LATENCY_S = 0.18  # A27: profiling + CF per job of the profiling-based schedulers
+DECISION_LATENCY_S = 0.09  # A27: D-choice decision per job
 
 
-def _clip(x: np.ndarray) -> np.ndarray:
-    return np.clip(x, 0.0, OBS_HIGH, out=x)
+
+def _normalised(x: np.ndarray) -> np.ndarray:
+    """``x`` over its maximum along the last axis (at least 1e-12): the observation's per-server job features."""
+    return x / np.maximum(x.max(axis=-1, keepdims=True), 1e-12)
+
+
+def _eligible_energy(runtime: np.ndarray, energy: np.ndarray, pl: float = 0.5) -> np.ndarray:
+    """Per server (last axis: the V/F levels): the least predicted energy over the levels whose predicted time is
+    within the PL = 0.5 performance-loss bound of the top level (docs §3.5, the energy focus)."""
+    eligible = runtime <= runtime[..., -1:] / (1.0 - pl)
+    return np.where(eligible, energy, np.inf).min(axis=-1)
 
 
 # --- action types ------------------------------------------------------------------------------------------------
@@ -188,42 +187,6 @@ class ServerVFAction(ServerAction):
     levels_per_server = True
 
 
-class NodeAction(ActionType):
-    """``MultiDiscrete([C + 1] * K + [L] * C)``: per thread slot a target core (``C``: keep), per core a V/F level."""
-
-    name = "node"
-
-    def __init__(self, env: QinNodeEnv) -> None:
-        super().__init__(env)
-        self.K, self.C, self.L = env.K, env.C, env.L
-        self.space = gym.spaces.MultiDiscrete([self.C + 1] * self.K + [self.L] * self.C)
-
-    @property
-    def has_mask(self) -> bool:
-        return True
-
-    def mask(self) -> np.ndarray:
-        return self.env.action_mask_now.copy()
-
-    def decode(self, action: Any) -> tuple[np.ndarray, np.ndarray]:
-        a = validated_multidiscrete_action(action, self.space)
-        mask = self.env.action_mask_now
-        K, C, L = self.K, self.C, self.L
-        cores = a[:K].copy()
-        levels = a[K:].copy()
-        # a masked target (a dead or absent thread, an absent core) means "keep"; an absent core's level is 0
-        bad_core = ~mask[: K * (C + 1)].reshape(K, C + 1)[np.arange(K), cores]
-        bad_level = ~mask[K * (C + 1):].reshape(C, L)[np.arange(C), levels]
-        cores[bad_core] = C
-        levels[bad_level] = 0
-        self.repaired = bool(bad_core.any() or bad_level.any())
-        return cores, levels
-
-    def encode(self, decision: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        cores, levels = decision
-        return np.concatenate([np.asarray(cores, dtype=np.int64), np.asarray(levels, dtype=np.int64)])
-
-
 # --- QinCluster-v0 -------------------------------------------------------------------------------------------------
 class QinClusterEnv(JoulegymEnv):
     """One job placement per step on heterogeneous servers (module docstring; docs §7.1)."""
@@ -241,12 +204,6 @@ class QinClusterEnv(JoulegymEnv):
     lean_info_keys: ClassVar[tuple[str, ...]] = ("job", "queue")
     full_info_keys: ClassVar[tuple[str, ...]] = ("server_load", "server_util")
     default_node_policy = "linux"
-    kind_name = "QinCluster"
-
-    @classmethod
-    def _kind_of(cls, action_mode: str) -> str:
-        # every action mode of the class is the same kind for scenarios (server_vf is a kwarg, not an id)
-        return cls.kind_name
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:
@@ -263,10 +220,15 @@ class QinClusterEnv(JoulegymEnv):
             "dac_queue_len": 100,
             "dac_wait_s": 0.0,
             "sigma_dac_s": None,
-            "scheduler_latency_s": PROFILING_LATENCY_S,
+            "profile_latency_s": PROFILE_LATENCY_S,
+            "decision_latency_s": DECISION_LATENCY_S,
+            "profiling_slots": None,
             "core_types": "big",
             "power_model": "full",
             "interference_mode": "literal_abs",
+            "smt_yield": SMT_YIELD,
+            "offline_fraction": 0.1,
+            "dchoice_rule": "random-of-top-d",
             "max_servers": 8,
             "max_steps": None,
             "record_traces": False,
@@ -274,8 +236,10 @@ class QinClusterEnv(JoulegymEnv):
 
     # --- configuration ---------------------------------------------------------------------------------------
     def _configure(self) -> None:
+        from joulegym.core.policy import make_inner
         from joulegym.devices import cpu
-        from joulegym.envs.qin.simulator import QinSim, QinSimConfig
+        from joulegym.envs.qin.model import QinSimConfig
+        from joulegym.envs.qin.simulator import QinSim
 
         c = self.config
         self.objective = check_choice("objective", c["objective"], OBJECTIVES)
@@ -288,11 +252,16 @@ class QinClusterEnv(JoulegymEnv):
         check_number("dac_wait_s", c["dac_wait_s"], 0.0, 1e7)
         if c["sigma_dac_s"] is not None:
             check_number("sigma_dac_s", c["sigma_dac_s"], 0.0, 1e7)
-        latency = check_number("scheduler_latency_s", c["scheduler_latency_s"], 0.0, 3600.0)
+        check_number("profile_latency_s", c["profile_latency_s"], 0.0, 3600.0)
+        check_number("decision_latency_s", c["decision_latency_s"], 0.0, 3600.0)
+        if c["profiling_slots"] is not None:
+            check_int("profiling_slots", c["profiling_slots"], 1, MAX_JOBS)
         check_bool("record_traces", c["record_traces"])
         check_choice("core_types", c["core_types"], CORE_TYPES)
         check_choice("power_model", c["power_model"], POWER_MODELS)
         check_choice("interference_mode", c["interference_mode"], INTERFERENCE_MODES)
+        check_choice("dchoice_rule", c["dchoice_rule"], DCHOICE_RULES)
+        check_number("offline_fraction", check_positive("offline_fraction", c["offline_fraction"]), 0.0, 1.0)
         self.server_types = self._check_servers(c["servers"])
         self.N = len(self.server_types)
         self.n_max = check_int("max_servers", c["max_servers"], 1, MAX_SERVERS)
@@ -301,21 +270,25 @@ class QinClusterEnv(JoulegymEnv):
         self._check_workload(c["workload"])
         if c["max_steps"] is not None:
             check_int("max_steps", c["max_steps"], 1)
-        self.cluster = cpu.build_core_table(self.server_types, biglittle=c["core_types"] == "biglittle")
+        self.cluster = cpu.build_core_table(self.server_types, biglittle=c["core_types"] == "biglittle",
+                                            smt_yield=check_number("smt_yield", c["smt_yield"], 1.0, 2.0))
         self.L = int(self.cluster.freq_mhz.shape[1])
-        # A27 splits a profiling-based scheduler's 0.27 s as profiling + CF 0.18 s and decision 0.09 s (2 : 1)
-        node_policy: Any = c["node_policy"]
-        if node_policy == "qin_node":  # Qin's node level with the focus of the run (PL 0 / 0.5 / 0.1, §7.2.1)
-            from joulegym.envs.qin.node_policies import make_node_policy
-
-            node_policy = make_node_policy("qin_node", focus=focus)
+        # Qin's node level runs with the focus of the run (PL 0 / 0.5 / 0.1, §7.2.1)
+        # (re-mapping at placements and completions only, A11: a per-period re-decision of a 100-job cluster
+        # episode at 10 ms costs minutes of CPU and mostly re-draws the Flist's uniform pick)
+        node_kwargs = ({"focus": focus, "remap": "events", "rule": c["dchoice_rule"]} if c["node_policy"] == "qin-node"
+                       else {})
+        node_policy = make_inner(c["node_policy"], family="qin", **node_kwargs)
         self.sim_config = QinSimConfig(
             node_policy=node_policy, control_period_s=period_ms / 1000.0, admission=c["admission"],
             dac_queue_len=int(c["dac_queue_len"]), dac_wait_s=float(c["dac_wait_s"]),
             sigma_dac_s=None if c["sigma_dac_s"] is None else float(c["sigma_dac_s"]),
-            profile_latency_s=latency * 2.0 / 3.0, decision_latency_s=latency / 3.0,
+            profile_latency_s=float(c["profile_latency_s"]), decision_latency_s=float(c["decision_latency_s"]),
+            profiling_slots=c["profiling_slots"],
             power_terms="dynamic_only" if c["power_model"] == "paper_dynamic_only" else "full",
-            record_traces=c["record_traces"])
+            record_traces=c["record_traces"], level_hints=c["action_mode"] == "server_vf",
+            focus=FOCUS_OF_OBJECTIVE[self.objective], interference_mode=c["interference_mode"],
+            dchoice_rule=c["dchoice_rule"])
         self.sim = QinSim(self.cluster, self.sim_config)
         self._predictor = None  # built on first reset (the prediction module caches the offline CF fit)
         valid = np.zeros(self.n_max, dtype=bool)
@@ -323,7 +296,9 @@ class QinClusterEnv(JoulegymEnv):
         self.server_mask = valid
         self._mask_server = valid.astype(np.float32)
         self.action_mask_now = np.repeat(valid, self.L) if c["action_mode"] == "server_vf" else valid.copy()
-        self.server_cores = self._cores = cores = self.cluster.cores.astype(float)
+        # Table 2's cores (logical processors, what the OS and Kubernetes report): the observation's and the
+        # schedulers' count; the simulator schedules on the physical cores (A22)
+        self.server_cores = self._cores = cores = self.cluster.logical_cores.astype(float)
         self.server_mem_gb = self._mem_gb = np.array([s.mem_gb for s in self.server_types], dtype=float)
         fmax_ghz = np.array([s.f_max_mhz for s in self.server_types], dtype=float) / 1000.0
         # static per-server features: cores / 8, f_max / 4 GHz, memory / 16 GB (docs §7.1)
@@ -396,7 +371,7 @@ class QinClusterEnv(JoulegymEnv):
         if self._predictor is None:
             from joulegym.envs.qin.prediction import QinPredictor
 
-            self._predictor = QinPredictor(self.server_types,
+            self._predictor = QinPredictor(self.server_types, offline_fraction=self.config["offline_fraction"],
                                            paper_dynamic_only=self.config["power_model"] == "paper_dynamic_only")
         return self._predictor
 
@@ -412,11 +387,14 @@ class QinClusterEnv(JoulegymEnv):
                              rate_per_s=float(w["rate_per_s"]) if poisson else None, lc_dist=w["dist"],
                              size_scale=float(w["size_scale"]))
 
-    def _begin_episode(self, options: dict[str, Any]) -> None:
+    def episode_inputs(self, rng: np.random.Generator, jobs: Any = None) -> tuple[np.random.Generator, Any]:
+        """What :meth:`reset` draws from ``rng`` (the env's ``np_random``): the simulator's generator and the
+        episode's :class:`~joulegym.envs.qin.model.QinInstance` (the jobs, drawn unless given, and their CF
+        predictions). ``run_inner(env.unwrapped.sim, policy, seed, instance, rng=...)`` with these reproduces the
+        env's episode on the simulator alone (:mod:`joulegym.core.inner`)."""
+        from joulegym.envs.qin.model import QinInstance
         from joulegym.workloads.qin_jobs import QinJobs
 
-        jobs = options.get("jobs")
-        rng = self.np_random
         if jobs is None:
             jobs = self._make_jobs(int(rng.integers(0, 2**31 - 1)))
         elif not isinstance(jobs, QinJobs):
@@ -425,19 +403,22 @@ class QinClusterEnv(JoulegymEnv):
         if jobs.n_jobs and float(jobs.arrival_s.max()) >= self.sim_config.horizon_s:
             raise ValueError(f"reset options jobs: arrival_s must be < the simulator's horizon "
                              f"({self.sim_config.horizon_s:g} s), got {float(jobs.arrival_s.max()):g}")
-        self.jobs = jobs
-        self.M = int(jobs.n_jobs)
         predictor = self._predictor_for_episode()
         predictions = predictor.predict(jobs, np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
+        return np.random.default_rng(int(rng.integers(0, 2**31 - 1))), QinInstance(jobs, predictions)
+
+    def _begin_episode(self, options: dict[str, Any]) -> None:
+        sim_rng, instance = self.episode_inputs(self.np_random, options.get("jobs"))
+        jobs = self.jobs = instance.jobs
+        self.M = int(jobs.n_jobs)
         sim = self.sim
-        sim.reset(jobs, seed=int(rng.integers(0, 2**31 - 1)), predictions=predictions,
-                  sc_columns=predictor.columns_by_server)
+        sim.reset(sim_rng, instance)
         self._started_sim = True
         size = np.asarray(jobs.size_instr, dtype=float)
         ref_runtime = np.asarray(jobs.reference_runtime_s, dtype=float)
         # one reference core's instruction rate (i5-4690 at 3.5 GHz) x each server's relative core speed x cores
         ref_ips = float(size.sum() / ref_runtime.sum())
-        self._capacity_ips = self._cores * ref_ips * self._reference_speed()
+        self._capacity_ips = self.cluster.full_load_cores * ref_ips * self._reference_speed()
         self.mean_size = float(size.mean())
         self.t_job = float(ref_runtime.mean())
         self._arrivals = np.asarray(jobs.arrival_s, dtype=float)
@@ -452,16 +433,18 @@ class QinClusterEnv(JoulegymEnv):
         self._psi = 0.0  # EDP potential (0 at the start, energy x makespan at the end)
         self._energy = 0.0
         self._flow = 0.0
-        self._pending_cache: tuple[int, int, Any] | None = None
         self._job_feat_cache: tuple[int, np.ndarray] | None = None
-        self._load_cache: tuple[tuple[int, float], np.ndarray, np.ndarray] | None = None
+        self._pressure_cache: tuple[tuple[int, int], np.ndarray | None] = ((-1, -1), None)
+        self._load_cache: tuple[tuple[int, float], tuple] | None = None
         self._rows = np.zeros((self.n_max, SERVER_ROW))
         self._rows[: self.N, 0:3] = self._static
         self._rows[:, SERVER_FEATURES] = self._mask_server
         self._inv_cores = 1.0 / self._cores
+        self._inv_physical = 1.0 / self.cluster.cores
         self._inv_size_cores = 1.0 / (self.mean_size * self._cores)
         self._inv_tdp = 1.0 / self.cluster.tdp_w
         self._segments = np.asarray(self.cluster.first_core[:-1], dtype=np.intp)
+        self._job_table = self._job_features_table()
         self._more = sim.advance()
 
     def _reference_speed(self) -> np.ndarray:
@@ -474,31 +457,35 @@ class QinClusterEnv(JoulegymEnv):
 
     # --- the step --------------------------------------------------------------------------------------------
     def _transition(self, decision: tuple[int, int | None]) -> tuple[float, float, float, float]:
-        server, level = decision
         sim = self.sim
-        sim.apply(int(server), None if level is None else int(level))
+        sim.apply(decision)
         self.placed += 1
         self.steps += 1
         self._more = sim.advance()  # after the last placement this runs every job to completion
         return self._reward_parts()
 
-    def _drain_s(self) -> np.ndarray:
-        """Estimated time for each server to finish its assigned work: its load over the rate at which its
-        threads run now (0 for an idle server)."""
-        return self._load_and_drain()[1]
-
-    def _load_and_drain(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(L_i, drain_i)`` now, computed once per decision point (the reward and the observation share it)."""
+    def _loads(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(L_i, drain_i, true drain_i)`` now, computed once per decision point: the load and drain time as the
+        schedulers know them (predicted sizes less retired instructions, over the measured rate; the observation and
+        the repair rule, :class:`~joulegym.envs.qin.view.QinView`) and the true drain time (the reward's potential):
+        each server's remaining work over the rate its threads run at now (0 when idle)."""
         sim = self.sim
         key = (self.placed, sim.now)
         cached = self._load_cache
         if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
-        load = sim.load_instr
+            return cached[1]
+        true = sim.load_instr
+        known = np.maximum(true + sim._load_error, 0.0)  # QinSim.predicted_load_instr
         rate = sim.server_rate_sum
-        drain = np.divide(load, rate, out=np.zeros(self.N), where=rate > 0)
-        self._load_cache = (key, load, drain)
-        return load, drain
+        running = rate > 0
+        loads = (known, np.divide(known, rate, out=np.zeros(self.N), where=running),
+                 np.divide(true, rate, out=np.zeros(self.N), where=running))
+        self._load_cache = (key, loads)
+        return loads
+
+    def _load_and_drain(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(L_i, drain_i)`` as the schedulers know them (:meth:`_loads`)."""
+        return self._loads()[:2]
 
     def _reward_parts(self) -> tuple[float, float, float, float]:
         sim = self.sim
@@ -508,7 +495,7 @@ class QinClusterEnv(JoulegymEnv):
             energy = float(m["energy_j"])
             psi = energy * phi
         else:
-            drain = self._drain_s()
+            drain = self._loads()[2]
             phi = float(sim.now - self._t0 + drain.max())
             energy = float(sim.energy_j)
             psi = (energy + float(np.sum(sim.power_w * drain))) * phi  # not np.dot: same bits on every CPU
@@ -533,43 +520,33 @@ class QinClusterEnv(JoulegymEnv):
 
     def pending_prediction(self):
         """The simulator's predicted scores of the pending job (cached per decision)."""
-        job = self.pending_job
-        cached = self._pending_cache
-        if cached is not None and cached[0] == job and cached[1] == self.placed:
-            return cached[2]
-        pred = self.sim.prediction(job) if job >= 0 else None
-        self._pending_cache = (job, self.placed, pred)
-        return pred
+        return self.sim.pending_prediction() if self.pending_job >= 0 else None
 
     def repair_server(self) -> int:
-        """The valid server with the shortest estimated drain time (ties: the lowest index)."""
-        return int(np.argmin(self._drain_s()))
+        """The valid server with the shortest known drain time (ties: the lowest index): the ``drain-time``
+        baseline's rule."""
+        return int(np.argmin(self._load_and_drain()[1]))
 
     # --- observation, info, metrics --------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
         sim = self.sim
-        N = self.N
         rows = self._rows  # (N_max, 15) float64; static columns and the server mask are filled once per episode
-        feat = rows[:N]
+        feat = rows[: self.N]
         load, drain = self._load_and_drain()
         feat[:, 3] = sim.runnable_threads * self._inv_cores
         feat[:, 4] = load * self._inv_size_cores
         feat[:, 5] = drain * (1.0 / self.T_ref)
-        feat[:, 6] = sim.c_server.sum(axis=1) * (1.0 / (100.0 * NUM_SOI))
-        feat[:, 7] = sim.t_server.sum(axis=1) * (1.0 / (100.0 * NUM_SOI))
+        feat[:, 6:8] = self._pressure_features()
         feat[:, 8] = sim.power_w * self._inv_tdp
         # utilisation = busy cores / cores (QinSim.util), summed per server segment without a bincount
-        feat[:, 9] = np.add.reduceat(sim.core_threads > 0, self._segments) * self._inv_cores
+        feat[:, 9] = np.add.reduceat(sim.core_threads > 0, self._segments) * self._inv_physical
         job = self.pending_job
         obs = np.zeros(self.obs_size)
         head = self.n_max * SERVER_ROW
         if job >= 0:
-            p = self.pending_prediction()
-            feat[:, 10:14] = self._job_server_features(job, p)
-            waited = max(0.0, float(sim.now - self._arrivals[job]))
-            obs[head: head + JOB_FEATURES] = (
-                self._threads[job] / 8.0, float(p.size_instr) / self.mean_size, float(p.tolerated.mean()) / 100.0,
-                float(p.caused.mean()) / 100.0, float(self._is_lc[job]), waited / self.T_ref)
+            feat[:, 10:14] = self._job_server_features(job)
+            obs[head: head + JOB_FEATURES - 1] = self._job_table["job"][job]
+            obs[head + JOB_FEATURES - 1] = max(0.0, float(sim.now - self._arrivals[job])) / self.T_ref  # waited
         else:
             feat[:, 10:14] = 0.0
         obs[:head] = rows.ravel()
@@ -592,34 +569,59 @@ class QinClusterEnv(JoulegymEnv):
         return (row_names("server", self.n_max, SERVER_NAMES) + [f"job.{name}" for name in JOB_NAMES]
                 + ["time", "jobs_left", "queue"] + [f"objective_{name}" for name in OBJECTIVES])
 
-    def _job_server_features(self, job: int, p: Any) -> np.ndarray:
-        """The pending job's per-server features (cached per decision): predicted interference (eq. 16) / 3000,
-        H at f_max / max, the least PL-eligible E / max, T at f_max / max."""
+    def _pressure_features(self) -> np.ndarray:
+        """Per server: mean caused and mean tolerated predicted scores / 100; they change only at a placement or a
+        completion, so they are kept between."""
+        sim = self.sim
+        key = (sim.jobs_placed, sim.jobs_done)
+        if self._pressure_cache[0] != key:
+            scale = 1.0 / (100.0 * NUM_SOI)
+            self._pressure_cache = (key, np.stack((sim.c_server.sum(axis=1) * scale,
+                                                   sim.t_server.sum(axis=1) * scale), axis=1))
+        return self._pressure_cache[1]
+
+    def _job_features_table(self) -> dict[str, np.ndarray]:
+        """Per job, what its observation rows hold that depends on the job alone: threads / 8, predicted size / mean,
+        mean t / 100, mean c / 100, LC flag; and per (job, server) H at f_max, the least PL-eligible E and T at f_max,
+        each over its maximum (the arithmetic of the per-step features, element by element). For clusters where
+        the (job, server) tables would be large, those are computed per decision instead."""
+        sim = self.sim
+        job = np.stack((self._threads / 8.0, sim.pred_size / self.mean_size, sim.pred_t.mean(axis=1) / 100.0,
+                        sim.pred_c.mean(axis=1) / 100.0, self._is_lc.astype(float)), axis=1)
+        table = {"job": job}
+        if self.M * self.N * self.L <= PER_JOB_TABLE_LIMIT:
+            cols = sim._pred_cols
+            mips, energy, runtime = sim.pred_mips[:, cols], sim.pred_energy[:, cols], sim.pred_runtime[:, cols]
+            table["servers"] = np.stack([_normalised(x) for x in (
+                mips[..., -1], _eligible_energy(runtime, energy), runtime[..., -1])], axis=-1)
+        return table
+
+    def _job_server_features(self, job: int) -> np.ndarray:
+        """The pending job's per-server features: predicted interference (eq. 16) / 3000, H at f_max / max, the least
+        PL-eligible E / max, T at f_max / max (cached per decision)."""
         cached = self._job_feat_cache
         if cached is not None and cached[0] == self.placed:
             return cached[1]
-        from joulegym.envs.qin.scheduling import interference_score
-
         sim = self.sim
+        p = sim.pending_prediction()
         out = np.empty((self.N, 4))
-        out[:, 0] = interference_score(p.tolerated, p.caused, sim.t_server, sim.c_server,
-                                       mode=self.config["interference_mode"]) * (1.0 / I_NORM)
-        h = p.mips[:, -1]
-        out[:, 1] = h / max(float(h.max()), 1e-12)
-        e = self._eligible_energy(p)
-        out[:, 2] = e / max(float(e.max()), 1e-12)
-        t = p.runtime_s[:, -1]
-        out[:, 3] = t / max(float(t.max()), 1e-12)
+        # eq. 14-16 (scheduling.interference_score, inlined: the same operations)
+        d1 = p.tolerated[None, :] - sim.c_server
+        d2 = sim.t_server - p.caused[None, :]
+        if self.config["interference_mode"] == "literal_abs":
+            inter = np.abs(d1).sum(axis=1) + np.abs(d2).sum(axis=1)
+        else:
+            inter = np.maximum(-d1, 0.0).sum(axis=1) + np.maximum(-d2, 0.0).sum(axis=1)
+        out[:, 0] = inter * (1.0 / I_NORM)
+        servers = self._job_table.get("servers")
+        if servers is not None:
+            out[:, 1:] = servers[job]
+        else:
+            out[:, 1] = _normalised(p.mips[:, -1])
+            out[:, 2] = _normalised(_eligible_energy(p.runtime_s, p.energy_j))
+            out[:, 3] = _normalised(p.runtime_s[:, -1])
         self._job_feat_cache = (self.placed, out)
         return out
-
-    @staticmethod
-    def _eligible_energy(p, pl: float = 0.5) -> np.ndarray:
-        """Per server: the least predicted energy over the V/F levels whose predicted time is within the PL = 0.5
-        performance-loss bound of the top level (docs §3.5, the energy focus)."""
-        runtime, energy = p.runtime_s, p.energy_j
-        eligible = runtime <= runtime[:, -1:] / (1.0 - pl)
-        return np.where(eligible, energy, np.inf).min(axis=1)
 
     def _extra_info(self) -> dict[str, Any]:
         return {"job": self.pending_job, "queue": int(self.sim.queue_length)}
@@ -674,329 +676,7 @@ class QinClusterEnv(JoulegymEnv):
 
 
 class QinHierarchicalEnv(QinClusterEnv):
-    """``Qin-v0``: QinCluster with the node policy fixed by the scenario (Qin's ``qin_node`` by default; paper
+    """``Qin-v0``: QinCluster with the node policy fixed by the scenario (Qin's ``qin-node`` by default; paper
     §7.3, Table 5). Metrics follow §7.3: makespan over the servers, energy summed."""
 
-    default_node_policy = "qin_node"
-
-    kind_name = "Qin"
-
-
-# --- QinNode-v0 ----------------------------------------------------------------------------------------------------
-CORE_NAMES = ("level", "frequency", "cpi", "instructions", "queued", "power", "busy", "pl")
-THREAD_NAMES = ("alive", "remaining", "cpi", "core", "phase_change", "app_pl")
-CORE_FEATURES = len(CORE_NAMES)
-THREAD_FEATURES = len(THREAD_NAMES)
-NODE_OBJECTIVES = ("energy", "perf", "edp")
-NODE_GLOBAL = 2 + len(NODE_OBJECTIVES)
-NODE_PL = {"energy": 0.5, "perf": 0.0, "edp": 0.1}  # paper §7.2.1 (A15: perf = 0, i.e. f_H)
-CPI_NORM = 4.0  # CPI features / 4 (the catalog's cpi0 <= 1.2, slowed down at most 3x by interference: < 4)
-PHASE_CHANGE = 0.1  # a thread's CPI moving by more than 10 % between two periods counts as a phase change
-TRUNCATE_FACTOR = 10.0  # truncation at 10 x the stand-alone runtime (docs §7.2)
-
-
-class QinNodeEnv(JoulegymEnv):
-    """Thread-to-core mapping and per-core V/F on one server, one control period per step (module docstring;
-    docs §7.2)."""
-
-    family = "qin"
-    action_types: ClassVar[dict[str, type[ActionType]]] = {"node": NodeAction}
-    reward_parts = (
-        RewardPart("energy", -math.inf, 0.0, "-E_dt / E_ref - kappa max(0, pl - PL) dt / T0"),
-        RewardPart("perf", -math.inf, 0.0, "-(alive threads) dt / (K T0): -mean thread completion time / T0"),
-        RewardPart("edp", -math.inf, math.inf, "-d((E + projected E) (now + drain)) / (E_ref T0): -E x T"),
-    )
-    reward_presets: ClassVar[dict[str, dict[str, float]]] = {name: {name: 1.0} for name in NODE_OBJECTIVES}
-    option_keys = ()
-    lean_info_keys: ClassVar[tuple[str, ...]] = ("alive_threads", "pl")
-    full_info_keys: ClassVar[tuple[str, ...]] = ("core_level", "core_pl")
-
-    @classmethod
-    def _kind_of(cls, action_mode: str) -> str:
-        return "QinNode"
-
-    @classmethod
-    def default_config(cls) -> dict[str, Any]:
-        return {
-            **super().default_config(),
-            "server": "i5-4690",
-            "apps": ["fft"],
-            "threads_per_app": None,
-            "thread_instr": 5e8,
-            "control_period_ms": 1.0,
-            "objective": "energy",
-            "pl_threshold": None,
-            "kappa": 10.0,
-            "max_threads": 16,
-            "max_cores": 8,
-            "core_types": "big",
-            "power_model": "full",
-        }
-
-    def _configure(self) -> None:
-        from joulegym.devices import cpu
-        from joulegym.envs.qin.simulator import QinSimConfig
-        from joulegym.workloads.qin_jobs import get_catalog
-
-        c = self.config
-        self.objective = check_choice("objective", c["objective"], NODE_OBJECTIVES)
-        try:
-            self.server_type = cpu.get_server_type(c["server"])
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"server: {err}") from None
-        catalog = get_catalog()
-        apps = c["apps"]
-        if not isinstance(apps, list | tuple) or not apps:
-            raise ValueError(f"apps must be a non-empty list of catalog app names, got {apps!r}")
-        self.app_index = []
-        for name in apps:
-            try:
-                self.app_index.append(catalog.index(name))
-            except (ValueError, TypeError) as err:
-                raise ValueError(f"apps: {err}") from None
-        self.K = check_int("max_threads", c["max_threads"], 1, 1024)
-        self.C = check_int("max_cores", c["max_cores"], 1, 1024)
-        if c["threads_per_app"] is None:
-            self.app_threads = [int(catalog.threads[i]) for i in self.app_index]
-        else:
-            self.app_threads = [check_int("threads_per_app", c["threads_per_app"], 1, self.K)] * len(apps)
-        if sum(self.app_threads) > self.K:
-            raise ValueError(f"max_threads must be >= the apps' threads ({sum(self.app_threads)}), got {self.K}")
-        self.thread_instr = check_number("thread_instr", check_positive("thread_instr", c["thread_instr"]), 0, 1e15)
-        period_ms = check_number("control_period_ms", c["control_period_ms"], 0.1, 100.0)
-        self.dt = period_ms / 1000.0
-        pl = NODE_PL[self.objective] if c["pl_threshold"] is None else c["pl_threshold"]
-        self.pl_threshold = check_number("pl_threshold", pl, 0.0, 0.99)
-        self.kappa = check_positive("kappa", c["kappa"], allow_zero=True)
-        check_choice("core_types", c["core_types"], CORE_TYPES)
-        check_choice("power_model", c["power_model"], POWER_MODELS)
-        self.num_cores = int(self.server_type.cores)
-        if self.num_cores > self.C:
-            raise ValueError(f"max_cores must be >= the server's cores ({self.num_cores}), got {self.C}")
-        self.L = self.L_server = int(self.server_type.n_levels)
-        self.sim_config = QinSimConfig(node_policy="external", control_period_s=self.dt, profile_latency_s=0.0,
-                                       decision_latency_s=0.0,
-                                       power_terms="dynamic_only" if c["power_model"] == "paper_dynamic_only"
-                                       else "full")
-        self.catalog = catalog
-        self.obs_size = self.C * CORE_FEATURES + self.K * THREAD_FEATURES + NODE_GLOBAL
-        self.observation_space = gym.spaces.Box(0.0, OBS_HIGH, (self.obs_size,), dtype=np.float32)
-        self.T = sum(self.app_threads)
-        # the flat action mask (thread targets, then core levels); thread rows change with the alive threads
-        self._mask_template = np.zeros(self.K * (self.C + 1) + self.C * self.L, dtype=bool)
-        rows = self._mask_template[: self.K * (self.C + 1)].reshape(self.K, self.C + 1)
-        rows[:, self.C] = True  # "keep" is always allowed
-        levels = self._mask_template[self.K * (self.C + 1):].reshape(self.C, self.L)
-        levels[: self.num_cores, :] = True
-        levels[self.num_cores:, 0] = True  # an absent core: level 0 only (ignored)
-        self.action_mask_now = self._mask_template.copy()
-        self.sim = None
-
-    # --- episode ---------------------------------------------------------------------------------------------
-    def _begin_episode(self, options: dict[str, Any]) -> None:
-        from joulegym.core.predictors import ScalarKalmanFilter
-        from joulegym.devices import cpu
-        from joulegym.envs.qin.simulator import QinSim
-        from joulegym.workloads.qin_jobs import QinJobs
-
-        if self.sim is None:
-            self.cores_table = cpu.build_core_table([self.server_type],
-                                                    biglittle=self.config["core_types"] == "biglittle")
-            self.sim = QinSim(self.cores_table, self.sim_config)
-        apps = np.array(self.app_index, dtype=np.int64)
-        threads = np.array(self.app_threads, dtype=np.int64)
-        jobs = QinJobs(self.catalog, apps, np.zeros(apps.size), threads * self.thread_instr, threads)
-        sim = self.sim
-        sim.reset(jobs, seed=int(self.np_random.integers(0, 2**31 - 1)))
-        # every app arrives at t = 0 on the one server: place them (no scheduler latency at node level)
-        while sim.advance() and sim.decision_kind == "place":
-            sim.apply(0)
-        self.jobs = jobs
-        st = self.server_type
-        tau = cpu.seconds_per_instruction(sim.cpi0, sim.beta, sim.ipc_job_server[:, 0], st.f_max_mhz, st.memlat)
-        thread_time = self.thread_instr * tau  # stand-alone time of one thread at f_H, per app
-        self.T0 = float(max(thread_time.max(), float((thread_time * threads).sum()) / self.num_cores))
-        self.E_ref = self.T0 * st.tdp_w
-        self.f_high = sim.f_high_hz[: self.num_cores]
-        self.kalman_cpi = ScalarKalmanFilter(self.num_cores)
-        self.kalman_instr = ScalarKalmanFilter(self.num_cores)
-        self._prev_phase = sim.thread_phase.copy()
-        self._phase_change = np.zeros(self.T, dtype=bool)
-        self._prev = (sim.now, sim.energy_j, 0.0)
-        self._alive_prev = int(sim.thread_alive.sum())
-        self._measure()
-
-    def _measure(self) -> None:
-        """After a control period: the Kalman filters' per-core CPI and instruction-count estimates (eq. 7-11),
-        the phase-change flags and the action mask."""
-        sim = self.sim
-        C = self.num_cores
-        if sim.decision_kind == "node":
-            f = sim.freq_hz[np.arange(C), sim.core_level[:C]]
-            instr, busy = sim.period_instr[:C], sim.period_busy_s[:C]
-            measured = (instr > 0) & (busy > 0)
-            cpi = np.divide(f * busy, instr, out=np.ones(C), where=measured)
-            self.kalman_cpi.update(cpi, mask=measured)
-            self.kalman_instr.update(instr / (self.f_high * self.dt), mask=measured)
-            phase = sim.thread_phase
-            self._phase_change = np.abs(phase / self._prev_phase - 1.0) > PHASE_CHANGE
-            self._prev_phase = phase.copy()
-        mask = self.action_mask_now
-        mask[:] = self._mask_template
-        rows = mask[: self.K * (self.C + 1)].reshape(self.K, self.C + 1)
-        alive = np.flatnonzero(sim.thread_alive[: self.T])
-        rows[alive, : self.num_cores] = True
-
-    def _transition(self, decision: tuple[np.ndarray, np.ndarray]) -> tuple[float, float, float]:
-        cores, levels = decision
-        sim = self.sim
-        if sim.decision_kind == "node":
-            alive = sim.alive_threads()
-            target = cores[alive]
-            thread_core = np.where(target >= self.C, -1, target + sim.first_core[0])
-            level = np.full(sim.n_cores, -1, dtype=np.intp)
-            level[: self.num_cores] = levels[: self.num_cores]
-            sim.apply_node(thread_core, level)
-            sim.advance()
-        self._measure()
-        return self._reward_parts()
-
-    def _drain(self) -> float:
-        sim = self.sim
-        rate = float(sim.server_rate_sum[0])
-        return float(sim.load_instr[0]) / rate if rate > 0 else 0.0
-
-    def _reward_parts(self) -> tuple[float, float, float]:
-        sim = self.sim
-        now, energy = sim.now, sim.energy_j
-        prev_now, prev_energy, prev_psi = self._prev
-        dt = now - prev_now
-        e_dt = energy - prev_energy
-        pl = float(sim.job_pl().max())
-        drain = 0.0 if sim.done else self._drain()
-        psi = (energy + float(sim.power_w[0]) * drain) * (now + drain)
-        energy_part = -e_dt / self.E_ref - self.kappa * max(0.0, pl - self.pl_threshold) * dt / self.T0
-        perf_part = -dt * self._alive_prev / (self.T * self.T0)
-        edp_part = -(psi - prev_psi) / (self.E_ref * self.T0)
-        self._prev = (now, energy, psi)
-        self._alive_prev = int(sim.thread_alive.sum())
-        return energy_part, perf_part, edp_part
-
-    def _terminated(self) -> bool:
-        return bool(self.sim.done)
-
-    def _truncated(self) -> bool:
-        return bool(self.sim.truncated) or self.sim.now >= TRUNCATE_FACTOR * self.T0
-
-    def node_decision_from(self, policy: Any) -> tuple[np.ndarray, np.ndarray]:
-        """The decision a node policy of :mod:`joulegym.envs.qin.node_policies` would take now, as
-        ``(core per thread slot (C: keep), level per core)``: the policy decides on the simulator (its
-        ``on_change`` for event-driven policies, ``control`` for periodic ones) and the mapping is read back and
-        restored, so that the decision reaches the simulator only through the action."""
-        sim = self.sim
-        keep = np.full(self.K, self.C, dtype=np.int64)
-        levels = np.zeros(self.C, dtype=np.int64)
-        levels[: self.num_cores] = sim.core_level[: self.num_cores]
-        if sim.decision_kind != "node":
-            return keep, levels
-        # what the node policies change on the simulator (through set_node_decision), rolled back after the trial
-        saved = sim.node_snapshot()
-        try:
-            if policy.periodic:
-                policy.control(sim, np.array([0]))
-            else:
-                policy.on_change(sim, 0)
-            new_core, new_level = sim.thread_core.copy(), sim.core_level.copy()
-        finally:
-            sim.restore_node(saved)
-        alive = sim.alive_threads()
-        moved = alive[new_core[alive] != saved[0][alive]]
-        keep[moved] = new_core[moved] - sim.first_core[0]
-        levels[: self.num_cores] = new_level[: self.num_cores]
-        return keep, levels
-
-    # --- observation, info, metrics --------------------------------------------------------------------------
-    def _observe(self) -> np.ndarray:
-        sim = self.sim
-        C, K, Cm = self.num_cores, self.T, self.C
-        obs = np.zeros(self.obs_size, dtype=np.float32)
-        core = obs[: Cm * CORE_FEATURES].reshape(Cm, CORE_FEATURES)
-        lv = sim.core_level[:C]
-        f = sim.freq_hz[np.arange(C), lv]
-        busy = sim.core_threads[:C] > 0
-        th = sim.alive_threads()
-        queued = np.bincount(sim.thread_core[th], sim.thread_rem[th], minlength=sim.n_cores)[:C]
-        table = self.cores_table
-        rows = np.arange(C)
-        beta = float(np.mean(sim.beta))
-        power = np.where(busy, table.dyn_w[rows, lv] * (1.0 - 0.5 * beta) + table.leak_w[rows, lv], table.idle_w[:C])
-        core[:C, 0] = lv / max(self.L - 1, 1)
-        core[:C, 1] = f / self.f_high
-        core[:C, 2] = np.where(self.kalman_cpi.initialised, self.kalman_cpi.predict(), 0.0) / CPI_NORM
-        core[:C, 3] = np.where(self.kalman_instr.initialised, self.kalman_instr.predict(), 0.0)
-        core[:C, 4] = queued / self.thread_instr
-        core[:C, 5] = power / (self.server_type.tdp_w / C)
-        core[:C, 6] = busy
-        core[:C, 7] = sim.core_pl()[:C]
-        head = Cm * CORE_FEATURES
-        thread = obs[head: head + self.K * THREAD_FEATURES].reshape(self.K, THREAD_FEATURES)
-        alive = sim.thread_alive[:K]
-        job = sim.thread_job[:K]
-        thread[:K, 0] = alive
-        thread[:K, 1] = sim.thread_rem[:K] / sim.thread_size[:K]
-        thread[:K, 2] = np.where(alive, sim.cpi0[job] / np.maximum(sim.thread_phase[:K], 1e-9), 0.0) / CPI_NORM
-        thread[:K, 3] = np.where(alive, np.maximum(sim.thread_core[:K], 0) - sim.first_core[0], 0) / Cm
-        thread[:K, 4] = self._phase_change[:K] & alive
-        thread[:K, 5] = sim.job_pl()[job]
-        g = head + self.K * THREAD_FEATURES
-        obs[g] = self.pl_threshold
-        obs[g + 1] = sim.now / (TRUNCATE_FACTOR * self.T0)
-        obs[g + 2 + NODE_OBJECTIVES.index(self.objective)] = 1.0
-        return _clip(obs)
-
-    def _observation_names(self) -> list[str]:
-        """The module docstring's observation: per core (C_max x 8), per thread slot (K_max x 6), globals."""
-        return (row_names("core", self.C, CORE_NAMES) + row_names("thread", self.K, THREAD_NAMES)
-                + ["pl_bound", "time"] + [f"objective_{name}" for name in NODE_OBJECTIVES])
-
-    def _extra_info(self) -> dict[str, Any]:
-        sim = self.sim
-        return {"alive_threads": int(sim.thread_alive.sum()), "pl": float(sim.job_pl().max())}
-
-    def _diagnostic_info(self) -> dict[str, Any]:
-        return {"core_level": self.sim.core_level[: self.num_cores].copy(),
-                "core_pl": self.sim.core_pl()[: self.num_cores].copy()}
-
-    def metrics(self) -> dict[str, Any]:
-        """Runtime (s), energy (J), EDP and performance loss of the apps on the server (paper §7.2, Fig. 14)."""
-        if self.sim is None or self.sim.jobs is None:
-            return {}
-        m = self.sim.metrics()
-        return {"runtime_s": m["makespan_s"] if self.sim.done else float(self.sim.now), "energy_j": m["energy_j"],
-                "edp_js": m["energy_j"] * (m["makespan_s"] if self.sim.done else float(self.sim.now)),
-                "pl_max": float(self.sim.job_pl().max()), "pl_mean": float(self.sim.job_pl().mean()),
-                "migrations": m["migrations"], "threads_done": float(self.T - int(self.sim.thread_alive.sum()))}
-
-    # --- render ----------------------------------------------------------------------------------------------
-    def _render_ansi(self) -> str:
-        sim = self.sim
-        lines = [f"t={sim.now * 1e3:.1f} ms  {self.server_type.name}  alive threads {int(sim.thread_alive.sum())}/"
-                 f"{self.T}  energy {sim.energy_j:.3f} J  pl {float(sim.job_pl().max()):.3f} (PL "
-                 f"{self.pl_threshold:g})", "core  f(MHz)  threads  pl"]
-        for c in range(self.num_cores):
-            lines.append(f"{c:4d}  {sim.freq_hz[c, sim.core_level[c]] / 1e6:6.0f}  {int(sim.core_threads[c]):7d}  "
-                         f"{sim.core_pl()[c]:.3f}")
-        return "\n".join(lines)
-
-    def _render_figure(self):
-        sim = self.sim
-        fig, axes = new_figure(2, 1, size=(6.4, 4.8))
-        x = np.arange(self.num_cores)
-        axes[0, 0].bar(x, sim.freq_hz[x, sim.core_level[: self.num_cores]] / 1e9)
-        axes[0, 0].set_ylabel("f (GHz)")
-        axes[1, 0].bar(x, sim.core_threads[: self.num_cores])
-        axes[1, 0].set_ylabel("threads")
-        axes[1, 0].set_xlabel("core")
-        axes[0, 0].set_title(f"t = {sim.now * 1e3:.1f} ms")
-        fig.tight_layout()
-        return fig
+    default_node_policy = "qin-node"
