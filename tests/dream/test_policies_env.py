@@ -19,7 +19,7 @@ import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
 from joulegym.baselines.dream import INNER, grid_search
 from joulegym.core.inner import policy_rng, run_inner
-from joulegym.core.policy import InnerPolicyAdapter, PolicyNotApplicable, available, make_inner
+from joulegym.core.policy import InnerPolicyAdapter, PolicyNotApplicable, available, env_config_for, make_inner
 from joulegym.core.rollout import rollout
 from joulegym.envs.dream.mapscore import DreamPolicy
 from joulegym.envs.dream.simulator import DreamSim
@@ -34,9 +34,14 @@ def _direct(name: str, workload: str, seed: int, **sim_kw) -> dict:
     return run_inner(sim, make_inner(name, family="dream"), seed)
 
 
-def _through_env(name: str, workload: str, seed: int, **env_kw):
-    env = gym.make("joulegym/DREAM-v0", workload=workload, horizon_s=HORIZON, **env_kw)
-    episode = rollout(env, baselines.make(name, family="dream"), seed=seed)
+def _through_env(name: str, workload: str, seed: int, policy_kw: dict | None = None, **env_kw):
+    """The policy's ``DREAM-v0`` episode under its own ``env_config`` (docs §4: ``work_conserving=False`` for a
+    scheduler that waits on purpose); every step's action is one the mask allows (none repaired)."""
+    policy = baselines.make(name, family="dream", **(policy_kw or {}))
+    env = gym.make("joulegym/DREAM-v0", workload=workload, horizon_s=HORIZON, **env_config_for(policy, env_kw))
+    repaired = []
+    episode = rollout(env, policy, seed=seed, on_step=lambda _obs, _reward, info: repaired.append(info["repaired"]))
+    assert not any(repaired), f"{name}: {sum(repaired)} actions repaired"
     return episode, env.unwrapped
 
 
@@ -109,6 +114,48 @@ def test_equal_with_frames_outside_the_slots(name):
 def test_equal_at_chunk_granularity(name, granularity):
     episode, _ = _through_env(name, "vr-gaming", seed=6, granularity=granularity)
     assert episode.metrics == _direct(name, "vr-gaming", 6, granularity=granularity)
+
+
+WAITING_ON_PURPOSE = {"fcfs-static"}  # registered schedulers whose published rule waits while a dispatch is possible
+
+
+def test_only_schedulers_that_wait_on_purpose_leave_the_work_conserving_rule():
+    """``fcfs-static`` (and MapScore's ``assignment="table"``) run with ``work_conserving=False``; every other
+    inner policy, and every agent, under the default rule; the DREAM benchmark lets a policy set only that key."""
+    from joulegym.scenarios.dream import FAMILY
+
+    for name in INNER:
+        config = env_config_for(baselines.make(name, family="dream"))
+        assert config == ({"work_conserving": False} if name in WAITING_ON_PURPOSE else {}), name
+        FAMILY.benchmark.check_env_config(name, config)
+    table = baselines.make("mapscore-fixed", family="dream", assignment="table")
+    assert env_config_for(table) == {"work_conserving": False}
+    assert env_config_for(baselines.make("random")) == {}
+    assert gym.make("joulegym/DREAM-ar-call-v0").unwrapped.work_conserving
+    with pytest.raises(ValueError, match="max_slots"):
+        FAMILY.benchmark.check_env_config("x", {"max_slots": 4})
+
+
+@pytest.mark.parametrize("name, policy_kw", [("fcfs-static", {}), ("mapscore-fixed", {"assignment": "table"})])
+def test_waiting_schedulers_need_their_env_config(name, policy_kw):
+    """Under the work-conserving mask their deliberate waits would be repaired into dispatches (another episode);
+    under their ``env_config`` the env episode equals the fast path."""
+    seed = 3
+    episode, _ = _through_env(name, "ar-call", seed, policy_kw)
+    sim = DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=HORIZON)
+    assert episode.metrics == run_inner(sim, make_inner(name, family="dream", **policy_kw), seed)
+    env = gym.make("joulegym/DREAM-v0", workload="ar-call", horizon_s=HORIZON)
+    repaired = []
+    rollout(env, baselines.make(name, family="dream", **policy_kw), seed=seed,
+            on_step=lambda _obs, _reward, info: repaired.append(info["repaired"]))
+    assert any(repaired)
+
+
+def test_smart_drops_are_valid_actions_under_load():
+    """DREAM's smart drops name only doomed frames (condition 1): under load they happen and none is repaired."""
+    episode, _ = _through_env("dream-smartdrop", "ar-social", 1, kappa=4.0)
+    assert episode.metrics["drops"] > 0
+    assert episode.metrics == _direct("dream-smartdrop", "ar-social", 1, kappa=4.0)
 
 
 def test_single_layer_decisions_are_plain_actions():

@@ -19,9 +19,13 @@ action                 ``Discrete(K*A*V + K + 1)``: ``(k*A + a)*V + v`` dispatch
                        the frame's switch point); ``K*A*V + k`` drops slot k's frame (§4.2.1); the last action
                        waits for the next event. ``action_masks()``: dispatch needs a ready frame and an idle
                        accelerator, a drop a frame of a leaf model that dropped fewer than 2 of its last 10
-                       frames; wait is always valid. A masked-out action waits (``info["repaired"]``, reward
-                       part ``invalid``). At a Supernet's switch point the sub-net follows ``supernet``
-                       (``"dream_rule"``: §4.5.1's rule ``supernet_rule``; ``"original"``; ``"agent"``)
+                       frames (smart-drop conditions 3 and 4). ``work_conserving`` (default ``True``): a drop
+                       also needs a doomed frame (condition 1: minimum_to_go > slack) and wait is valid only
+                       when no dispatch is (the paper's scheduler dispatches whenever it can, §4.1); ``False``:
+                       wait is always valid. A masked-out action waits, or takes the first valid action where
+                       wait is masked out (``info["repaired"]``, reward part ``invalid``). At a Supernet's
+                       switch point the sub-net follows ``supernet`` (``"dream_rule"``: §4.5.1's rule
+                       ``supernet_rule``; ``"original"``; ``"agent"``)
 observation            ``Box(-10, 10, (K*(13 + M + 3A) + 6A + 5M + 11,), float32)`` (559 for K = 16, M = 10,
                        A = 3): per slot: valid, model one-hot, leaf, drop allowed, slack, ToGo and best-case
                        ToGo (per period), urgency ToGo/slack, time since the last layer (per period), fraction
@@ -50,12 +54,19 @@ dict, or a list: one drawn per episode), ``hw`` (a Table 2 preset, a custom ``{"
 ...]}`` dict, or a list), ``p``, ``kappa``, ``horizon_s``, ``warmup_s``, ``switch_to``, ``switch_at_s``,
 ``child_deadline``, ``outstanding_cap``, ``release_phase`` (``"random"``: a phase per model and episode;
 ``"sync"``: every model at t = 0), ``togo_mode``, ``granularity``, ``max_models``, ``max_accelerators``,
-``supernet_rule``, ``record_timeline``; of ``DREAM-v0``: ``max_slots``, ``supernet``.
+``supernet_rule``, ``record_timeline``; of ``DREAM-v0``: ``max_slots``, ``supernet``, ``work_conserving``.
 
 Inner policies (:mod:`joulegym.baselines.dream`) act through the same steps: the core's adapter asks one for a
 decision on ``sim.view()`` and returns ``action_type.encode(decision)``; a decision the integer action cannot
 express (several layers at once, a chosen sub-net, a frame outside the slots, a timed wait) is carried to the next
-``decode`` with the action, so an env episode and :func:`joulegym.core.inner.run_inner` give identical metrics.
+``decode`` with the action, so an env episode and :func:`joulegym.core.inner.run_inner` give identical metrics. A
+scheduler that waits on purpose (static FCFS, MapScore's ``assignment="table"``) declares ``env_config =
+{"work_conserving": False}``: the work-conserving rule restricts agents, never a heuristic.
+
+Version history (ids keep ``-v0``; ``docs/families/dream.md`` §8): first release; DREAM as published (release
+phases per seed, one calibration per scenario, the core's inner policies); the work-conserving action set
+(``work_conserving``, default ``True``: an agent can no longer score UXCost 0 by running nothing, Alg. 2's
+product with no energy spent; the simulator and every reference policy's episode unchanged).
 """
 
 from __future__ import annotations
@@ -106,7 +117,12 @@ def _workload(item: Any, field: str = "workload") -> Any:
     from joulegym.workloads.dream_scenarios import get_scenario, scenario_from_config
 
     if isinstance(item, dict):
-        return scenario_from_config(item)
+        try:
+            return scenario_from_config(item)
+        except ValueError as err:  # its messages say "workload": name the key that held the dict
+            if field == "workload":
+                raise
+            raise ValueError(f"{field}: {err}") from None
     name = item.strip().lower().replace("_", "-") if isinstance(item, str) else item
     if name not in WORKLOADS:
         raise ValueError(f"{field}={item!r} is not one of {list(WORKLOADS)} (or a custom dict, or a list)")
@@ -279,9 +295,11 @@ class DispatchAction(ActionType):
         if carried is not None and carried[0] == a:
             self.repaired = False
             return carried[1]
-        valid = bool(env.current_mask()[a])
-        self.repaired = not valid
-        if not valid or a == self.wait_action:
+        mask = env.current_mask()
+        self.repaired = not mask[a]
+        if self.repaired:  # a wait, or, where the work-conserving rule masks wait out, the first valid dispatch
+            a = self.wait_action if mask[self.wait_action] else int(np.argmax(mask))
+        if a == self.wait_action:
             return WAIT
         if a < self.n_dispatch:
             pair, variant = divmod(a, self.V)
@@ -336,13 +354,14 @@ class DreamEnv(SlotRows, DreamEnvBase):
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:
-        return {**super().default_config(), "max_slots": 16, "supernet": "dream_rule"}
+        return {**super().default_config(), "max_slots": 16, "supernet": "dream_rule", "work_conserving": True}
 
     def _configure(self) -> None:
         super()._configure()
         c = self.config
         self.K = check_int("max_slots", c["max_slots"], 1, MAX_SLOTS)
         check_choice("supernet", c["supernet"], SUPERNET_CHOICES)
+        self.work_conserving = check_bool("work_conserving", c["work_conserving"])
         self.n_variants = V_MAX if c["supernet"] == "agent" else 1
         self.slot_features = slot_features(self.M, self.A)
         self.observation_space = gym.spaces.Box(-OBS_BOUND, OBS_BOUND, (obs_size(self.K, self.M, self.A),),
@@ -459,9 +478,19 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self.decision_index += 1
 
     def current_mask(self) -> np.ndarray:
-        """The valid actions now (module docstring), built once per decision point."""
+        """The valid actions now (module docstring), built once per decision point. ``work_conserving``: a drop
+        only of a doomed frame (smart drop's condition 1, §4.2.1: :meth:`DreamView.doomed`), and wait only when
+        no dispatch is valid (the paper's schedulers dispatch whenever an accelerator is idle and a frame ready)."""
         if self._mask_at != self.decision_index:
-            self._obs.build_mask(self.view.acc_running)
+            obs = self._obs
+            mask = obs.build_mask(self.view.acc_running)
+            if self.work_conserving:
+                drops, items, doomed = obs.mask_drop, self.slots.items, self.view.doomed
+                candidates = obs.maybe_doomed(self.sim.now)
+                drops[:] = False
+                for k in candidates:
+                    drops[k] = doomed(items[k])
+                mask[-1] = not obs.mask_dispatch.any()
             self._mask_at = self.decision_index
         return self._obs.mask
 
@@ -508,7 +537,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
                                                                     sim.acc_worst, sim.recent_drops, sim.out_counts)]
         glob = obs.glob
         glob[0] = now / self.horizon_s
-        glob[2] = math.log1p(self.slots.overflow)
+        glob[2] = min(math.log1p(self.slots.overflow), OBS_BOUND)
         return obs.buf.copy()
 
     def _truncated(self) -> bool:

@@ -238,6 +238,12 @@ class DreamPolicy:
         self.engine: AdaptivityEngine | None = None
         self.tuning_record: TuningRecord | None = None
 
+    @property
+    def env_config(self) -> dict[str, Any]:
+        """``{"work_conserving": False}`` for ``assignment="table"`` (a frame waits for its busy best accelerator
+        while another is idle: a wait the work-conserving mask would refuse, docs §4); nothing otherwise."""
+        return {"work_conserving": False} if self.assignment == "table" else {}
+
     def set_params(self, alpha: float, beta: float) -> None:
         """Set (alpha, beta) (DREAMParams-v0's action; clipped to the search range)."""
         self.alpha = min(max(float(alpha), PARAM_LO), PARAM_HI)

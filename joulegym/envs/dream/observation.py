@@ -4,7 +4,9 @@ The observation is one preallocated float32 buffer: ``K`` slot rows, ``A`` accel
 and the global features. A slot row's features that change only when its frame moves (a release, a dispatch,
 a layer completion) are rewritten for that slot only; the features that change with time (slack, ToGo of a
 running frame, urgency, time queued, drop allowed) are computed for every slot at once from per-slot numpy
-arrays; accelerator and model rows are a few scalars each. The mask is built from the same per-slot state.
+arrays; accelerator and model rows are a few scalars each. The mask is built from the same per-slot state
+(the drop budget of smart-drop conditions 3 and 4 per slot; the env narrows it to doomed frames and masks wait
+out under ``work_conserving``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ MODEL_FEATURES = 5  # present, DLV rate, drops in the last 10 frames / 2, outsta
 N_WORKLOADS = 5  # Table 3 workloads (the global one-hot)
 GLOBAL_FEATURES = 3 + N_WORKLOADS + 3
 TINY_SLACK = 1e-30  # slack floor of the urgency ratio (a passed deadline: urgency clipped to OBS_BOUND)
+# how far (in periods) below the deadline the affine best-case completion may sit and still be checked exactly:
+# far above the rounding of the affine form (~1e-10 periods for an hour of 60 FPS frames)
+DOOMED_SCREEN = 1e-6
 
 
 def slot_features(n_models: int, n_acc: int) -> int:
@@ -79,11 +84,14 @@ class DispatchObservation:
         # per-slot state: the time-dependent features are affine in the time, base + slope * now
         self.valid = np.zeros(K, dtype=bool)
         self.ready = np.zeros(K, dtype=bool)
+        self.drop_ok = np.zeros(K, dtype=bool)  # smart-drop conditions 3 and 4 of the slot's frame
         self.model = np.zeros(K, dtype=np.int64)
         self.affine = np.zeros((K, 12))  # per slot: the 6 features' base, then their slopes
         self._slack_floor = np.zeros(K)
         self.var_ok = np.zeros((K, V), dtype=bool)  # sub-nets a dispatch may pick (V > 1)
         self._dyn = np.zeros((K, 6))
+        self._late = np.zeros(K)  # minimum_to_go - slack per period (maybe_doomed's screen)
+        self._screen = np.zeros(K, dtype=bool)
         self._dyn_now: float | None = None  # the time the time-dependent features were computed at (None: stale)
         self._accs_at: tuple = ()
         self._bind()
@@ -119,14 +127,14 @@ class DispatchObservation:
         self.mask_dispatch[:] = self.mask_drop[:] = False
         self._dyn_now, self._accs_at = None, ()
         self.buf[:] = 0.0
-        self.valid[:] = self.ready[:] = self.var_ok[:] = False
+        self.valid[:] = self.ready[:] = self.var_ok[:] = self.drop_ok[:] = False
         self.affine[:] = 0.0
         self._onehot = [tuple(float(j == m) for j in range(self.M)) for m in range(self.M)]
 
     def free(self, k: int) -> None:
         self._dyn_now = None
         self.slots[k] = 0.0
-        self.valid[k] = self.ready[k] = self.var_ok[k] = self.mask_drop[k] = False
+        self.valid[k] = self.ready[k] = self.var_ok[k] = self.drop_ok[k] = False
         self.affine[k] = 0.0
 
     def seat(self, k: int, view: Any, task: int, leaf: list[bool], period: list[float], allowed: np.ndarray) -> None:
@@ -138,7 +146,7 @@ class DispatchObservation:
                                                       *self._pad)
         self.valid[k] = True
         self.model[k] = m
-        self.mask_drop[k] = allowed[m]
+        self.drop_ok[k] = allowed[m]
         self.move(k, view, task, period)
 
     def move(self, k: int, view: Any, task: int, period: list[float]) -> None:
@@ -153,7 +161,7 @@ class DispatchObservation:
         if running < 0 and pos < tables.n:
             energy = tables.en[pos]
             top = max(energy)
-            lat = tuple(x * inv for x in tables.lat[pos]) + pad
+            lat = tuple(min(x * inv, OBS_BOUND) for x in tables.lat[pos]) + pad  # a unit longer than 10 periods
             en = (tuple(e / top for e in energy) if top > 0 else self._zeros) + pad
         else:
             lat = en = self._zeros + pad
@@ -162,7 +170,7 @@ class DispatchObservation:
         slots[k, self.c_started:] = (pos > 0, running >= 0)
         self.ready[k] = running < 0
         togo, min_togo = view.remaining_after_span(task)
-        drop = self.mask_drop[k]
+        drop = self.drop_ok[k]
         deadline, tcmpl = view.f_deadline[task] * inv, -view.f_tcmpl[task] * inv
         if running >= 0:  # a running span ends at run_end: its rest shrinks with time until then
             run_end = view.acc_busy_until[running]
@@ -191,8 +199,8 @@ class DispatchObservation:
 
     def drops_allowed(self, allowed: np.ndarray) -> None:
         """Every occupied slot's "drop allowed" after ``allowed[m]`` changed."""
-        np.logical_and(allowed[self.model], self.valid, out=self.mask_drop)
-        self.base[:, 0] = self.mask_drop
+        np.logical_and(allowed[self.model], self.valid, out=self.drop_ok)
+        self.base[:, 0] = self.drop_ok
         self._dyn_now = None
 
     def dynamic(self, now: float) -> None:
@@ -204,6 +212,7 @@ class DispatchObservation:
         dyn, floor = self._dyn, self._slack_floor
         np.multiply(self.slope, now, out=dyn)
         np.add(self.base, dyn, out=dyn)
+        np.subtract(dyn[:, 3], dyn[:, 1], out=self._late)  # minimum_to_go - slack, before the clipping below
         np.maximum(dyn[:, 1], TINY_SLACK, out=floor)  # a passed deadline gives a huge ratio, clipped below
         np.divide(dyn[:, 2], floor, out=dyn[:, 4])  # the period cancels; an empty slot's is 0 / TINY_SLACK
         np.minimum(dyn, OBS_BOUND, out=dyn)
@@ -218,10 +227,23 @@ class DispatchObservation:
         self.accs[: len(running), 1:3] = [(1.0, 0.0) if task < 0 else (0.0, min((busy[a] - now) * 1e3, OBS_BOUND))
                                           for a, task in enumerate(running)]
 
+    def maybe_doomed(self, now: float) -> np.ndarray:
+        """Slots that are drop candidates now (:attr:`mask_drop`) and whose affine best-case completion (minimum_to_go
+        minus slack, per period) is not clearly short of the deadline: a cheap screen the env confirms with the
+        exact test of smart drop's condition 1 (``DreamView.doomed``)."""
+        self.dynamic(now)
+        screen = self._screen
+        np.greater(self._late, -DOOMED_SCREEN, out=screen)
+        np.logical_and(screen, self.mask_drop, out=screen)
+        return np.flatnonzero(screen)
+
     def build_mask(self, running: list[int]) -> np.ndarray:
         """The valid actions: dispatch a ready slot's frame on an idle accelerator (with an open sub-net), drop a
-        frame of a model whose drop is allowed (kept up to date as slots change), wait."""
+        frame of a model whose drop is allowed (kept up to date as slots change), wait. The env narrows the drops
+        and the wait further under ``work_conserving`` (``DreamEnv.current_mask``)."""
         idle = self._idle
+        self.mask_drop[:] = self.drop_ok
+        self.mask[-1] = True
         idle[: len(running)] = [task < 0 for task in running]
         if self.V == 1:
             np.logical_and(self._ready_col, idle, out=self._dispatch_2d)

@@ -18,7 +18,7 @@ also the release schedule, which is periodic and known): none is privileged. DRE
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -71,9 +71,11 @@ class StaticFCFSScheduler:
     """Static FCFS (Fig. 2, docs §3 #23): FCFS planned offline with worst-case durations (every cascade
     activated, no skip, no exit) fixes each frame's (start time, accelerator); at run time a frame starts
     exactly at its reserved slot, never early (a frame that is not activated leaves its slot idle; one whose
-    accelerator is still busy starts when it frees; one without a slot never runs)."""
+    accelerator is still busy starts when it frees; one without a slot never runs). It waits on purpose while an
+    accelerator is idle, so its env runs with ``work_conserving=False`` (``env_config``; docs §4)."""
 
     privileged = False
+    env_config: ClassVar[dict[str, Any]] = {"work_conserving": False}
 
     def __init__(self, name: str = "fcfs-static") -> None:
         self.name = name

@@ -135,6 +135,11 @@ class DreamView:
                 out.append((i, mtg, slack))
         return out
 
+    def doomed(self, i: int) -> bool:
+        """Outstanding task ``i`` can no longer meet its deadline: minimum_to_go > Slack, the test of smart frame
+        drop's condition 1 (§4.2.1) that :meth:`likely_late` applies to every outstanding frame."""
+        return self.min_to_go(i) > self.f_deadline[i] - self._sim.now
+
     def remaining_after_span(self, i: int) -> tuple[float, float]:
         """``(ToGo, minimum_to_go)`` of task ``i`` without what is left of its running span (all of it if waiting)."""
         variants = self._f_vars[i]
