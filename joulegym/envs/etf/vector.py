@@ -414,7 +414,12 @@ class ETFVectorEnv(BatchedVectorEnv):
             if not (whole | self._autoreset).all():
                 n = int(np.flatnonzero(~whole & ~self._autoreset)[0])
                 raise ValueError(f"actions[{n}] must be an integer in [0, {n_levels}), got {array[n]}")
-            array = np.where(whole, array, 0)
+            # range-checked before the cast: a float such as 1e308 would overflow int64
+            outside = whole & ((array < 0) | (array >= n_levels)) & ~self._autoreset
+            if outside.any():
+                n = int(np.flatnonzero(outside)[0])
+                raise ValueError(f"actions[{n}] must be in [0, {n_levels}), got {array[n]}")
+            array = np.where(whole & (array >= 0) & (array < n_levels), array, 0)
         levels = array.astype(np.int64)
         bad = ((levels < 0) | (levels >= n_levels)) & ~self._autoreset
         if bad.any():
