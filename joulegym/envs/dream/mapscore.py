@@ -371,39 +371,13 @@ class DreamPolicy:
                 e_a = en[a] if en[a] > 0 else 1e-30
                 resident, moved = flush[a]
                 moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
+                # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
                 out.append((urgency * sum_lat / lat[a] + base + beta * (sum_en - moved * e_byte) / e_a, i, a, v))
         return out
 
     def _best_pair(self, view: DreamView, idle: list[int]) -> Dispatch:
-        """The arg-max of MapScore (Alg. 1 lines 14-15) over (ready task, idle accelerator)."""
-        now = view.now
-        n_acc = view.n_acc
-        alpha, beta = self.alpha, self.beta
-        e_byte = view.switch_energy_per_byte
-        flush = view.flush_bytes()
-        dl, rel, tc, pos, prev_acc = view.f_deadline, view.f_release, view.f_tcmpl, view.f_pos, view.f_prev_acc
-        best_score, best_i, best_a, best_v = -math.inf, -1, -1, -1
-        for i in view.ready:
-            V = view.tables_of(i)
-            v = -1
-            if self.supernet and view.at_switch_point(i):
-                v = supernet_variant(view, i, self.supernet_rule)
-                V = view.variant_of(i, v)
-            p = pos[i]
-            slack = dl[i] - now
-            if slack <= 0:
-                slack = EPS_SLACK_S
-            urgency = V.togo_from[p] / slack
-            lat, en = V.lat[p], V.en[p]
-            sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
-            base = alpha * (now - tc[i]) / (sum_lat / n_acc)
-            prev, fetch = prev_acc[i], V.in_b[p]
-            for a in idle:
-                e_a = en[a] if en[a] > 0 else 1e-30
-                resident, moved = flush[a]
-                moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
-                # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
-                score = urgency * sum_lat / lat[a] + base + beta * (sum_en - moved * e_byte) / e_a
-                if score > best_score or (score == best_score and (rel[i], a) < (rel[best_i], best_a)):
-                    best_score, best_i, best_a, best_v = score, i, a, v
-        return Dispatch(best_i, best_a, 1, best_v)
+        """The arg-max of MapScore (Alg. 1 lines 14-15) over (ready task, idle accelerator); ties go to the earlier
+        release, then the lower accelerator index."""
+        release = view.f_release
+        _score, i, a, v = min(self._scores(view, idle), key=lambda row: (-row[0], release[row[1]], row[2]))
+        return Dispatch(i, a, 1, v)
