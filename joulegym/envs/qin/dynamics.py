@@ -203,7 +203,7 @@ class DynamicsMixin:
         by their activity (the CPU share their threads get, over their thread count); ``jobs``: the job of each
         thread of ``servers``."""
         per_job = np.bincount(jobs, weights=share, minlength=self.n_jobs)
-        js = np.flatnonzero(per_job)
+        js = per_job.nonzero()[0]
         active = per_job[js] / self.n_threads[js]
         caused = self.c_true.take(js, axis=0) * active[:, None]  # take: a fast row gather
         if servers.size == 1:
@@ -266,14 +266,16 @@ class DynamicsMixin:
         lo, hi = self.first_core[s], self.first_core[s + 1]
         n_on = self.core_threads[lo:hi]
         if mapping:
-            self._core_activity(s, lo, hi, n_on)
+            act, beta = self._core_activity(s, lo, hi, n_on)
         if hi - lo >= 8:
             self._power_one_vector(s, lo, hi, n_on)
             return
+        if not mapping:
+            act, beta = self._core_act[lo:hi].tolist(), self._core_beta[lo:hi].tolist()
         tables = self._power_lists
         dyn, leak, traffic, idle = tables["dyn"], tables["leak"], tables["traffic"], tables["idle"]
         levels = self.core_level[lo:hi].tolist()
-        act, beta, on = self._core_act[lo:hi].tolist(), self._core_beta[lo:hi].tolist(), n_on.tolist()
+        on = n_on.tolist()
         full = self._full_power
         total = 0.0
         n_levels = self.n_levels
@@ -289,23 +291,29 @@ class DynamicsMixin:
             total += value
         self.power_w[s] = total + tables["uncore"][s] + tables["dram_idle"][s] if full else total
 
-    def _core_activity(self, s: int, lo: int, hi: int, n_on: np.ndarray) -> None:
+    def _core_activity(self, s: int, lo: int, hi: int, n_on: np.ndarray) -> tuple[list, list]:
         """Mean activity and beta of the threads on each core of server ``s`` (time-sliced threads: the mean), x the
-        SMT yield with two or more threads on a Hyper-Threading core (power follows the retired work)."""
+        SMT yield with two or more threads on a Hyper-Threading core (power follows the retired work); stored and
+        returned as lists. Scalars over a server's threads: the per-core sums in thread order are bincount's, and
+        the division and the yield product are numpy's same IEEE operations."""
+        n = hi - lo
+        act, beta = [0.0] * n, [0.0] * n
         th = self._server_threads[s]
-        if not th.size:
-            self._core_act[lo:hi] = 0.0
-            self._core_beta[lo:hi] = 0.0
-            return
-        local = self.thread_core[th] - lo
-        jobs = self.thread_job[th]
-        denom = np.maximum(n_on, 1)
-        self._core_act[lo:hi] = np.bincount(local, self.act[jobs], minlength=hi - lo) / denom
-        self._core_beta[lo:hi] = np.bincount(local, self.beta[jobs], minlength=hi - lo) / denom
-        if self._has_smt:  # (as in _power)
-            gain = np.where(n_on > 1, self.cores.smt_yield[lo:hi], 1.0)
-            self._core_act[lo:hi] *= gain
-            self._core_beta[lo:hi] *= gain
+        if th.size:
+            act_of, beta_of = self._act_list, self._beta_list
+            for c, j in zip((self.thread_core[th] - lo).tolist(), self.thread_job[th].tolist()):
+                act[c] += act_of[j]
+                beta[c] += beta_of[j]
+            smt = self._smt_list
+            for i, k in enumerate(n_on.tolist()):
+                if k > 1:
+                    a, b = act[i] / k, beta[i] / k
+                    if smt is not None:  # (as in _power)
+                        a, b = a * smt[lo + i], b * smt[lo + i]
+                    act[i], beta[i] = a, b
+        self._core_act[lo:hi] = act
+        self._core_beta[lo:hi] = beta
+        return act, beta
 
     def _power_one_vector(self, s: int, lo: int, hi: int, n_on: np.ndarray) -> None:
         busy = n_on > 0

@@ -129,6 +129,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self._power_lists = {"dyn": self._dyn_flat.tolist(), "leak": self._leak_flat.tolist(),
                              "traffic": self._traffic_w.tolist(), "idle": cores.idle_w.tolist(),
                              "uncore": cores.uncore_w.tolist(), "dram_idle": cores.dram_idle_w.tolist()}
+        self._smt_list = cores.smt_yield.tolist() if self._has_smt else None
         self.node_policy = node_policy_from(self.cfg.node_policy)
         self.jobs: QinJobs | None = None
         self._view = QinView(self)
@@ -185,6 +186,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self.ipc_job_server = np.ascontiguousarray(jobs.catalog.ipc(types)[jobs.app][:, type_of])
         self._ipc_flat = self.ipc_job_server.reshape(-1)  # a view: [job, server] = [job * N + server]
         self.act = 1.0 - 0.5 * self.beta
+        self._act_list, self._beta_list = self.act.tolist(), self.beta.tolist()  # scalar paths (_core_activity)
         self.job_server = np.full(m, -1, dtype=np.intp)
         self.job_level_hint = np.full(m, self.n_levels - 1, dtype=np.intp)
         self.job_alive_threads = np.zeros(m, dtype=np.intp)
@@ -565,7 +567,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self.thread_alive[threads] = True
         cores = np.asarray(self.node_policy.place(self, s, threads), dtype=np.intp)
         lo, hi = self.first_core[s], self.first_core[s + 1]
-        if cores.shape != threads.shape or np.any(cores < lo) or np.any(cores >= hi):
+        if cores.shape != threads.shape or cores.min() < lo or cores.max() >= hi:
             raise ValueError(f"node policy {self.node_policy.name!r} placed threads outside server {s}")
         self.thread_core[threads] = cores
         np.add.at(self.core_threads, cores, 1)
@@ -599,7 +601,8 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self.runnable_threads[s] -= fin.size
         jobs = self.thread_job[fin]
         np.subtract.at(self.job_alive_threads, jobs, 1)
-        for j in np.unique(jobs[self.job_alive_threads[jobs] == 0]).tolist():
+        alive = self.job_alive_threads
+        for j in sorted({j for j in jobs.tolist() if alive[j] == 0}):  # np.unique's order, without its overhead
             self._finish_job(j, s)
         self._apply_node_decision(self.node_policy.on_change(self, s))
         self._refresh(self._server_index[s], mapping=True)
