@@ -381,6 +381,7 @@ def test_held_out_apps_smt_and_profiling_keys():
     assert QinClusterEnv(smt_yield=1.0, **SMALL).cluster.full_load_cores.tolist() == [4, 4, 4, 4, 4]
     for kwargs, field in (({"offline_fraction": 0.0}, "offline_fraction"), ({"smt_yield": 0.5}, "smt_yield"),
                           ({"profiling_slots": 0}, "profiling_slots"), ({"dchoice_rule": "best"}, "dchoice_rule"),
-                          ({"decision_latency_s": -1}, "decision_latency_s")):
+                          ({"decision_latency_s": -1}, "decision_latency_s"),
+                          ({"decision_mode": "parallel"}, "decision_mode")):
         with pytest.raises(ValueError, match=field):
             QinClusterEnv(**kwargs, **SMALL)

@@ -54,7 +54,9 @@ Config keys (``QinClusterEnv.default_config``):
                       ``dac_wait_s`` (0), ``sigma_dac_s`` (None: rank all)
 ``profile_latency_s`` per-job profiling + CF prediction (0.18 s, A27; Kubernetes: 0), in ``profiling_slots`` parallel
                       slots (None: one per two servers, §4.1's 2 SCs per profile)
-``decision_latency_s`` per-job decision of the one sequential scheduler (0.09 s, A27; Kubernetes: 0.005 s)
+``decision_latency_s`` per-job decision latency (0.09 s, A27; Kubernetes: 0.005 s)
+``decision_mode``     ``serial`` (default: Alg. 1's one loop, a decision waits for the previous one) or ``overlapped``
+                      (each job's decision latency delays that job only; docs §5.4)
 ``core_types``        ``big`` or ``biglittle``; ``power_model``: ``full`` or ``paper_dynamic_only``
 ``offline_fraction``  share of the catalog's apps in the CF's offline training rows (0.1, the paper's "around 10%",
                       §4.1; the others are held out and known only from their online profile; 1.0 = every app)
@@ -93,6 +95,7 @@ from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import new_figure
 from joulegym.core.rewards import RewardPart
 from joulegym.devices.cpu import SMT_YIELD
+from joulegym.envs.qin.model import DECISION_MODES
 
 NUM_SOI = 15  # sources of interference (docs §1.6)
 SERVER_NAMES = ("cores", "f_max", "memory", "runnable_threads", "load", "drain_time", "caused", "tolerated", "power",
@@ -223,6 +226,7 @@ class QinClusterEnv(JoulegymEnv):
             "profile_latency_s": PROFILE_LATENCY_S,
             "decision_latency_s": DECISION_LATENCY_S,
             "profiling_slots": None,
+            "decision_mode": "serial",
             "core_types": "big",
             "power_model": "full",
             "interference_mode": "literal_abs",
@@ -256,6 +260,7 @@ class QinClusterEnv(JoulegymEnv):
         check_number("decision_latency_s", c["decision_latency_s"], 0.0, 3600.0)
         if c["profiling_slots"] is not None:
             check_int("profiling_slots", c["profiling_slots"], 1, MAX_JOBS)
+        check_choice("decision_mode", c["decision_mode"], DECISION_MODES)
         check_bool("record_traces", c["record_traces"])
         check_choice("core_types", c["core_types"], CORE_TYPES)
         check_choice("power_model", c["power_model"], POWER_MODELS)
@@ -284,7 +289,7 @@ class QinClusterEnv(JoulegymEnv):
             dac_queue_len=int(c["dac_queue_len"]), dac_wait_s=float(c["dac_wait_s"]),
             sigma_dac_s=None if c["sigma_dac_s"] is None else float(c["sigma_dac_s"]),
             profile_latency_s=float(c["profile_latency_s"]), decision_latency_s=float(c["decision_latency_s"]),
-            profiling_slots=c["profiling_slots"],
+            profiling_slots=c["profiling_slots"], decision_mode=c["decision_mode"],
             power_terms="dynamic_only" if c["power_model"] == "paper_dynamic_only" else "full",
             record_traces=c["record_traces"], level_hints=c["action_mode"] == "server_vf",
             focus=FOCUS_OF_OBJECTIVE[self.objective], interference_mode=c["interference_mode"],

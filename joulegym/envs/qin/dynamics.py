@@ -139,7 +139,8 @@ class DynamicsMixin:
                 np.add.at(self.core_period_instr, tc, work * self.thread_phase[th])
         busy_dt = (self.core_threads[lo:hi] > 0) * dt
         self.core_busy_s[lo:hi] += busy_dt
-        self.core_period_busy_s[lo:hi] += busy_dt
+        if self._periodic:  # the period's busy time only matters to a ticking node policy
+            self.core_period_busy_s[lo:hi] += busy_dt
         self.core_delay_s[lo:hi] += busy_dt * self._core_loss[lo:hi]
         self.core_elapsed_s[lo:hi] += dt
         self.server_energy_j[s] += self.power_w[s] * dt

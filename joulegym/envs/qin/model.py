@@ -20,6 +20,9 @@ from joulegym.workloads.qin_jobs import QinJobs
 ADMISSIONS = ("fifo", "dac_H_desc", "dac_E_asc", "dac_I_asc")
 POWER_TERMS = ("full", "dynamic_only")
 INTERFERENCE_MODES = ("literal_abs", "hinge")
+# the decision stage (docs/families/qin.md §5.4): "serial", Alg. 1's one loop (a job's decision waits for the
+# previous one's); "overlapped", each job's decision latency delays that job only
+DECISION_MODES = ("serial", "overlapped")
 FOCUSES = ("perf", "energy", "edp")
 DCHOICE_RULES = ("random-of-top-d", "least-loaded-of-d")
 
@@ -46,6 +49,7 @@ class QinSimConfig:
     profile_latency_s: float = 0.18  # A27: profiling + CF per job (Kubernetes: 0)
     decision_latency_s: float = 0.09  # A27: D-choice decision per job (Kubernetes: 0.005)
     profiling_slots: int | None = None  # jobs profiled at once (None: one per two servers, §4.1's 2 SCs per job)
+    decision_mode: str = "serial"  # DECISION_MODES: Alg. 1's sequential loop, or the latencies of jobs overlapping
     phases: bool = True  # §1.9 CPI phases + AR(1) noise (only observed by node policies that measure)
     phase_mean_s: float = 0.02
     phase_low: float = 0.7
@@ -63,7 +67,8 @@ class QinSimConfig:
 
     def validate(self) -> None:
         for name, allowed in (("admission", ADMISSIONS), ("power_terms", POWER_TERMS), ("focus", FOCUSES),
-                              ("interference_mode", INTERFERENCE_MODES), ("dchoice_rule", DCHOICE_RULES)):
+                              ("interference_mode", INTERFERENCE_MODES), ("dchoice_rule", DCHOICE_RULES),
+                              ("decision_mode", DECISION_MODES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not one of {allowed}")
         for name in ("control_period_s", "phase_mean_s", "horizon_s"):

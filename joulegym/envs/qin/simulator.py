@@ -11,8 +11,9 @@ Section numbers (``qin.md §x``) and assumption ids (A1-A27) are those of ``docs
 Decision points. One job placement per cluster decision: jobs arrive into the admission queue (FIFO, or DAC's
 double-and-rank order, paper §6); each is profiled (profiling + CF prediction, qin.md §5.4 / A27: 0.18 s for the
 profiling-based schedulers, 0 for Kubernetes) in one of ``profiling_slots`` parallel slots (§4.1: a job is profiled
-on 2 server configurations, so by default one slot per two servers), then one sequential decision stage charges it
-its decision latency (A27: 0.09 s, 5 ms for Kubernetes) and DAC its ranking cost (A16); :meth:`QinSim.advance`
+on 2 server configurations, so by default one slot per two servers), then the decision stage charges it its
+decision latency (A27: 0.09 s, 5 ms for Kubernetes; ``decision_mode="serial"``: one decision at a time, Alg. 1's
+loop; ``"overlapped"``: the latencies of different jobs overlap) and DAC its ranking cost (A16); :meth:`QinSim.advance`
 returns when a job is released for dispatch (:attr:`QinSim.pending_job`, ``decision_kind == "place"``); its
 decision is ``(server, V/F level or None)``. Between decisions the servers run
 their jobs under the node-level inner policy (:mod:`~joulegym.envs.qin.node_policies`). With an external node level
@@ -287,6 +288,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         slots = self.cfg.profiling_slots
         self._slots = max(1, self.n_servers // 2) if slots is None else int(slots)
         self._sched_busy = False
+        self._overlapped = self.cfg.decision_mode == "overlapped"
         self._sched_wake_pending = False
         self._kick_pending = False
         self.pending_job = -1
@@ -487,11 +489,17 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         dispatches it in rank order (paper §6)."""
         if self.cfg.admission == "fifo":
             self._start_profiling()
-        if self._sched_busy or self.pending_job >= 0:
-            return
-        if self._ready:
-            self._busy_for(self.cfg.decision_latency_s, self._ready.popleft())
-            return
+        if self._overlapped:
+            while self._ready:  # every profiled job starts its own decision latency at once
+                self._release_after(self.cfg.decision_latency_s, self._ready.popleft())
+            if self._sched_busy:
+                return
+        else:
+            if self._sched_busy or self.pending_job >= 0:
+                return
+            if self._ready:
+                self._busy_for(self.cfg.decision_latency_s, self._ready.popleft())
+                return
         if self.cfg.admission == "fifo" or not self._admission:
             return
         cfg = self.cfg
@@ -546,7 +554,12 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self._push(self.now + profile + cost, EV_SCHED, SCHED_IDLE)
 
     def _busy_for(self, latency_s: float, job: int) -> None:
+        """The serial decision stage: busy with ``job`` for its latency (the next decision waits)."""
         self._sched_busy = True
+        self._release_after(latency_s, job)
+
+    def _release_after(self, latency_s: float, job: int) -> None:
+        """Release ``job`` for its placement ``latency_s`` from now (its decision latency)."""
         self.dispatch_overhead_s += latency_s
         self._push(self.now + latency_s, EV_SCHED, job)
 
