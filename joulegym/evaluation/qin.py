@@ -54,6 +54,7 @@ WHY_TABLE4 = "our baselines already balance load (docs §6.1)"
 WHY_TABLE5 = "static, uncore and DRAM power keep drawing while DVFS stretches the runtime (A20, docs §6.4)"
 WHY_FIG12 = "processor sharing: the dispatch order barely changes when work completes (docs §6.3)"
 WHY_SCALE = "the sequential decision stage, 0.09 s a job (A27), caps the placements (docs §6.6)"
+WHY_SCALE_OVERLAPPED = "placement quality decides once decisions overlap (docs §6.6)"
 
 
 def _budget(quick: bool) -> dict[str, Any]:
@@ -175,13 +176,22 @@ def _figure_claims(tables: dict[str, pd.DataFrame]) -> list[Claim]:
     return out
 
 
-def _scale_claim(large: pd.DataFrame) -> Claim:
-    base = large[large.decision_latency_s == 0.09].set_index("policy")["makespan_s"]
-    others = base.drop("qin")
+def _scale_claims(large: pd.DataFrame) -> list[Claim]:
+    """§7.4 at N servers: Qin's makespan against the best of the paper's baselines, per decision stage at A27's
+    latency (the deployable rules are on the results page beside them)."""
     n = int(large.n_servers.iloc[0])
-    return qualitative(f"§7.4: at N = {n}, M = {10 * n} Qin's makespan within 10 % of the best baseline",
-                       "within 10 % or ahead", f"qin {base['qin']:.0f} s, best {others.idxmin()} {others.min():.0f} s",
-                       bool(base["qin"] <= (1 + SCALE_TOL) * others.min()), WHY_SCALE)
+    claims = []
+    for mode, why in (("serial", WHY_SCALE), ("overlapped", WHY_SCALE_OVERLAPPED)):
+        rows = large[(large.decision_latency_s == 0.09) & (large.decision_mode == mode)]
+        if rows.empty:
+            continue
+        base = rows.groupby("policy")["makespan_s"].mean()
+        others = base[[p for p in ex.PAPER_BASELINES if p in base.index]]
+        claims.append(qualitative(
+            f"§7.4: at N = {n}, M = {10 * n} ({mode} decisions) Qin's makespan within 10 % of the best paper "
+            "baseline", "within 10 % or ahead", f"qin {base['qin']:.0f} s, best {others.idxmin()} {others.min():.0f} s",
+            bool(base["qin"] <= (1 + SCALE_TOL) * others.min()), why))
+    return claims
 
 
 def paper_claims(tables: dict[str, pd.DataFrame]) -> list[Claim]:
@@ -194,7 +204,7 @@ def paper_claims(tables: dict[str, pd.DataFrame]) -> list[Claim]:
         row = full[full.focus == focus].iloc[-1]  # mapping + DVFS (perf: PL 0 is the full scheduler)
         claims.append(claim(f"Table 5: Qin + Qin vs Kubernetes + Sniper, {name} (%)", PAPER_TABLE5[focus],
                             row.gain_pct, tol=PCT_TOL, exact_tol=PCT_EXACT, why=WHY_TABLE5, fmt=".2f"))
-    return claims + _ordering_claims(tables) + _figure_claims(tables) + [_scale_claim(tables["large_n"])]
+    return claims + _ordering_claims(tables) + _figure_claims(tables) + _scale_claims(tables["large_n"])
 
 
 def write_report(path: Path, claims: list[Claim], quick: bool) -> Path:

@@ -273,23 +273,29 @@ def node_mixes(mixes=NODE_MIXES, seeds=(0,)) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def large_n(n_servers: int = 1000, seeds=(0,), policies=LARGE_N_POLICIES,
-            decision_latencies=(None, 0.005)) -> pd.DataFrame:
+# the decision stages of the scale experiment (docs/families/qin.md §6.6): (decision_mode, decision latency of the
+# profiling-based schedulers; None = A27's 0.09 s). Alg. 1's serial loop, the overlapped latencies, and the serial
+# loop at Kubernetes' 5 ms (a sensitivity)
+LARGE_N_STAGES = (("serial", None), ("overlapped", None), ("serial", 0.005))
+
+
+def large_n(n_servers: int = 1000, seeds=(0,), policies=LARGE_N_POLICIES, stages=LARGE_N_STAGES) -> pd.DataFrame:
     """Scalability (§7.4; future work in the paper): ``n_servers`` servers drawn from the Table 2 types, M = 10 N RW
-    jobs at t = 0, every policy; ``decision_latencies``: the sequential decision stage of the profiling-based
-    schedulers (None: A27's 0.09 s; Kubernetes keeps its own 5 ms)."""
+    jobs at t = 0, every policy, per decision stage of ``stages`` (``decision_mode``, the decision latency of the
+    profiling-based schedulers: None = A27's 0.09 s; Kubernetes keeps its own 5 ms)."""
     rows = []
-    for latency in decision_latencies:
+    for mode, latency in stages:
         for seed in seeds:
             for policy in policies:
                 if latency is not None and policy == "kubernetes":
-                    continue  # Kubernetes keeps its 5 ms: the episode of the first pass
+                    continue  # Kubernetes' latency is its own: the same episode as the stage's A27 row
                 kw: dict[str, Any] = {"servers": {"kind": "sampled", "count": n_servers}, "max_servers": n_servers,
-                                      "workload": {"num_jobs": 10 * n_servers}}
-                if latency is not None and policy != "kubernetes":
+                                      "workload": {"num_jobs": 10 * n_servers}, "decision_mode": mode}
+                if latency is not None:
                     kw["decision_latency_s"] = latency
                 m = run("joulegym/QinCluster-large-n-v0", policy, seed, kw)
-                rows.append({"n_servers": n_servers, "decision_latency_s": latency if latency is not None else 0.09,
+                rows.append({"n_servers": n_servers, "decision_mode": mode,
+                             "decision_latency_s": latency if latency is not None else 0.09,
                              "seed": seed, "policy": policy, **m})
     return pd.DataFrame(rows)
 
