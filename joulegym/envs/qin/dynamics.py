@@ -32,6 +32,7 @@ from joulegym.devices.cpu import MAX_SLOWDOWN, N_SOI, SLOWDOWN_PER_UNIT, SOI_WEI
 
 # event kinds, in the order simultaneous events are processed (completions before the decision they inform)
 EV_DONE, EV_ARRIVAL, EV_TICK, EV_PROFILED, EV_SCHED = 0, 1, 2, 3, 4
+SCALAR_THREADS = 12  # up to this many threads on a server, its per-core sums run in scalars (cheaper than numpy calls)
 EPS_INSTR = 1e-3  # a thread with less than this many instructions left is finished (float round-off)
 # the ufuncs of the per-period paths, called with a positional output: cheaper than the in-place operators
 # (``a += b`` dispatches through ``__iadd__``) on these small arrays, and the same operation
@@ -134,14 +135,16 @@ class DynamicsMixin:
             cpu = dt / self.core_threads[tc]
             jobs = self.thread_job[th]
             np.add.at(self.job_cpu_s, jobs, cpu)
-            np.add.at(self.job_delay_s, jobs, cpu * self._core_loss[tc])
+            if not self._lossless:  # (at f_H every term is +0.0, which leaves the sums as they are)
+                np.add.at(self.job_delay_s, jobs, cpu * self._core_loss[tc])
             if self._periodic:
                 np.add.at(self.core_period_instr, tc, work * self.thread_phase[th])
         busy_dt = (self.core_threads[lo:hi] > 0) * dt
         self.core_busy_s[lo:hi] += busy_dt
         if self._periodic:  # the period's busy time only matters to a ticking node policy
             self.core_period_busy_s[lo:hi] += busy_dt
-        self.core_delay_s[lo:hi] += busy_dt * self._core_loss[lo:hi]
+        if not self._lossless:
+            self.core_delay_s[lo:hi] += busy_dt * self._core_loss[lo:hi]
         self.core_elapsed_s[lo:hi] += dt
         self.server_energy_j[s] += self.power_w[s] * dt
         self.server_load_instr[s] = max(self.server_load_instr[s] - self.server_rate_sum[s] * dt, 0.0)
@@ -295,11 +298,14 @@ class DynamicsMixin:
     def _core_activity(self, s: int, lo: int, hi: int, n_on: np.ndarray) -> tuple[list, list]:
         """Mean activity and beta of the threads on each core of server ``s`` (time-sliced threads: the mean), x the
         SMT yield with two or more threads on a Hyper-Threading core (power follows the retired work); stored and
-        returned as lists. Scalars over a server's threads: the per-core sums in thread order are bincount's, and
-        the division and the yield product are numpy's same IEEE operations."""
+        returned as lists."""
+        th = self._server_threads[s]
+        if th.size > SCALAR_THREADS:
+            return self._core_activity_vector(th, lo, hi, n_on)
+        # a few threads: scalars (the per-core sums in thread order are bincount's; the division and the yield
+        # product are numpy's same IEEE operations)
         n = hi - lo
         act, beta = [0.0] * n, [0.0] * n
-        th = self._server_threads[s]
         if th.size:
             act_of, beta_of = self._act_list, self._beta_list
             for c, j in zip((self.thread_core[th] - lo).tolist(), self.thread_job[th].tolist()):
@@ -315,6 +321,20 @@ class DynamicsMixin:
         self._core_act[lo:hi] = act
         self._core_beta[lo:hi] = beta
         return act, beta
+
+    def _core_activity_vector(self, th: np.ndarray, lo: int, hi: int, n_on: np.ndarray) -> tuple[list, list]:
+        local = self.thread_core[th] - lo
+        jobs = self.thread_job[th]
+        denom = np.maximum(n_on, 1)
+        act = np.bincount(local, self.act[jobs], minlength=hi - lo) / denom
+        beta = np.bincount(local, self.beta[jobs], minlength=hi - lo) / denom
+        if self._has_smt:  # (as in _power)
+            gain = np.where(n_on > 1, self.cores.smt_yield[lo:hi], 1.0)
+            act *= gain
+            beta *= gain
+        self._core_act[lo:hi] = act
+        self._core_beta[lo:hi] = beta
+        return act.tolist(), beta.tolist()
 
     def _power_one_vector(self, s: int, lo: int, hi: int, n_on: np.ndarray) -> None:
         busy = n_on > 0
@@ -362,6 +382,7 @@ class DynamicsMixin:
         flat = add(self._flat_base, self.core_level)
         self._core_f = self._freq_flat.take(flat)
         self._core_loss = self._loss_flat.take(flat)  # 1 - core_f / f_H, tabulated
+        self._lossless = not self._core_loss.any()
         self._rates_ctx = None
 
     def _move_threads(self, threads: np.ndarray, cores: np.ndarray) -> bool:

@@ -238,6 +238,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         k, n = self.n_cores, self.n_servers
         self.core_level = np.full(k, self.n_levels - 1, dtype=np.intp)
         self._core_loss = np.zeros(k)  # 1 - f / f_H at the core's level (eq. 19 per busy second)
+        self._lossless = True  # every core at f_H: eq. 19's delays stay exactly 0 (nothing to accumulate)
         self._core_f = self.f_high_hz.copy()  # the core's frequency (Hz) at its level
         self.core_threads = np.zeros(k, dtype=np.intp)
         self.core_delay_s = np.zeros(k)
