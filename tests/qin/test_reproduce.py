@@ -38,7 +38,8 @@ def _small_tables() -> dict[str, pd.DataFrame]:
                        "case": ["qin + qin-node PL 0", "qin + qin-node PL 0", "qin + qin-node", "qin + qin-node PL 0",
                                 "qin + qin-node"], "gain_pct": [10.2, 3.0, 36.0, 2.0, -3.0]})
     large = pd.DataFrame({"n_servers": 10, "decision_latency_s": 0.09,
-                          "decision_mode": ["serial"] * 3 + ["overlapped"] * 3, "policy": ["qin", "kubernetes", "paragon"] * 2,
+                          "decision_mode": ["serial"] * 3 + ["overlapped"] * 3,
+                          "policy": ["qin", "kubernetes", "paragon"] * 2,
                           "makespan_s": [130.0, 105.0, 120.0, 100.0, 105.0, 120.0]})
     return {"t4": ex.table4(runs, paper=evaluation.PAPER_TABLE4), "runs": runs, "rw_max": ex.rw_at_largest_m(runs),
             "gain_by_m": ex.gain_by_m(runs), "t5_gains": t5, "t10": ex.fig10b(seeds=(0,), d_values=(1, 2, 4),
