@@ -156,6 +156,7 @@ class DynamicsMixin:
         ``servers`` (already integrated to now)."""
         self._rates_ctx = None
         th = self._threads_of(servers)
+        rate = None
         if th.size:
             tc = self.thread_core[th]
             if mapping:
@@ -175,7 +176,7 @@ class DynamicsMixin:
         if mapping:
             self._ctx = None  # the per-thread constants and core activities of the tick context changed
         if servers.size == 1:
-            self._arm_completion_of(int(servers[0]), th)
+            self._arm_completion_of(int(servers[0]), th, rate)
         else:
             self._arm_completions(servers, th)
 
@@ -347,12 +348,13 @@ class DynamicsMixin:
         else:
             self.power_w[s] = per_core.sum()
 
-    def _arm_completion_of(self, s: int, th: np.ndarray) -> None:
-        """:meth:`_arm_completions` for one server (the event path): its next thread completion, in scalars."""
+    def _arm_completion_of(self, s: int, th: np.ndarray, rate: np.ndarray | None = None) -> None:
+        """:meth:`_arm_completions` for one server (the event path): its next thread completion, in scalars
+        (``rate``: the threads' rates when the caller has them)."""
         self.server_gen[s] += 1
         if th.size == 0:
             return
-        nxt = (self.thread_rem[th] / np.maximum(self.thread_rate[th], 1e-300)).min()
+        nxt = (self.thread_rem[th] / np.maximum(self.thread_rate[th] if rate is None else rate, 1e-300)).min()
         when = self.server_t[s] + float(nxt)
         if when < (self._next_tick_s if self._tick_armed else math.inf):  # later: re-armed by the next tick
             self._push(when, EV_DONE, s, int(self.server_gen[s]))
