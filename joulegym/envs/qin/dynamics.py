@@ -190,6 +190,10 @@ class DynamicsMixin:
         self._slowdowns(servers, jobs, share)
         if self._has_smt:  # the core's throughput with two or more threads on it (A22)
             share = share * np.where(on_core > 1, self.cores.smt_yield[tc], 1.0)
+        weight = share / self.job_slowdown[jobs]
+        self._thr_weight[th] = weight
+        if self._per_server_cycles:  # kept since the placement (_thread_constants): only the weight changed
+            return weight, self._thr_cycles[th], self._thr_mem_s[th]
         if servers.size == 1:  # the event path: one server
             s = int(servers[0])
             ipc = self._ipc_flat.take(jobs * self.n_servers + s)  # [jobs, s], a 1-D gather
@@ -199,9 +203,17 @@ class DynamicsMixin:
             ipc = self._ipc_flat.take(jobs * self.n_servers + srv)
             memory = self.mem_term_s[jobs] * self.memlat[srv]
         cycles = self.cpi0[jobs] / (ipc * self.cores.ipc_scale[tc])
-        weight = share / self.job_slowdown[jobs]
-        self._thr_cycles[th], self._thr_mem_s[th], self._thr_weight[th] = cycles, memory, weight
+        self._thr_cycles[th], self._thr_mem_s[th] = cycles, memory
         return weight, cycles, memory
+
+    def _thread_constants(self, j: int, s: int, threads: slice, cores: np.ndarray) -> None:
+        """At a placement, when every server's cores share one IPC scale: the cycles and memory time per
+        instruction of job ``j``'s threads on server ``s`` (:meth:`_mapping_constants`' element-wise operations;
+        a move between the server's cores cannot change them)."""
+        if self._per_server_cycles:
+            self._thr_cycles[threads] = self.cpi0[j] / (self._ipc_flat[j * self.n_servers + s]
+                                                        * self.cores.ipc_scale[cores])
+            self._thr_mem_s[threads] = self.mem_term_s[j] * self.memlat[s]
 
     def _slowdowns(self, servers: np.ndarray, jobs: np.ndarray, share: np.ndarray) -> None:
         """§1.9 interference: each job's slowdown from the other jobs' caused pressure on its server, weighted

@@ -114,6 +114,10 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self.cores_per_server = np.asarray(cores.cores, dtype=np.intp)  # physical cores
         self.logical_cores = np.asarray(cores.logical_cores, dtype=np.intp)  # Table 2's, what schedulers see
         self._has_smt = bool(np.any(cores.smt_yield != 1.0))
+        # one IPC scale per server (no big/little mix): a thread's cycles per instruction depend on its job and
+        # server only, so they are computed once at its placement (DynamicsMixin._thread_constants)
+        first = np.asarray(cores.first_core[:-1], dtype=np.intp)
+        self._per_server_cycles = bool(np.all(cores.ipc_scale == cores.ipc_scale[first][cores.server_of_core]))
         self.mem_gb = np.array([s.mem_gb for s in cores.server_types], dtype=float)
         self._rows = np.arange(self.n_cores)
         # flat (core, level) tables: ``table_flat[core * L + level]`` is ``table[core, level]`` (one 1-D gather
@@ -584,6 +588,7 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         if cores.shape != threads.shape or cores.min() < lo or cores.max() >= hi:
             raise ValueError(f"node policy {self.node_policy.name!r} placed threads outside server {s}")
         self.thread_core[threads] = cores
+        self._thread_constants(j, s, slice(first, end), cores)
         np.add.at(self.core_threads, cores, 1)
         self._server_jobs[s].append(j)
         self._server_threads[s] = np.concatenate([self._server_threads[s], threads])
