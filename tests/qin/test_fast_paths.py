@@ -305,3 +305,37 @@ def test_100_job_hierarchical_episode_metrics_are_pinned(name):
     for key, value in PINNED_100[name].items():
         # the trajectory pins' precision (benchmarks/trajectory_pins.py PRECISION): last bits differ across CPUs
         assert metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-12), (name, key, metrics[key], value)
+
+
+@pytest.mark.parametrize("node_policy", ["linux", "qin-node"])
+def test_event_path_shortcuts_equal_the_general_path(node_policy):
+    """The per-event shortcuts (a thread's cycles and memory time computed once at its placement when every server's
+    cores share one IPC scale; eq. 19's delays not accumulated while every core runs at f_H) leave the state and
+    metrics of the general path bit for bit, through placements, completions and level changes."""
+    runs = []
+    for shortcuts in (True, False):
+        policy = QinNodePolicy(focus="edp") if node_policy == "qin-node" else node_policy
+        sim = make_sim(SERVERS, node_policy=policy, **NO_LATENCY)
+        sim.reset(np.random.default_rng(5), make_jobs(["fft", "lu_cb", "radix", "ocean_cp", "barnes", "fmm"],
+                                                      [3e10, 2e10, 4e10, 3e10, 5e10, 1e10], [4, 2, 4, 3, 4, 2],
+                                                      arrivals=[0, 0, 0, 0.5, 0.5, 1.0]))
+        assert sim._per_server_cycles
+        if not shortcuts:  # the general path: constants at every mapping change, eq. 19's +0.0 terms accumulated
+            sim._per_server_cycles = False
+            sim._lossless = False
+            sync = sim._sync_levels
+
+            def sync_general(sim=sim, sync=sync):
+                sync()
+                sim._lossless = False
+
+            sim._sync_levels = sync_general
+        k = 0
+        while sim.advance():
+            sim.apply((k % 3, None if k % 2 else 1))  # level hints below f_H on every other job
+            k += 1
+        runs.append(sim)
+    assert_same(*runs)
+    assert runs[0].metrics() == runs[1].metrics()
+    np.testing.assert_array_equal(runs[0]._thr_cycles, runs[1]._thr_cycles)
+    np.testing.assert_array_equal(runs[0]._thr_mem_s, runs[1]._thr_mem_s)
