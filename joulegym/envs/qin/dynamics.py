@@ -219,7 +219,7 @@ class DynamicsMixin:
         """§1.9 interference: each job's slowdown from the other jobs' caused pressure on its server, weighted
         by their activity (the CPU share their threads get, over their thread count); ``jobs``: the job of each
         thread of ``servers``."""
-        per_job = np.bincount(jobs, weights=share, minlength=self.n_jobs)
+        per_job = np.bincount(jobs, weights=share)  # up to the largest job id only: the same nonzero entries
         js = per_job.nonzero()[0]
         active = per_job[js] / self.n_threads[js]
         caused = self.c_true.take(js, axis=0) * active[:, None]  # take: a fast row gather
