@@ -4,8 +4,8 @@ seeds, on the simulator fast path (``joulegym.core.inner.run_inner``; the same e
 
 Usage::
 
-    python tools/dream_board.py                                  # every headline scenario, every scheduler
-    python tools/dream_board.py ar-call --policies planaria,dream-full
+    python benchmarks/dream_board.py                                  # every headline scenario, every scheduler
+    python benchmarks/dream_board.py ar-call --policies planaria,dream-full
 """
 
 from __future__ import annotations
