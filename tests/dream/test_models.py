@@ -316,7 +316,8 @@ def test_offered_load_counts_cascades_and_dynamic_layers():
 def test_doc_reports_the_generated_tables():
     text = DOC.read_text()
     for table in (offered_load_markdown(), calibration_markdown(), catalog_markdown(), dataflow_preference_markdown()):
-        assert table in text, "regenerate the tables in docs/families/dream-cost-model.md (benchmarks/dream_cost_report.py)"
+        assert table in text, \
+            "regenerate the tables in docs/families/dream-cost-model.md (benchmarks/dream_cost_report.py)"
 
 
 def test_catalog_layers_prefer_the_dataflow_cm_4_4_intends():
