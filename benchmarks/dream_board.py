@@ -19,10 +19,13 @@ from joulegym.scenarios.dream import FAMILY
 def main(argv: list[str] | None = None) -> None:
     bench = FAMILY.benchmark
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenarios", nargs="*", default=list(bench.scenarios), choices=list(bench.scenarios))
+    parser.add_argument("scenarios", nargs="*", help=f"headline scenarios (default: every one of {bench.scenarios})")
     parser.add_argument("--policies", default=",".join((*bench.heuristics, *bench.baselines)),
                         help="comma-separated inner policies (default: the benchmark's heuristics and baselines)")
     args = parser.parse_args(argv)
+    unknown = [s for s in args.scenarios if s not in bench.scenarios]
+    if unknown:
+        parser.error(f"scenarios {unknown} are not headline scenarios {bench.scenarios}")
     policies = [p for p in args.policies.split(",") if p]
     for scenario in args.scenarios or bench.scenarios:
         res = {p: leaderboard_uxcost(scenario, p, bench.eval_seeds) for p in policies}
