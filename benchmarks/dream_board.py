@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from joulegym.core.policy import available
 from joulegym.evaluation.dream import leaderboard_uxcost
 from joulegym.scenarios.dream import FAMILY
 
@@ -20,7 +21,9 @@ def main(argv: list[str] | None = None) -> None:
     bench = FAMILY.benchmark
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="*", help=f"headline scenarios (default: every one of {bench.scenarios})")
-    parser.add_argument("--policies", default=",".join((*bench.heuristics, *bench.baselines)),
+    inner = set(available("dream", inner=True))
+    default = [p for p in (*bench.heuristics, *bench.baselines) if p in inner]  # the generic `random` is env-only
+    parser.add_argument("--policies", default=",".join(default),
                         help="comma-separated inner policies (default: the benchmark's heuristics and baselines)")
     args = parser.parse_args(argv)
     unknown = [s for s in args.scenarios if s not in bench.scenarios]
