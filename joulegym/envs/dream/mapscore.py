@@ -430,6 +430,8 @@ class DreamPolicy:
         n = len(params)
         betas = [b for _a, b in params]
         best = [(-math.inf, math.inf, -1, -1, -1)] * n  # (score, release, accelerator, task, sub-net)
+        beta0 = betas[0]
+        bs, br, ba, bi, bv = best[0]  # the one pair's best (n == 1: every decision of an episode)
         for i in view.ready:
             V = f_vars[i][f_variant[i]]
             v = -1
@@ -452,11 +454,18 @@ class DreamPolicy:
                 moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
                 # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
                 lat_term, energy_left = urgency * sum_lat / lat[a], sum_en - moved * e_byte
+                if n == 1:
+                    score = lat_term + bases[0] + beta0 * energy_left / e_a
+                    if score > bs or (score == bs and (rel < br or (rel == br and a < ba))):
+                        bs, br, ba, bi, bv = score, rel, a, i, v
+                    continue
                 for k in range(n):
                     score = lat_term + bases[k] + betas[k] * energy_left / e_a
                     b = best[k]
                     if score > b[0] or (score == b[0] and (rel < b[1] or (rel == b[1] and a < b[2]))):
                         best[k] = (score, rel, a, i, v)
+        if n == 1:
+            return [(bi, ba, bv)]
         return [(b[3], b[2], b[4]) for b in best]
 
 
