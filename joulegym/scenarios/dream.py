@@ -90,7 +90,7 @@ FAMILY = FamilyDescriptor(
     # random-mix, ranked by the episode's UXCost (final info["metrics"]["uxcost"], Alg. 2). The published heuristics
     # are Table 4's schedulers (DREAM's variants and the baselines) and MapScore at Fig. 9's untuned (1, 1).
     # best_heuristic is the one with the lowest mean UXCost over the ten eval seeds 10000-10009 (fast path, the same
-    # episodes as DREAM-v0's; calibration of cost model §4.4; tools/dream_board.py): VR_Gaming DREAM-Full 0.3247
+    # episodes as DREAM-v0's; calibration of cost model §4.4; benchmarks/dream_board.py): VR_Gaming DREAM-Full 0.3247
     # (MapScore-fixed 0.3253), AR_Call Planaria 0.248 (DREAM-Full 0.526), Drone_Outdoor MapScore-fixed 0.0273
     # (Planaria 0.0352), Drone_Indoor Planaria 0.164 (DREAM-Full 0.226), AR_Social DREAM-Full 0.169 (the same
     # decisions as MapScore-fixed; Planaria 0.187), random-mix DREAM-Full 0.800 (Veltair 0.934).

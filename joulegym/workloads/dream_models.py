@@ -1,7 +1,7 @@
 """DREAM model catalog: per-layer tables of every Table 3 model and their per-accelerator cost tables.
 
 DREAM (Kim et al., ASPLOS'23, §5.1 Table 3) schedules 17 networks layer by layer. The paper gives no
-layer tables; ``tools/dream_layers.py`` writes them from the public architectures (CM §4.3, choices in
+layer tables; ``benchmarks/dream_layers.py`` writes them from the public architectures (CM §4.3, choices in
 docs/families/dream-cost-model.md) into ``joulegym/workloads/data/dream/`` (one CSV per model, MAESTRO
 convention: ``name,type,K,C,Y,X,R,S,Yo,Xo`` with Y, X the input and Yo, Xo the output rows/cols; int8)
 and ``catalog.json`` (dynamic structure as data):

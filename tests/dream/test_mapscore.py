@@ -8,7 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from joulegym.envs.dream.mapscore import DreamPolicy, map_score, map_score_terms
+from joulegym.core.inner import run_inner
+from joulegym.envs.dream.mapscore import DreamPolicy, episode_evaluator, map_score, map_score_terms, run_shared
+from joulegym.envs.dream.search import optimize
 from joulegym.envs.dream.simulator import EPS_SLACK_S, DreamSim
 
 # task A: ToGo 6 ms, Slack 12 ms, waited 2 ms; next layer 1/2/4 ms, energy 10/5/5; a switch to acc 1 costs 5
@@ -90,3 +92,63 @@ def test_dream_dispatch_is_the_argmax_of_the_pure_mapscore(scenario, hw):
         checked += 1
         sim.apply(decision)
     assert checked > 500
+
+
+@pytest.mark.parametrize(("scenario", "hw", "variant"), [("vr-gaming", "4k-1ws2os", "full"),
+                                                          ("ar-call", "4k-1os2ws", "smartdrop")])
+def test_best_pair_loop_is_the_argmax_of_the_score_list(scenario, hw, variant):
+    """The dispatch loop keeps the best pair as it scores; it picks what the arg-max over the list of every
+    (ready task, idle accelerator) score picks, ties included (earlier release, then lower accelerator)."""
+    sim = DreamSim.from_catalog(scenario, hw, horizon_s=0.4)
+    sched = DreamPolicy(variant, "fixed", 0.7, 1.3)
+    sim.reset(np.random.default_rng(3))
+    sched.reset(sim, np.random.default_rng(0))
+    view = sim.view()
+    checked = 0
+    while sim.advance():
+        decision = sched.decide(view)
+        idle = view.idle_accs()
+        if type(decision).__name__ == "Dispatch":
+            _s, i, a, v = min(sched._scores(view, idle), key=lambda row: (-row[0], view.f_release[row[1]], row[2]))
+            assert (decision.task, decision.acc, decision.variant) == (i, a, v)
+            checked += 1
+        sim.apply(decision)
+    assert checked > 300
+
+
+PAIRS = [(0.0, 0.0), (1.0, 1.0), (1.5, 1.0), (0.5, 2.0), (2.0, 0.25), (0.0, 2.0), (1.0, 1.5)]
+
+
+@pytest.mark.parametrize(("scenario", "hw", "variant"), [("drone-outdoor", "4k-1os2ws", "full"),
+                                                          ("ar-call", "4k-1os2ws", "smartdrop")])
+def test_shared_episodes_equal_the_episodes_run_one_by_one(scenario, hw, variant):
+    """run_shared (one simulation while the candidates decide alike, forked where they differ) gives each pair
+    the metrics of its own run_inner episode, key for key and bit for bit."""
+    runner = DreamSim.from_catalog(scenario, hw, horizon_s=0.5)
+    shared = run_shared(runner, [DreamPolicy(variant, "fixed", a, b) for a, b in PAIRS], 77)
+    alone = [run_inner(runner, DreamPolicy(variant, "fixed", a, b), 0, instance=77) for a, b in PAIRS]
+    assert shared == alone
+    assert len({m["uxcost"] for m in alone}) > 2  # the pairs do decide differently: the forks are exercised
+
+
+def test_offline_search_with_shared_steps_locks_the_same_pair():
+    sim = DreamSim.from_catalog("drone-outdoor", "4k-1os2ws", horizon_s=0.5)
+    evaluate = episode_evaluator(sim, "full", horizon_s=None)
+    calls = []
+
+    def one_by_one(pair):  # the same evaluator without .many
+        calls.append(pair)
+        return episode_evaluator(sim, "full", horizon_s=None)(pair)
+
+    shared = optimize((1.0, 1.0), evaluate)
+    alone = optimize((1.0, 1.0), one_by_one)
+    assert shared.center == alone.center and shared.evaluations == alone.evaluations
+    assert len(set(calls)) == len(evaluate.memo) > 20
+
+
+def test_run_shared_refuses_what_it_cannot_share():
+    runner = DreamSim.from_catalog("ar-call", "4k-1os2ws", horizon_s=0.2)
+    with pytest.raises(ValueError, match="fixed"):
+        run_shared(runner, [DreamPolicy("full", "fixed"), DreamPolicy("full", "fixed", assignment="table")], 1)
+    with pytest.raises(ValueError, match="fixed"):
+        run_shared(runner, [DreamPolicy("full", "online")], 1)

@@ -49,7 +49,7 @@ DOC = ROOT / "docs" / "families" / "dream-cost-model.md"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("dream_layers", ROOT / "tools" / "dream_layers.py")
+    spec = importlib.util.spec_from_file_location("dream_layers", ROOT / "benchmarks" / "dream_layers.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["dream_layers"] = module
     spec.loader.exec_module(module)
@@ -60,7 +60,7 @@ def _generator():
 
 def test_committed_layer_files_are_what_the_generator_writes(tmp_path):
     gen = _generator()
-    assert gen.main(["--check"]) == 0, "run python tools/dream_layers.py"
+    assert gen.main(["--check"]) == 0, "run python benchmarks/dream_layers.py"
     assert sorted(p.name for p in DATA_DIR.iterdir()) == sorted([f"{m}.csv" for m in MODEL_NAMES] + ["catalog.json"])
     assert sum(p.stat().st_size for p in DATA_DIR.iterdir()) < 200_000  # package data stays small
 
@@ -316,7 +316,8 @@ def test_offered_load_counts_cascades_and_dynamic_layers():
 def test_doc_reports_the_generated_tables():
     text = DOC.read_text()
     for table in (offered_load_markdown(), calibration_markdown(), catalog_markdown(), dataflow_preference_markdown()):
-        assert table in text, "regenerate the tables in docs/families/dream-cost-model.md (tools/dream_cost_report.py)"
+        assert table in text, \
+            "regenerate the tables in docs/families/dream-cost-model.md (benchmarks/dream_cost_report.py)"
 
 
 def test_catalog_layers_prefer_the_dataflow_cm_4_4_intends():

@@ -80,7 +80,9 @@ WHY_PLANARIA = ("measured over the 10 cells (5 seeds): DREAM-Full's geomean UXCo
                 "period on 4K-1OS2WS's OS array (29.3 ms on either WS array) and in 2 of 5 release-phase alignments "
                 "MapScore's latency preference sends SSD and SOSNet layers there (Drone_Outdoor 21x, Drone_Indoor 15x "
                 "on 1OS+2WS; AR_Call 3x on 1WS+2OS), where Planaria's smallest-accelerator-that-meets-the-deadline "
-                "rule keeps them off; (alpha, beta) = (0, 2) protects those episodes but is worse on the tuning one")
+                "rule keeps them off; (alpha, beta) = (0, 2) protects those episodes (Drone_Outdoor 1OS+2WS 0.029, "
+                "Planaria 0.028) but the §3.6 search from (1, 1) locks (1.48, 1.0), and online tuning, the MapScore "
+                "table over every accelerator and more tuning episodes do no better (docs/families/dream.md §7)")
 
 
 @pytest.mark.reproduce

@@ -92,6 +92,11 @@ def test_planaria_takes_the_smallest_accelerator_that_meets_the_deadline():
     reset(tight, 0)
     tight.advance()
     assert PlanariaScheduler().decide(tight.view()) == Dispatch(0, 0)
+    # size only ("pes"): 10 ms on 4096 PEs and 120 ms on 1024 are (40960 + 122880) / 2 PE-ms a layer, 80 ms on
+    # the small array by its PEs, so it meets the 100 ms deadline there as far as a dataflow-blind Planaria knows
+    assert PlanariaScheduler(estimates="pes").decide(tight.view()) == Dispatch(0, 1)
+    with pytest.raises(ValueError, match="estimates"):
+        PlanariaScheduler(estimates="maestro")
 
 
 def test_edf_takes_the_earliest_deadline_on_the_fastest_idle_accelerator():

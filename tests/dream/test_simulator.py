@@ -423,3 +423,24 @@ def test_energy_floor_bounds_every_completed_frame(name):
     floors = {i: s.energy_floor(i) for i in done}
     assert all(0.0 < floors[i] <= s.f_energy[i] * (1 + 1e-12) for i in done)
     assert any(s.f_energy[i] > floors[i] * (1 + 1e-6) for i in done)
+
+
+def test_a_fork_continues_like_the_original_and_shares_no_episode_state():
+    sim = DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=0.4)
+    policy = make_inner("edf", family="dream")
+    sim.reset(np.random.default_rng(0), 5)
+    policy.reset(sim, np.random.default_rng(0))
+    for _ in range(400):
+        assert sim.advance()
+        sim.apply(policy.decide(sim.view()))
+    fork = sim.fork()
+    before = sim.metrics()
+    view = fork.view()
+    while fork.advance():  # the fork runs to the end; the original does not move
+        fork.apply(policy.decide(view))
+    assert sim.metrics() == before and fork.view() is not sim.view()
+    view = sim.view()
+    while sim.advance():
+        sim.apply(policy.decide(view))
+    assert sim.metrics() == fork.metrics()
+    assert run_inner(sim, policy, 0, instance=5) == fork.metrics()  # the same as the episode run in one go

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from joulegym.core.cache import BoundedCache
-from joulegym.core.inner import run_inner
+from joulegym.core.inner import policy_rng, run_inner
 from joulegym.envs.dream.search import PARAM_HI, PARAM_LO, AdaptivityEngine, optimize
 from joulegym.envs.dream.tables import EPS_SLACK_S, WAIT, Dispatch, Drop, Wait, uxcost
-from joulegym.envs.dream.view import DreamView
+from joulegym.envs.dream.view import OUTSTANDING, DreamView
 
 MAX_DROPS, DROP_WINDOW = 2, 10  # at most 2 drops per 10 frames [P §4.2.1, §5.1]
 TUNE_KEY = 1_000_003  # the offline tuning episode's key [A]: evaluation episodes draw theirs from their seed
@@ -177,7 +177,20 @@ def episode_evaluator(sim: Any, variant: str = "mapscore", key: int | Sequence[i
             memo[pair] = float(np.mean(values))
         return memo[pair]
 
+    def evaluate_many(pairs: Sequence[tuple[float, float]]) -> list[float]:
+        """:func:`evaluate` of several pairs (one search step), their episodes run together by :func:`run_shared`
+        (the same values; DREAM at ``assignment="table"`` runs them one by one)."""
+        todo = list(dict.fromkeys((round(float(p[0]), 12), round(float(p[1]), 12)) for p in pairs))
+        todo = [pair for pair in todo if pair not in memo]
+        if len(todo) > 1 and kwargs.get("assignment", "idle") == "idle":
+            policies = [DreamPolicy(variant, "fixed", a, b, **kwargs) for a, b in todo]
+            per_key = [run_shared(runner, policies, k) for k in keys]
+            for j, pair in enumerate(todo):
+                memo[pair] = float(np.mean([m[j][metric] for m in per_key]))
+        return [evaluate(p) for p in pairs]
+
     evaluate.memo = memo  # type: ignore[attr-defined]
+    evaluate.many = evaluate_many  # type: ignore[attr-defined]
     return evaluate
 
 
@@ -298,6 +311,8 @@ class DreamPolicy:
 
     def _drop_candidate(self, view: DreamView) -> int:
         """Smart frame drop (§4.2.1) over the outstanding frames (:func:`smart_drop_select`, inlined)."""
+        if len(view.outstanding) < 2:  # Cond 2 needs two frames likely to be late
+            return -1
         likely = view.likely_late(self.active_def == "started")  # Cond 1
         if len(likely) < 2:  # Cond 2
             return -1
@@ -315,16 +330,24 @@ class DreamPolicy:
     def decide(self, view: DreamView) -> Dispatch | Drop | Wait:
         if self.engine is not None:
             self._online_tick(view)
-        if self.smart_drop:
-            victim = self._drop_candidate(view)
-            if victim >= 0:
-                return Drop(victim)
-        idle = view.idle_accs()
-        if not idle or not view.ready:
-            return WAIT
+        early, idle = self._before_scores(view)
+        if early is not None:
+            return early
         if self.assignment == "table":
             return self._table_pick(view, idle)
         return self._best_pair(view, idle)
+
+    def _before_scores(self, view: DreamView) -> tuple[Drop | Wait | None, list[int]]:
+        """What comes before MapScore and does not depend on (alpha, beta): a smart drop (§4.2.1), or a wait when
+        no (ready task, idle accelerator) pair exists; ``(None, idle accelerators)`` otherwise."""
+        if self.smart_drop:
+            victim = self._drop_candidate(view)
+            if victim >= 0:
+                return Drop(victim), []
+        idle = view.idle_accs()
+        if not idle or not view.ready:
+            return WAIT, idle
+        return None, idle
 
     def _table_pick(self, view: DreamView, idle: list[int]) -> Dispatch | Wait:
         """The MapScore table over every accelerator (§4.1, §4.5): pairs in decreasing score, each task and each
@@ -378,6 +401,115 @@ class DreamPolicy:
     def _best_pair(self, view: DreamView, idle: list[int]) -> Dispatch:
         """The arg-max of MapScore (Alg. 1 lines 14-15) over (ready task, idle accelerator); ties go to the earlier
         release, then the lower accelerator index."""
-        release = view.f_release
-        _score, i, a, v = min(self._scores(view, idle), key=lambda row: (-row[0], release[row[1]], row[2]))
+        i, a, v = self._best_pairs(view, idle, ((self.alpha, self.beta),))[0]
+        if i < 0:  # no score compares (NaN): the key order of _scores
+            release = view.f_release
+            _score, i, a, v = min(self._scores(view, idle), key=lambda row: (-row[0], release[row[1]], row[2]))
         return Dispatch(i, a, 1, v)
+
+    def _best_pairs(self, view: DreamView, idle: list[int],
+                    params: Sequence[tuple[float, float]]) -> list[tuple[int, int, int]]:
+        """``(task, accelerator, sub-net)`` of :meth:`_best_pair` for each ``(alpha, beta)`` of ``params``: the score
+        is :meth:`_scores`' expression, term for term (the same floats), its (alpha, beta)-free parts computed once;
+        the loop keeps the best pair instead of listing every pair and reads the context-switch flush of the idle
+        accelerators only. ``(-1, -1, -1)`` where no score compares."""
+        now = view.now
+        n_acc = view.n_acc
+        e_byte = view.switch_energy_per_byte
+        dl, tc, pos, prev_acc, release = view.f_deadline, view.f_tcmpl, view.f_pos, view.f_prev_acc, view.f_release
+        f_vars, f_variant, f_state, f_last, resident_of = view._f_vars, view.f_variant, view.f_state, view.f_last, \
+            view.acc_resident
+        flush = []
+        for a in idle:
+            r = resident_of[a]
+            if r >= 0 and f_state[r] == OUTSTANDING and f_last[r] >= 0:
+                flush.append((a, r, f_vars[r][f_variant[r]].out_b[f_last[r]]))
+            else:
+                flush.append((a, r, 0))
+        supernet = self.supernet
+        n = len(params)
+        betas = [b for _a, b in params]
+        best = [(-math.inf, math.inf, -1, -1, -1)] * n  # (score, release, accelerator, task, sub-net)
+        beta0 = betas[0]
+        bs, br, ba, bi, bv = best[0]  # the one pair's best (n == 1: every decision of an episode)
+        for i in view.ready:
+            V = f_vars[i][f_variant[i]]
+            v = -1
+            if supernet and view.at_switch_point(i):
+                v = supernet_variant(view, i, self.supernet_rule)
+                V = view.variant_of(i, v)
+            p = pos[i]
+            slack = dl[i] - now
+            if slack <= 0:
+                slack = EPS_SLACK_S
+            urgency = V.togo_from[p] / slack
+            lat, en = V.lat[p], V.en[p]
+            sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
+            waited, mean_lat = now - tc[i], sum_lat / n_acc
+            bases = [alpha * waited / mean_lat for alpha, _b in params]  # alpha x Score_Starv (line 9)
+            prev, fetch = prev_acc[i], V.in_b[p]
+            rel = release[i]
+            for a, resident, moved in flush:
+                e_a = en[a] if en[a] > 0 else 1e-30
+                moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
+                # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
+                lat_term, energy_left = urgency * sum_lat / lat[a], sum_en - moved * e_byte
+                if n == 1:
+                    score = lat_term + bases[0] + beta0 * energy_left / e_a
+                    if score > bs or (score == bs and (rel < br or (rel == br and a < ba))):
+                        bs, br, ba, bi, bv = score, rel, a, i, v
+                    continue
+                for k in range(n):
+                    score = lat_term + bases[k] + betas[k] * energy_left / e_a
+                    b = best[k]
+                    if score > b[0] or (score == b[0] and (rel < b[1] or (rel == b[1] and a < b[2]))):
+                        best[k] = (score, rel, a, i, v)
+        if n == 1:
+            return [(bi, ba, bv)]
+        return [(b[3], b[2], b[4]) for b in best]
+
+
+def run_shared(sim: Any, policies: Sequence[DreamPolicy], instance: int) -> list[dict[str, Any]]:
+    """The metrics of each of ``policies`` (DREAM at fixed (alpha, beta), idle assignment, the same settings
+    otherwise) on ``sim``'s episode with key ``instance``: what ``run_inner(sim, policy, 0, instance=instance)``
+    gives for each, bit for bit. The candidates share one simulation while they decide alike (a smart drop and a
+    wait do not depend on (alpha, beta); a dispatch is the arg-max of each pair's MapScore, scored together); where
+    their dispatches differ the simulator forks (:meth:`DreamSim.fork`) and each group runs on alone."""
+    lead = policies[0]
+    if any(p.assignment != "idle" or p.tuning != "fixed" for p in policies):
+        raise ValueError("run_shared runs DREAM at fixed (alpha, beta) with assignment='idle' only")
+    sim.reset(np.random.default_rng(0), instance)
+    for policy in policies:
+        policy.reset(sim, policy_rng(0, policy.name))
+    results: list[dict[str, Any]] = [{} for _ in policies]
+    stack = [(sim, list(range(len(policies))))]
+    while stack:
+        s, members = stack.pop()
+        view, apply, advance = s.view(), s.apply, s.advance
+        params = [(policies[k].alpha, policies[k].beta) for k in members]
+        while advance():
+            early, idle = lead._before_scores(view)
+            if early is not None:
+                apply(early)
+                continue
+            picks = lead._best_pairs(view, idle, params)
+            pick = picks[0]
+            if pick[0] < 0 or picks.count(pick) != len(picks):
+                if (-1, -1, -1) in picks:  # no score compares: each candidate's whole episode on its own
+                    for k in members:
+                        results[k] = run_inner(s.fork(), policies[k], 0, instance=instance)
+                    members = []
+                    break
+                groups: dict[tuple[int, int, int], list[int]] = {}
+                for k, other_pick in zip(members, picks, strict=True):
+                    groups.setdefault(other_pick, []).append(k)
+                for (i, a, v), ks in list(groups.items())[1:]:
+                    other = s.fork()
+                    other.apply(Dispatch(i, a, 1, v))
+                    stack.append((other, ks))
+                members = groups[pick]
+                params = [(policies[k].alpha, policies[k].beta) for k in members]
+            apply(Dispatch(pick[0], pick[1], 1, pick[2]))
+        for k in members:
+            results[k] = s.metrics()
+    return results

@@ -153,45 +153,71 @@ class VeltairScheduler:
         return Dispatch(i, idle[0], self.block_end(view.tables_of(i))[p] - p)
 
 
+PLANARIA_ESTIMATES = ("pes", "tables")
+
+
 class PlanariaScheduler:
     """Planaria [P §5] as a multi-accelerator layer scheduler (docs §3 #22, [X: Planaria MICRO'20]): the task
     with the least slack ``deadline - t - min_a rem_a`` first (rem_a = its remaining layers all on a); it
-    gets the smallest idle accelerator (fewest PEs; ties: lower latency) that finishes it by its deadline,
-    else the idle accelerator with the lowest latency for its next unit. No energy, no drops."""
+    gets the smallest idle accelerator (fewest PEs; ties: lower estimate, lower id) that finishes it by its
+    deadline, else the idle accelerator with the lowest estimate for its next unit. No energy, no drops.
+
+    :param estimates: what Planaria knows of a layer's latency on an accelerator. ``"tables"`` (default): the
+        per-accelerator cost tables DREAM reads (Table 5 marks Planaria heterogeneity-aware). ``"pes"``: the
+        accelerator's size only, the narrowest reading of §5.2 ("only DREAM considers accelerator size, shape, and
+        dataflow entirely"; Planaria fissions one systolic array into pods of one dataflow): the layer's PE-seconds
+        averaged over the SoC's accelerators, divided by the accelerator's PEs (dataflow ignored). Measured on the
+        20 cells of Fig. 7 it is 2.5x worse in geomean and worse than Veltair on 4K 1WS+2OS, against the paper's
+        ordering (Planaria ahead of Veltair), so it is weaker than the paper's Planaria and not the default
+        (docs/families/dream.md §7).
+    """
 
     privileged = False
 
-    def __init__(self, name: str = "planaria") -> None:
+    def __init__(self, estimates: str = "tables", name: str = "planaria") -> None:
+        if estimates not in PLANARIA_ESTIMATES:
+            raise ValueError(f"estimates={estimates!r} is not one of {PLANARIA_ESTIMATES}")
+        self.estimates = estimates
         self.name = name
-        self._suffix: dict[int, tuple[Any, list[list[float]]]] = {}  # id(variant) -> (variant, suffix sums)
+        # id(variant) -> (variant, per-position suffix sums rem[p][a], per-position unit estimates lat[p][a])
+        self._est: dict[int, tuple[Any, list[list[float]], list[tuple[float, ...]]]] = {}
 
     def reset(self, sim: Any, rng: np.random.Generator) -> None:
-        pass
+        self._est = {}  # estimates depend on the SoC's PEs
 
-    def _rem(self, V: Any) -> list[list[float]]:
-        hit = self._suffix.get(id(V))
+    def _size_only(self, lat: np.ndarray, pes: np.ndarray) -> np.ndarray:
+        return (lat * pes).mean(axis=1, keepdims=True) / pes
+
+    def _tables(self, V: Any, pes: tuple[int, ...]) -> tuple[list[list[float]], list[tuple[float, ...]]]:
+        hit = self._est.get(id(V))
         if hit is None:  # the variant is kept in the value, so its id() cannot be reused
-            arr = np.asarray(V.lat_l)
-            suf = np.concatenate([np.cumsum(arr[::-1], axis=0)[::-1], np.zeros((1, arr.shape[1]))])
-            hit = self._suffix[id(V)] = (V, suf.tolist())
-        return hit[1]
+            lat_l, unit = np.asarray(V.lat_l, dtype=float), V.lat
+            if self.estimates == "pes":
+                pe = np.asarray(pes, dtype=float)
+                lat_l = self._size_only(lat_l, pe)
+                unit = [tuple(row) for row in self._size_only(np.asarray(V.lat, dtype=float), pe).tolist()]
+            suf = np.concatenate([np.cumsum(lat_l[::-1], axis=0)[::-1], np.zeros((1, lat_l.shape[1]))])
+            hit = self._est[id(V)] = (V, suf.tolist(), unit)
+        return hit[1], hit[2]
 
     def decide(self, view: DreamView) -> Dispatch | Drop | Wait:
         idle = view.idle_accs()
         if not idle or not view.ready:
             return WAIT
         now = view.now
-        best, best_key, best_rem = -1, None, None
+        pes = view.acc_pes
+        best, best_key, best_rem, best_lat = -1, None, None, None
         for i in view.ready:
-            rem = self._rem(view.tables_of(i))[view.f_pos[i]]
+            rem_all, unit = self._tables(view.tables_of(i), pes)
+            p = view.f_pos[i]
+            rem = rem_all[p]
             slack = max(view.f_deadline[i] - now - min(rem), EPS_SLACK_S)
             key = (slack, view.f_release[i], i)
             if best_key is None or key < best_key:
-                best, best_key, best_rem = i, key, rem
+                best, best_key, best_rem, best_lat = i, key, rem, unit[p]
         dl = view.f_deadline[best]
-        lat = view.next_lat(best)
+        lat = best_lat
         feasible = [a for a in idle if now + best_rem[a] <= dl]
-        pes = view.acc_pes
         if feasible:
             a = min(feasible, key=lambda x: (pes[x], lat[x], x))
         else:

@@ -69,6 +69,11 @@ class ParamSearch:
         self._pending = seen
         self._results = []
 
+    @property
+    def pending(self) -> list[tuple[float, float]]:
+        """The current step's pairs not evaluated yet (empty when the search is over)."""
+        return [] if self.done else self._pending[len(self._results):]
+
     def ask(self) -> tuple[float, float] | None:
         """The next pair to evaluate (None when the search is over)."""
         return self._pending[len(self._results)] if not self.done else None
@@ -100,9 +105,13 @@ class ParamSearch:
 
 def optimize(c0: tuple[float, float], evaluate: Callable[[tuple[float, float]], float], **kwargs: Any) -> ParamSearch:
     """Run :class:`ParamSearch` to the end with ``evaluate(pair) -> UXCost`` (offline mode);
-    the locked parameters are ``result.center``; ``result.trajectory`` holds every step."""
+    the locked parameters are ``result.center``; ``result.trajectory`` holds every step. An ``evaluate`` with a
+    ``many(pairs)`` attribute (a memoising evaluator) is first given each step's pairs at once."""
     search = ParamSearch(c0, **kwargs)
+    many = getattr(evaluate, "many", None)
     while (p := search.ask()) is not None:
+        if many is not None and p == search.pending[0]:  # a step's pairs evaluated together (memoised)
+            many(search.pending)
         search.tell(evaluate(p))
     return search
 

@@ -91,6 +91,7 @@ DROP_WINDOW = 10  # frames a model's recent drops are counted over (smart-drop c
 
 # event kinds, in their tie order at one timestamp
 EV_DONE, EV_SWITCH, EV_ARRIVAL, EV_TIMER, EV_DEADLINE = range(5)
+_FORK_NESTED = ("_released", "_out_by_model", "subnet_counts")  # per-episode lists of lists (fork)
 # frame states
 OUTSTANDING, COMPLETED, DROPPED, DISCARDED, CANCELLED = range(5)
 STATE_NAMES = ("outstanding", "completed", "dropped", "discarded", "cancelled")
@@ -367,6 +368,21 @@ class DreamSim(Simulator):
         if record_timeline is not None:
             other.record_timeline = bool(record_timeline)
         other.reset(np.random.default_rng(0), self.episode_key if instance is None else instance)
+        return other
+
+    def fork(self) -> DreamSim:
+        """A copy of this simulator in the middle of its episode that continues independently of it (the read-only
+        tables shared, every per-episode list and dict copied, no observers): the offline (alpha, beta) search
+        runs the candidates' episodes as one until their decisions differ
+        (:func:`~joulegym.envs.dream.mapscore.run_shared`)."""
+        other = copy.copy(self)
+        other._observers = ()
+        for key, value in vars(self).items():
+            if key in _FORK_NESTED:
+                setattr(other, key, [list(x) for x in value])
+            elif type(value) is list or type(value) is dict:
+                setattr(other, key, value.copy())
+        other._view = DreamView(other)
         return other
 
     def signature(self) -> tuple:

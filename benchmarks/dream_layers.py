@@ -1,6 +1,6 @@
 """Generate the DREAM model catalog (layer tables) from architecture definitions written in Python.
 
-Run ``python tools/dream_layers.py`` to (re)write ``joulegym/workloads/data/dream/``: one CSV per model
+Run ``python benchmarks/dream_layers.py`` to (re)write ``joulegym/workloads/data/dream/``: one CSV per model
 (columns ``name,type,K,C,Y,X,R,S,Yo,Xo``; MAESTRO convention: Y, X = input rows/cols, Yo, Xo = output)
 and ``catalog.json`` (source, input, dynamic structure: SkipNet gated blocks, RAPID-RL exits, the
 Once-for-all variants and their switch point). ``--check`` only verifies the committed files are current.
@@ -421,7 +421,7 @@ def build_catalog() -> tuple[dict[str, list[tuple]], dict]:
     assert len(stems) == 1, "OFA variants must share the stem up to the switch point"
     meta = {
         "format": "one CSV per model, columns " + ",".join(HEADER) + " (Y, X input; Yo, Xo output; int8)",
-        "generator": "tools/dream_layers.py",
+        "generator": "benchmarks/dream_layers.py",
         "models": {name: {"file": f"{name}.csv", "source": SOURCES[name]} for name in models},
         "skip_blocks": {"skipnet": [list(b) for b in gated]},
         "exits": {"rapid-rl": exits},

@@ -3,7 +3,7 @@
 differs from the committed one), the feasibility and offered-load tables and the MAESTRO/XRBench validation tables
 (needs the reference-data checkout beside the repository).
 
-Usage: ``python tools/dream_cost_report.py [--reference-data ../shared/reference-data]``.
+Usage: ``python benchmarks/dream_cost_report.py [--reference-data ../shared/reference-data]``.
 """
 
 from __future__ import annotations
