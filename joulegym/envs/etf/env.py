@@ -91,7 +91,7 @@ from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.devices import get_device
 from joulegym.envs.etf.actions import DVFSAction, PhiAction, SplitAction
 from joulegym.envs.etf.allocation import _clip_level_solve, etf_allocate, guaranteed_units
-from joulegym.envs.etf.metrics import min_max
+from joulegym.envs.etf.epoch import SCALAR, epoch_fairness, etf_objective
 from joulegym.envs.etf.simulator import EpochResult, ETFSimulator
 from joulegym.workloads.inference import FIG5_APPS, InferenceApp, check_mix, random_mix
 
@@ -357,7 +357,7 @@ class ETFEnv(JoulegymEnv):
         self.last_energy_fairness = 1.0
         self._slot_energy = [0.0] * n  # cumulative weighted energy of the current occupants
         self._slot_owner = [-1] * n
-        self._dynamic = [[0.0, 0.0, 0.0] for _ in range(n)]  # features 6-8 per slot
+        self._dynamic = ([0.0] * n, [0.0] * n, [0.0] * n)  # features 6-8: a lane (per-slot list) each
         self._slot_labels_seen: list[list[str]] = [[] for _ in range(n)]  # occupants this episode (plots)
         self._last_result: EpochResult | None = None
         self._refresh_membership()
@@ -368,7 +368,8 @@ class ETFEnv(JoulegymEnv):
         for slot in range(self.max_apps):
             if sim.slot_app[slot] != self._slot_owner[slot]:  # a new occupant starts from zero
                 self._slot_energy[slot] = 0.0
-                self._dynamic[slot] = [0.0, 0.0, 0.0]
+                for lane in self._dynamic:
+                    lane[slot] = 0.0
         self._slot_owner = list(sim.slot_app)
         self._membership_key = (tuple(sim.active), tuple(sim.weight), tuple(sim.power_w), tuple(sim.demand_units))
         self._set_static, self.ef_level, self._disparity = self._set_cache.get_or_compute(self._membership_key,
@@ -479,23 +480,8 @@ class ETFEnv(JoulegymEnv):
         result = sim.apply(units)
         self._last_result = result
         self._epoch_slot_apps = self._slot_apps  # who ran this epoch (membership may change next)
-        weight, energy, slot_energy = sim.weight, result.energy_j, self._slot_energy
-        slots = [k for k, a in enumerate(result.active) if a]
-        if slots:
-            time_norm = [units[k] / weight[k] for k in slots]
-            energy_norm = [energy[k] / weight[k] for k in slots]
-            f_t, f_e = min_max(time_norm), min_max(energy_norm)
-            for k, e in zip(slots, energy_norm, strict=True):
-                slot_energy[k] += e
-            e_max = max(energy_norm)
-            total = sum(slot_energy[k] for k in slots)
-            inv_e = 1.0 / e_max if e_max > 0 else 0.0
-            inv_total = 1.0 / total if total > 0 else 0.0
-            inv_t = 1.0 / self.T
-            for k, e in zip(slots, energy_norm, strict=True):
-                self._dynamic[k] = [units[k] * inv_t, e * inv_e, slot_energy[k] * inv_total]
-        else:
-            f_t = f_e = 1.0
+        f_t, f_e = epoch_fairness(SCALAR, units, result.energy_j, sim.weight, result.active, self._slot_energy,
+                                  self._dynamic, self.T)
         self.last_units = units
         self.last_time_fairness, self.last_energy_fairness = f_t, f_e
         return result, f_t, f_e
@@ -510,11 +496,7 @@ class ETFEnv(JoulegymEnv):
     def _etf_objective(self, units: list[int], active: list[bool]) -> float:
         """min over unsaturated apps of weighted energy / eps_EF (1 if none is unsaturated)."""
         sim = self.sim
-        weighted = [u * sim.power_w[k] / sim.weight[k] for k, u in enumerate(units)
-                    if active[k] and u < min(sim.demand_units[k], self.T)]
-        if not weighted or self.ef_level <= 0:
-            return 1.0
-        return min(min(weighted) / self.ef_level, 1.0)
+        return etf_objective(SCALAR, units, sim.power_w, sim.weight, sim.demand_units, active, self.T, self.ef_level)
 
     def _terminated(self) -> bool:
         return self.sim.done
@@ -529,9 +511,9 @@ class ETFEnv(JoulegymEnv):
     def _features(self) -> list[float]:
         """The observation as a list (slots, then globals); a kind appends its own."""
         flat: list[float] = []
-        for static, dynamic in zip(self._static, self._dynamic, strict=True):
+        for static, time_share, energy_share, cumulative_share in zip(self._static, *self._dynamic, strict=True):
             flat += static
-            flat += dynamic
+            flat += (time_share, energy_share, cumulative_share)
         sim = self.sim
         flat += (self.phi, min(sim.epoch / self.horizon, 1.0), sum(sim.active) / self.max_apps,
                  self.last_time_fairness, self.last_energy_fairness, self._disparity)

@@ -36,6 +36,7 @@ from joulegym.core.rewards import weighted_sum
 from joulegym.core.vector import BatchedVectorEnv, check_num_envs
 from joulegym.envs.etf.allocation import largest_remainder_list
 from joulegym.envs.etf.env import SLOT_FEATURES, ETFDVFSEnv, ETFEnv, ETFPhiEnv
+from joulegym.envs.etf.epoch import ArrayOps, epoch_fairness, etf_objective, run_epoch
 from joulegym.envs.etf.simulator import run_metrics
 
 ENV_CLASSES: dict[str, type[ETFEnv]] = {"split": ETFEnv, "phi": ETFPhiEnv, "dvfs": ETFDVFSEnv}
@@ -215,6 +216,7 @@ class ETFVectorEnv(BatchedVectorEnv):
         self._app_inferences = np.zeros((N, apps))
         self._app_epochs = np.zeros((N, apps), dtype=np.int64)
         self._app_weight = np.ones((N, apps))
+        self._app_totals = (self._app_time, self._app_energy, self._app_inferences, self._app_epochs)
         self._n_apps = getattr(self, "_n_apps", np.zeros(N, dtype=np.int64))
         for key, value in old.items():
             if value is not None:
@@ -455,49 +457,30 @@ class ETFVectorEnv(BatchedVectorEnv):
             self._variant[rows[change]] = level[change]
             self._ensure(rows)
             units = self._current(rows, self._t_units)
-        # --- the epoch (ETFSimulator.apply and ETFEnv._apply_epoch, over rows) ---
-        active = self._active[rows]
-        power = self._current(rows, self._t_power)
-        service = self._current(rows, self._t_service)
-        weight = self._weight[rows]
-        time_s = units * self._seconds_per_unit
-        energy = power * time_s
-        inferences = time_s / service
-        slot_app = self._slot_app[rows]
-        held = slot_app >= 0
-        if held.any():
-            r_idx = np.broadcast_to(rows[:, None], held.shape)[held]
-            a_idx = slot_app[held]
-            self._app_time[r_idx, a_idx] += time_s[held]
-            self._app_energy[r_idx, a_idx] += energy[held]
-            self._app_inferences[r_idx, a_idx] += inferences[held]
-            self._app_epochs[r_idx, a_idx] += 1
-        time_norm = units / weight
-        energy_norm = energy / weight
-        f_t = _min_max_rows(time_norm, active)
-        f_e = _min_max_rows(energy_norm, active)
-        slot_energy = self._slot_energy[rows]
-        slot_energy = np.where(active, slot_energy + energy_norm, slot_energy)
-        self._slot_energy[rows] = slot_energy
-        e_max = np.where(active, energy_norm, -np.inf).max(axis=1)
-        total = _seq_sum(np.where(active, slot_energy, 0.0))
-        with np.errstate(divide="ignore"):
-            inv_e = np.where(e_max > 0, 1.0 / np.where(e_max > 0, e_max, 1.0), 0.0)
-            inv_total = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
-        new_dynamic = np.stack([units * (1.0 / T), energy_norm * inv_e[:, None], slot_energy * inv_total[:, None]],
-                               axis=2)
-        self._dynamic[rows] = np.where(active[:, :, None], new_dynamic, self._dynamic[rows])
+        # --- the epoch: the single env's functions (joulegym.envs.etf.epoch) over lanes of rows ---
+        ops = ArrayOps(rows)
+        active, weight, unit_lanes = list(self._active[rows].T), list(self._weight[rows].T), list(units.T)
+        power = list(self._current(rows, self._t_power).T)
+        _, energy, inferences = run_epoch(ops, unit_lanes, power, list(self._current(rows, self._t_service).T),
+                                          list(self._slot_app[rows].T), self._seconds_per_unit, self._app_totals)
+        slot_energy = list(self._slot_energy[rows].T)
+        dynamic = self._dynamic[rows]
+        lanes = [list(dynamic[:, :, j].T) for j in range(3)]
+        f_t, f_e = epoch_fairness(ops, unit_lanes, energy, weight, active, slot_energy, lanes, T)
+        self._slot_energy[rows] = np.stack(slot_energy, axis=1)
+        self._dynamic[rows] = np.stack([np.stack(lane, axis=1) for lane in lanes], axis=2)
         self._last_ft[rows] = f_t
         self._last_fe[rows] = f_e
         parts = self._parts
         if mode == "dvfs":
-            tenant = self._tenant_slot[rows]
-            throughput = inferences[np.arange(rows.size), tenant] / self._epoch_s
+            tenant = (np.arange(rows.size), self._tenant_slot[rows])
+            throughput = np.stack(inferences, axis=1)[tenant] / self._epoch_s
             parts[rows, 0] = throughput
-            parts[rows, 1] = -(energy[np.arange(rows.size), tenant] / self._epoch_s)
+            parts[rows, 1] = -(np.stack(energy, axis=1)[tenant] / self._epoch_s)
             self._last_throughput[rows] = throughput
         else:
-            objective = self._etf_objective(rows, units, active, power, weight)
+            objective = etf_objective(ops, unit_lanes, power, weight, list(self._current(rows, self._t_demand).T),
+                                      active, T, self._current(rows, self._t_ef_level))
         # --- advance (arrivals and departures through the shadows) ---
         self._epoch[rows] += 1
         epoch = self._epoch[rows]
@@ -511,18 +494,6 @@ class ETFVectorEnv(BatchedVectorEnv):
             parts[rows, 1] = f_e
             parts[rows, 2] = np.minimum(f_t, f_e)
             parts[rows, 3] = objective
-
-    def _etf_objective(self, rows: np.ndarray, units: np.ndarray, active: np.ndarray, power: np.ndarray,
-                       weight: np.ndarray) -> np.ndarray:
-        """:meth:`ETFEnv._etf_objective <joulegym.envs.etf.env.ETFEnv._etf_objective>` over rows."""
-        demand = self._current(rows, self._t_demand)
-        eligible = active & (units < np.minimum(demand, self._T))
-        weighted = np.where(eligible, units * power / weight, np.inf).min(axis=1)
-        ef_level = self._current(rows, self._t_ef_level)
-        ok = eligible.any(axis=1) & (ef_level > 0)
-        objective = np.ones(rows.size)
-        objective[ok] = np.minimum(weighted[ok] / ef_level[ok], 1.0)
-        return objective
 
     def _membership_event(self, n: int) -> None:
         s = self._shadows[n]
