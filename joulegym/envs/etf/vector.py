@@ -30,10 +30,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from joulegym.core.actions import ACTION_TOLERANCE
 from joulegym.core.cache import BoundedCache
 from joulegym.core.rewards import weighted_sum
-from joulegym.core.vector import BatchedVectorEnv, check_num_envs
+from joulegym.core.vector import BatchedVectorEnv, BatchValidator, check_num_envs
 from joulegym.envs.etf.allocation import largest_remainder_list
 from joulegym.envs.etf.env import SLOT_FEATURES, ETFDVFSEnv, ETFEnv, ETFPhiEnv
 from joulegym.envs.etf.epoch import ArrayOps, epoch_fairness, etf_objective, run_epoch
@@ -170,8 +169,7 @@ class ETFVectorEnv(BatchedVectorEnv):
         else:
             self._levels = 0
             variants = 1
-        self._space_low = float(np.min(self.single_action_space.low)) if mode == "split" else 0.0
-        self._space_high = float(np.max(self.single_action_space.high)) if mode == "split" else 0.0
+        self._validated = BatchValidator(self.single_action_space, num_envs)
         N, M, V = self.num_envs, self._M, variants
         # Per instance and variant: what the shadow computed for that app set (and phi or GPU level).
         self._t_valid = np.zeros((N, V), dtype=bool)
@@ -348,11 +346,7 @@ class ETFVectorEnv(BatchedVectorEnv):
         (``JoulegymEnv._advance``, which validates its action); the batch stacks the results."""
         self._check_started()
         N = self.num_envs
-        array = np.asarray(actions)
-        if array.shape[:1] != (N,):
-            raise ValueError(f"actions must hold one action per instance (shape ({N}, ...)) in {self.action_space}, "
-                             f"got {type(actions).__name__} of shape {np.shape(actions)}")
-        self._decode(array)  # every row is checked before any instance steps: a refused batch steps none
+        array = self._decode(actions, clip=False)  # every row, before any instance steps: a refused batch steps none
         resetting = self._autoreset.tolist()
         zeros = self._zero_parts
         weights, vector = self.reward_weights, self._vector_reward
@@ -389,45 +383,11 @@ class ETFVectorEnv(BatchedVectorEnv):
             shadow.close()
 
     # --- one epoch of the live instances -------------------------------------------------------------------------
-    def _decode(self, actions: Any) -> np.ndarray:
-        """Validate the batch of actions (``ValueError`` naming the space and the instance) and decode levels."""
-        N = self.num_envs
-        if self.action_mode == "split":
-            array = np.asarray(actions)
-            if array.dtype.kind not in "iuf" or array.shape != (N, self._M):
-                raise ValueError(f"actions must be a float array of shape ({N}, {self._M}) in {self.action_space}, "
-                                 f"got {type(actions).__name__} of shape {np.shape(actions)}")
-            array = array.astype(np.float64, copy=False)
-            low, high = self._space_low, self._space_high
-            bad = ~np.isfinite(array) | (array < low - ACTION_TOLERANCE) | (array > high + ACTION_TOLERANCE)
-            bad &= ~self._autoreset[:, None]  # an instance being reset ignores its action
-            if bad.any():
-                n = int(np.flatnonzero(bad.any(axis=1))[0])
-                raise ValueError(f"actions[{n}] must lie in [{low}, {high}] elementwise (finite), "
-                                 f"got {array[n].tolist()}")
-            return np.where(array < low, low, np.where(array > high, high, array))
-        array = np.asarray(actions)
-        n_levels = int(self.single_action_space.n)
-        if array.shape != (N,) or array.dtype.kind not in "iuf":
-            raise ValueError(f"actions must be an integer array of shape ({N},) with values in [0, {n_levels}), "
-                             f"got {type(actions).__name__} of shape {np.shape(actions)}")
-        if array.dtype.kind == "f":
-            whole = np.isfinite(array) & (array == np.round(np.nan_to_num(array)))
-            if not (whole | self._autoreset).all():
-                n = int(np.flatnonzero(~whole & ~self._autoreset)[0])
-                raise ValueError(f"actions[{n}] must be an integer in [0, {n_levels}), got {array[n]}")
-            # range-checked before the cast: a float such as 1e308 would overflow int64
-            outside = whole & ((array < 0) | (array >= n_levels)) & ~self._autoreset
-            if outside.any():
-                n = int(np.flatnonzero(outside)[0])
-                raise ValueError(f"actions[{n}] must be in [0, {n_levels}), got {array[n]}")
-            array = np.where(whole & (array >= 0) & (array < n_levels), array, 0)
-        levels = array.astype(np.int64)
-        bad = ((levels < 0) | (levels >= n_levels)) & ~self._autoreset
-        if bad.any():
-            n = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"actions[{n}] must be in [0, {n_levels}), got {levels[n]}")
-        return levels
+    def _decode(self, actions: Any, clip: bool = True) -> np.ndarray:
+        """Every row checked against the single action space (the core's
+        :class:`~joulegym.core.vector.BatchValidator`: a ``ValueError`` naming the instance and what is allowed)
+        before any instance steps; instances being reset are not checked (their action is ignored)."""
+        return self._validated(actions, self._autoreset, clip=clip)
 
     def _current(self, rows: np.ndarray, table: np.ndarray) -> np.ndarray:
         return table[rows, self._variant[rows]]
