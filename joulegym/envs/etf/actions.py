@@ -54,8 +54,11 @@ class SplitAction(ActionType):
 
     def decode(self, action: Any) -> list[int]:
         """Whole units per slot for ``action`` (raises ``ValueError`` on a malformed one)."""
+        return self.units_for(validated_box_list(action, self.space))
+
+    def units_for(self, shares: list[float]) -> list[int]:
+        """:meth:`decode` of shares already checked and clipped to the space (a list of floats)."""
         env = self.env
-        shares = validated_box_list(action, self.space)
         units = list(env.action_floor)
         room = env.room
         left = env.T - sum(units)

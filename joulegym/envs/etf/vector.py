@@ -342,14 +342,14 @@ class ETFVectorEnv(BatchedVectorEnv):
         return np.broadcast_to(weighted_sum(self.reward_weights, self._parts.T), (self.num_envs,)).astype(np.float64)
 
     def _step_instances(self, actions: Any):
-        """:meth:`step` below :attr:`ARRAY_MIN_N` instances: each instance runs the single env's own transition
-        (``JoulegymEnv._advance``, which validates its action); the batch stacks the results."""
+        """:meth:`step` below :attr:`ARRAY_MIN_N` instances: each instance runs the single env's own transition on its
+        row of the checked batch (``JoulegymEnv._advance_decision``); the batch stacks the results."""
         self._check_started()
         N = self.num_envs
-        array = self._decode(actions, clip=False)  # every row, before any instance steps: a refused batch steps none
+        checked = self._decode(actions).tolist()  # every row, before any instance steps: a refused batch steps none
         resetting = self._autoreset.tolist()
         zeros = self._zero_parts
-        weights, vector = self.reward_weights, self._vector_reward
+        weights, vector, split = self.reward_weights, self._vector_reward, self.action_mode == "split"
         ends, rewards, parts, repaired, features = [], [], [], [], []
         for n, shadow in enumerate(self._shadows):
             if resetting[n]:
@@ -359,10 +359,8 @@ class ETFVectorEnv(BatchedVectorEnv):
                 repaired.append(False)
                 rewards.append(0.0)
             else:
-                try:
-                    step_parts, terminated, truncated = shadow._advance(array[n])
-                except ValueError as error:
-                    raise ValueError(f"actions[{n}]: {error}") from None
+                decision = shadow.action_type.units_for(checked[n]) if split else checked[n]
+                step_parts, terminated, truncated = shadow._advance_decision(decision)
                 ends.append((terminated, truncated))
                 parts.append(step_parts)
                 repaired.append(shadow.action_type.repaired)
