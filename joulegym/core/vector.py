@@ -44,6 +44,9 @@ class BatchValidator:
             self._low, self._high = single.low.astype(np.float64), single.high.astype(np.float64)
             self._low_tol, self._high_tol = self._low - ACTION_TOLERANCE, self._high + ACTION_TOLERANCE
             self._finite = bool(np.isfinite(self._low).all() and np.isfinite(self._high).all())
+            # uniform finite bounds (a scalar pair): a batch inside them is checked by its min and max alone
+            uniform = self._finite and self._size and np.ptp(self._low) == 0 and np.ptp(self._high) == 0
+            self._bounds = (float(self._low.flat[0]), float(self._high.flat[0])) if uniform else None
 
     def __call__(self, actions: Any, ignore: np.ndarray | None = None, clip: bool = True) -> np.ndarray:
         """The checked rows (``clip=False``: ``Box`` rows as given, for callers that clip again, e.g. each single
@@ -60,6 +63,8 @@ class BatchValidator:
             raise ValueError(f"actions must be a float array of shape {self.shape} (one row per instance in "
                              f"{single}), got {type(actions).__name__} of shape {np.shape(actions)}")
         rows = array.reshape(self.shape).astype(np.float64, copy=False)
+        if self._bounds is not None and rows.min() >= self._bounds[0] and rows.max() <= self._bounds[1]:
+            return rows  # inside the bounds (NaN fails the comparisons): clipping would change nothing
         inside = (rows >= self._low_tol) & (rows <= self._high_tol)  # False for NaN
         if not self._finite:
             inside &= np.isfinite(rows)

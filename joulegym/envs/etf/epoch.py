@@ -5,9 +5,10 @@ The single env (:mod:`joulegym.envs.etf.env`, through :class:`~joulegym.envs.etf
 batched vector env (:mod:`joulegym.envs.etf.vector`) run the same functions here. Per-slot quantities are *lanes*:
 slot ``k``'s value is ``x[k]``, a Python number in the single env and a numpy array with one value per instance in
 the batched env. The arithmetic is the same operators on both (IEEE doubles: the same bits); the few operations that
-differ (a masked fold, a guarded division, adding into per-app totals) come from an ops object, :data:`SCALAR` or
-:data:`ARRAY`. The scalar ops visit the active slots only (:meth:`ScalarOps.lanes`), so the single env pays for
-no masking; the array ops visit every slot and mask the inactive ones.
+differ (a masked reduction over slots, writing the active slots back, a guarded division, adding into per-app
+totals) come from an ops object, :data:`SCALAR` or :class:`ArrayOps`. The scalar ops visit the active slots only
+(:meth:`ScalarOps.lanes`) and reduce with Python's built-ins, so the single env pays for no masking; the array ops
+visit every slot and mask the inactive ones.
 
 Sums run slot by slot from slot 0, as Python's ``sum`` over a list does, so both give the same floats.
 """
@@ -20,31 +21,41 @@ from typing import Any
 
 import numpy as np
 
+from joulegym.envs.etf.metrics import min_max
+
 INF = math.inf
 
 
 class ScalarOps:
-    """Lanes of one instance: Python numbers, and a loop over the active slots only."""
+    """Lanes of one instance: Python numbers; only the active slots are visited, so every mask is true."""
 
     @staticmethod
-    def lanes(active: Sequence[Any]) -> list[int]:
+    def lanes(active: Sequence[bool]) -> list[int]:
         return [k for k, a in enumerate(active) if a]
 
     @staticmethod
-    def keep(active: bool, new: Any, old: Any) -> Any:
-        return new if active else old
+    def min_max(values: list[float], masks: list[bool]) -> float:
+        return min_max(values)
 
     @staticmethod
-    def fold_max(active: bool, high: float, x: float) -> float:
-        return x if active and x > high else high
+    def masked_max(values: list[float], masks: list[bool]) -> float:
+        return max(values, default=-INF)
 
     @staticmethod
-    def fold_min(active: bool, low: float, x: float) -> float:
-        return x if active and x < low else low
+    def masked_min(values: list[float], masks: list[bool]) -> float:
+        return min([v for v, m in zip(values, masks) if m], default=INF)
 
     @staticmethod
-    def fold_sum(active: bool, total: float, x: float) -> float:
-        return total + x if active else total
+    def masked_sum(values: list[float], masks: list[bool]) -> float:
+        total = 0.0
+        for value in values:  # slot by slot from 0.0, as the array ops add
+            total += value
+        return total
+
+    @staticmethod
+    def scatter(target: list, slots: list[int], masks: list[bool], values: list) -> None:
+        for k, value in zip(slots, values):
+            target[k] = value
 
     @staticmethod
     def minimum(a: float, b: float) -> float:
@@ -56,52 +67,76 @@ class ScalarOps:
         return num / den if den > 0.0 else value
 
     @staticmethod
-    def add_to_apps(totals: Sequence[list], slot_app: int, values: Sequence[float]) -> None:
-        if slot_app >= 0:
-            for total, value in zip(totals, values):
-                total[slot_app] += value
+    def add_to_apps(totals: Sequence[list], slot_app: Sequence[int], values: Sequence[Sequence[float]]) -> None:
+        app_time, app_energy, app_inferences, app_epochs = totals
+        time_s, energy_j, inferences = values
+        for slot, app in enumerate(slot_app):
+            if app >= 0:
+                app_time[app] += time_s[slot]
+                app_energy[app] += energy_j[slot]
+                app_inferences[app] += inferences[slot]
+                app_epochs[app] += 1
 
 
 class ArrayOps:
-    """Lanes of a batch: one numpy array per slot with a value per instance ``rows`` (indices into per-app totals)."""
+    """Lanes of a batch: one numpy array per slot, a value per instance; ``rows`` are the instances' indices into
+    the per-app totals. Every slot is visited and the inactive ones are masked."""
 
-    def __init__(self, rows: np.ndarray | None = None) -> None:
+    def __init__(self, rows: np.ndarray) -> None:
         self.rows = rows
 
     @staticmethod
-    def lanes(active: Sequence[Any]) -> range:
+    def lanes(active: Sequence[np.ndarray]) -> range:
         return range(len(active))
 
-    @staticmethod
-    def keep(active: np.ndarray, new: np.ndarray, old: np.ndarray) -> np.ndarray:
-        return np.where(active, new, old)
+    @classmethod
+    def min_max(cls, values: list[np.ndarray], masks: list[np.ndarray]) -> np.ndarray:
+        high = cls.masked_max(values, masks)
+        return cls.ratio_or(1.0, cls.masked_min(values, masks), high)
 
     @staticmethod
-    def fold_max(active: np.ndarray, high: Any, x: np.ndarray) -> np.ndarray:
-        return np.where(active & (x > high), x, high)
+    def masked_max(values: list[np.ndarray], masks: list[np.ndarray]) -> Any:
+        high: Any = -INF
+        for value, mask in zip(values, masks):
+            high = np.where(mask & (value > high), value, high)
+        return high
 
     @staticmethod
-    def fold_min(active: np.ndarray, low: Any, x: np.ndarray) -> np.ndarray:
-        return np.where(active & (x < low), x, low)
+    def masked_min(values: list[np.ndarray], masks: list[np.ndarray]) -> Any:
+        low: Any = INF
+        for value, mask in zip(values, masks):
+            low = np.where(mask & (value < low), value, low)
+        return low
 
     @staticmethod
-    def fold_sum(active: np.ndarray, total: Any, x: np.ndarray) -> np.ndarray:
-        return total + np.where(active, x, 0.0)  # + 0.0 is exact
+    def masked_sum(values: list[np.ndarray], masks: list[np.ndarray]) -> Any:
+        total: Any = 0.0
+        for value, mask in zip(values, masks):
+            total = total + np.where(mask, value, 0.0)  # + 0.0 is exact
+        return total
+
+    @staticmethod
+    def scatter(target: list, slots: range, masks: list[np.ndarray], values: list[np.ndarray]) -> None:
+        for k, mask, value in zip(slots, masks, values):
+            target[k] = np.where(mask, value, target[k])
 
     @staticmethod
     def minimum(a: Any, b: Any) -> np.ndarray:
         return np.where(b < a, b, a)
 
     @staticmethod
-    def ratio_or(value: float, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    def ratio_or(value: float, num: Any, den: Any) -> np.ndarray:
         ok = den > 0.0
         return np.where(ok, num / np.where(ok, den, 1.0), value)
 
-    def add_to_apps(self, totals: Sequence[np.ndarray], slot_app: np.ndarray, values: Sequence[Any]) -> None:
-        held = slot_app >= 0
-        rows, apps = self.rows[held], slot_app[held]
-        for total, value in zip(totals, values):
-            total[rows, apps] += value[held] if isinstance(value, np.ndarray) else value
+    def add_to_apps(self, totals: Sequence[np.ndarray], slot_app: Sequence[np.ndarray],
+                    values: Sequence[Sequence[np.ndarray]]) -> None:
+        for slot, apps in enumerate(slot_app):
+            held = apps >= 0
+            index = (self.rows[held], apps[held])
+            for total, value in zip(totals, values):
+                total[index] += value[slot][held]
+            totals[3][index] += 1
 
 
 SCALAR = ScalarOps()
@@ -116,8 +151,7 @@ def run_epoch(ops: Any, units: Sequence[Any], power_w: Sequence[Any], service_s:
     time_s = [u * seconds_per_unit for u in units]
     energy_j = [p * t for p, t in zip(power_w, time_s)]
     inferences = [t / s for t, s in zip(time_s, service_s)]
-    for slot, app in enumerate(slot_app):
-        ops.add_to_apps(app_totals, app, (time_s[slot], energy_j[slot], inferences[slot], 1))
+    ops.add_to_apps(app_totals, slot_app, (time_s, energy_j, inferences))
     return time_s, energy_j, inferences
 
 
@@ -127,28 +161,20 @@ def epoch_fairness(ops: Any, units: Sequence[Any], energy_j: Sequence[Any], weig
     features 6-8 of the active slots, written into ``dynamic`` (three lanes: time share, weighted energy over the
     epoch's max, the occupant's cumulative weighted energy over the active sum); ``slot_energy`` (each occupant's
     cumulative weighted energy) grows by the epoch's."""
-    high_t = high_e = -INF
-    low_t = low_e = INF
-    energy_norm = list(energy_j)
     slots = ops.lanes(active)
-    for k in slots:
-        a = active[k]
-        time_k = units[k] / weight[k]
-        energy_k = energy_norm[k] = energy_j[k] / weight[k]
-        high_t, low_t = ops.fold_max(a, high_t, time_k), ops.fold_min(a, low_t, time_k)
-        high_e, low_e = ops.fold_max(a, high_e, energy_k), ops.fold_min(a, low_e, energy_k)
-        slot_energy[k] = ops.keep(a, slot_energy[k] + energy_k, slot_energy[k])
-    total = 0.0
-    for k in slots:
-        total = ops.fold_sum(active[k], total, slot_energy[k])
-    inv_e, inv_total, inv_t = ops.ratio_or(0.0, 1.0, high_e), ops.ratio_or(0.0, 1.0, total), 1.0 / T
+    masks = [active[k] for k in slots]
+    time_norm = [units[k] / weight[k] for k in slots]
+    energy_norm = [energy_j[k] / weight[k] for k in slots]
+    ops.scatter(slot_energy, slots, masks, [slot_energy[k] + e for k, e in zip(slots, energy_norm)])
+    cumulative = [slot_energy[k] for k in slots]
+    inv_e = ops.ratio_or(0.0, 1.0, ops.masked_max(energy_norm, masks))
+    inv_total = ops.ratio_or(0.0, 1.0, ops.masked_sum(cumulative, masks))
+    inv_t = 1.0 / T
     time_share, energy_share, cumulative_share = dynamic
-    for k in slots:
-        a = active[k]
-        time_share[k] = ops.keep(a, units[k] * inv_t, time_share[k])
-        energy_share[k] = ops.keep(a, energy_norm[k] * inv_e, energy_share[k])
-        cumulative_share[k] = ops.keep(a, slot_energy[k] * inv_total, cumulative_share[k])
-    return ops.ratio_or(1.0, low_t, high_t), ops.ratio_or(1.0, low_e, high_e)
+    ops.scatter(time_share, slots, masks, [units[k] * inv_t for k in slots])
+    ops.scatter(energy_share, slots, masks, [e * inv_e for e in energy_norm])
+    ops.scatter(cumulative_share, slots, masks, [c * inv_total for c in cumulative])
+    return ops.min_max(time_norm, masks), ops.min_max(energy_norm, masks)
 
 
 def etf_objective(ops: Any, units: Sequence[Any], power_w: Sequence[Any], weight: Sequence[Any],
@@ -156,8 +182,7 @@ def etf_objective(ops: Any, units: Sequence[Any], power_w: Sequence[Any], weight
     """The ETF objective of the epoch: min over the active apps below their demand of ``u_i P_i / w_i`` over the
     weighted-EF level, at most 1 (1 if no app is below its demand or the level is 0; Algorithm 1 maximises it,
     paper Thm. 3)."""
-    low = INF
-    for k in ops.lanes(active):
-        u = units[k]
-        low = ops.fold_min(active[k] & (u < ops.minimum(demand_units[k], T)), low, u * power_w[k] / weight[k])
-    return ops.minimum(ops.ratio_or(1.0, low, ef_level), 1.0)  # low = inf (none below demand): 1
+    slots = ops.lanes(active)
+    below = [active[k] & (units[k] < demand_units[k]) & (units[k] < T) for k in slots]  # u < min(d, T)
+    low = ops.masked_min([units[k] * power_w[k] / weight[k] for k in slots], below)
+    return ops.minimum(ops.ratio_or(1.0, low, ef_level), 1.0)  # low = inf (none below its demand): 1

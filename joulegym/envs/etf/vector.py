@@ -348,31 +348,27 @@ class ETFVectorEnv(BatchedVectorEnv):
         N = self.num_envs
         checked = self._decode(actions).tolist()  # every row, before any instance steps: a refused batch steps none
         resetting = self._autoreset.tolist()
-        zeros = self._zero_parts
+        zeros = (*self._zero_parts, 0.0, False, False, False)
         weights, vector, split = self.reward_weights, self._vector_reward, self.action_mode == "split"
-        ends, rewards, parts, repaired, features = [], [], [], [], []
+        table, features = [], []  # per instance: (*parts, reward, terminated, truncated, repaired); its observation
         for n, shadow in enumerate(self._shadows):
             if resetting[n]:
                 shadow.reset()
-                ends.append((False, False))
-                parts.append(zeros)
-                repaired.append(False)
-                rewards.append(0.0)
+                table.append(zeros)
             else:
                 decision = shadow.action_type.units_for(checked[n]) if split else checked[n]
-                step_parts, terminated, truncated = shadow._advance_decision(decision)
-                ends.append((terminated, truncated))
-                parts.append(step_parts)
-                repaired.append(shadow.action_type.repaired)
-                rewards.append(0.0 if vector else weighted_sum(weights, step_parts))
+                parts, terminated, truncated = shadow._advance_decision(decision)
+                table.append((*parts, 0.0 if vector else weighted_sum(weights, parts), terminated, truncated,
+                              shadow.action_type.repaired))
             features.append(shadow._features())
-        self._parts[:] = parts
-        self._repaired[:] = repaired
-        terminated, truncated = np.array(ends, dtype=bool).T
+        stats = np.array(table)  # one conversion for every per-instance scalar
+        P = self._parts.shape[1]
+        self._parts[:] = stats[:, :P]
+        terminated, truncated, self._repaired[:] = stats[:, P + 1:].T > 0.0
         ended = terminated | truncated
         live = ~self._autoreset
         self._autoreset = ended
-        reward = self._parts.copy() if vector else np.array(rewards)
+        reward = self._parts.copy() if vector else stats[:, P]
         obs = np.array(features, dtype=np.float32)
         return obs, reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
 
