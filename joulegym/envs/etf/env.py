@@ -371,6 +371,7 @@ class ETFEnv(JoulegymEnv):
                 for lane in self._dynamic:
                     lane[slot] = 0.0
         self._slot_owner = list(sim.slot_app)
+        self._lanes = SCALAR.lanes(sim.active)  # the epoch functions visit the active slots
         self._membership_key = (tuple(sim.active), tuple(sim.weight), tuple(sim.power_w), tuple(sim.demand_units))
         self._set_static, self.ef_level, self._disparity = self._set_cache.get_or_compute(self._membership_key,
                                                                                           self._set_features)
@@ -466,8 +467,8 @@ class ETFEnv(JoulegymEnv):
 
     def _fairness_epoch(self, units: list[int]) -> tuple[float, float, float, float]:
         """Run the epoch with ``units`` and advance: the fairness parts (F_T, F_E, F_S, ETF objective)."""
-        result, f_t, f_e = self._apply_epoch(units)
-        objective = self._etf_objective(units, result.active)
+        _, f_t, f_e = self._apply_epoch(units)
+        objective = self._etf_objective(units)
         self._advance_epoch()
         if self._cumulative:
             metrics = self.sim.metrics()
@@ -480,7 +481,7 @@ class ETFEnv(JoulegymEnv):
         result = sim.apply(units)
         self._last_result = result
         self._epoch_slot_apps = self._slot_apps  # who ran this epoch (membership may change next)
-        f_t, f_e = epoch_fairness(SCALAR, units, result.energy_j, sim.weight, result.active, self._slot_energy,
+        f_t, f_e = epoch_fairness(SCALAR, self._lanes, units, result.energy_j, sim.weight, self._slot_energy,
                                   self._dynamic, self.T)
         self.last_units = units
         self.last_time_fairness, self.last_energy_fairness = f_t, f_e
@@ -493,10 +494,11 @@ class ETFEnv(JoulegymEnv):
         if sim.membership_changed:
             self._refresh_membership()
 
-    def _etf_objective(self, units: list[int], active: list[bool]) -> float:
-        """min over unsaturated apps of weighted energy / eps_EF (1 if none is unsaturated)."""
+    def _etf_objective(self, units: list[int]) -> float:
+        """min over unsaturated apps of weighted energy / eps_EF (1 if none is unsaturated), this epoch."""
         sim = self.sim
-        return etf_objective(SCALAR, units, sim.power_w, sim.weight, sim.demand_units, active, self.T, self.ef_level)
+        return etf_objective(SCALAR, self._lanes, units, sim.power_w, sim.weight, sim.demand_units, self.T,
+                             self.ef_level)
 
     def _terminated(self) -> bool:
         return self.sim.done

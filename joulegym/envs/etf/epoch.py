@@ -30,8 +30,10 @@ class ScalarOps:
     """Lanes of one instance: Python numbers; only the active slots are visited, so every mask is true."""
 
     @staticmethod
-    def lanes(active: Sequence[bool]) -> list[int]:
-        return [k for k, a in enumerate(active) if a]
+    def lanes(active: Sequence[bool]) -> tuple[list[int], list[bool]]:
+        """The slots to visit (the active ones) and their masks (all true)."""
+        slots = [k for k, a in enumerate(active) if a]
+        return slots, [True] * len(slots)
 
     @staticmethod
     def min_max(values: list[float], masks: list[bool]) -> float:
@@ -53,9 +55,12 @@ class ScalarOps:
         return total
 
     @staticmethod
-    def scatter(target: list, slots: list[int], masks: list[bool], values: list) -> None:
-        for k, value in zip(slots, values):
-            target[k] = value
+    def scatter(targets: Sequence[list], lanes: tuple[list[int], list[bool]], values: Sequence[list]) -> None:
+        """Write ``values`` (one list per target, over the visited slots) into the active slots of ``targets``."""
+        slots = lanes[0]
+        for target, new in zip(targets, values):
+            for k, value in zip(slots, new):
+                target[k] = value
 
     @staticmethod
     def minimum(a: float, b: float) -> float:
@@ -86,8 +91,9 @@ class ArrayOps:
         self.rows = rows
 
     @staticmethod
-    def lanes(active: Sequence[np.ndarray]) -> range:
-        return range(len(active))
+    def lanes(active: Sequence[np.ndarray]) -> tuple[range, Sequence[np.ndarray]]:
+        """Every slot, and its mask of active instances."""
+        return range(len(active)), active
 
     @classmethod
     def min_max(cls, values: list[np.ndarray], masks: list[np.ndarray]) -> np.ndarray:
@@ -116,9 +122,12 @@ class ArrayOps:
         return total
 
     @staticmethod
-    def scatter(target: list, slots: range, masks: list[np.ndarray], values: list[np.ndarray]) -> None:
-        for k, mask, value in zip(slots, masks, values):
-            target[k] = np.where(mask, value, target[k])
+    def scatter(targets: Sequence[list], lanes: tuple[range, Sequence[np.ndarray]],
+                values: Sequence[list[np.ndarray]]) -> None:
+        slots, masks = lanes
+        for target, new in zip(targets, values):
+            for k, mask, value in zip(slots, masks, new):
+                target[k] = np.where(mask, value, target[k])
 
     @staticmethod
     def minimum(a: Any, b: Any) -> np.ndarray:
@@ -155,34 +164,32 @@ def run_epoch(ops: Any, units: Sequence[Any], power_w: Sequence[Any], service_s:
     return time_s, energy_j, inferences
 
 
-def epoch_fairness(ops: Any, units: Sequence[Any], energy_j: Sequence[Any], weight: Sequence[Any],
-                   active: Sequence[Any], slot_energy: list, dynamic: Sequence[list], T: int) -> tuple[Any, Any]:
+def epoch_fairness(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: Sequence[Any],
+                   energy_j: Sequence[Any], weight: Sequence[Any], slot_energy: list, dynamic: Sequence[list],
+                   T: int) -> tuple[Any, Any]:
     """The epoch's F_T and F_E over the active slots (1 with none, paper §6.1), and the observation's per-slot
     features 6-8 of the active slots, written into ``dynamic`` (three lanes: time share, weighted energy over the
     epoch's max, the occupant's cumulative weighted energy over the active sum); ``slot_energy`` (each occupant's
-    cumulative weighted energy) grows by the epoch's."""
-    slots = ops.lanes(active)
-    masks = [active[k] for k in slots]
+    cumulative weighted energy) grows by the epoch's. ``lanes`` is ``ops.lanes(active)``."""
+    slots, masks = lanes
     time_norm = [units[k] / weight[k] for k in slots]
     energy_norm = [energy_j[k] / weight[k] for k in slots]
-    ops.scatter(slot_energy, slots, masks, [slot_energy[k] + e for k, e in zip(slots, energy_norm)])
-    cumulative = [slot_energy[k] for k in slots]
+    cumulative = [slot_energy[k] + e for k, e in zip(slots, energy_norm)]  # written to the active slots only
     inv_e = ops.ratio_or(0.0, 1.0, ops.masked_max(energy_norm, masks))
     inv_total = ops.ratio_or(0.0, 1.0, ops.masked_sum(cumulative, masks))
     inv_t = 1.0 / T
-    time_share, energy_share, cumulative_share = dynamic
-    ops.scatter(time_share, slots, masks, [units[k] * inv_t for k in slots])
-    ops.scatter(energy_share, slots, masks, [e * inv_e for e in energy_norm])
-    ops.scatter(cumulative_share, slots, masks, [c * inv_total for c in cumulative])
+    ops.scatter((slot_energy, *dynamic), lanes, (cumulative, [units[k] * inv_t for k in slots],
+                                                 [e * inv_e for e in energy_norm], [c * inv_total for c in cumulative]))
     return ops.min_max(time_norm, masks), ops.min_max(energy_norm, masks)
 
 
-def etf_objective(ops: Any, units: Sequence[Any], power_w: Sequence[Any], weight: Sequence[Any],
-                  demand_units: Sequence[Any], active: Sequence[Any], T: int, ef_level: Any) -> Any:
+def etf_objective(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: Sequence[Any],
+                  power_w: Sequence[Any], weight: Sequence[Any], demand_units: Sequence[Any], T: int,
+                  ef_level: Any) -> Any:
     """The ETF objective of the epoch: min over the active apps below their demand of ``u_i P_i / w_i`` over the
     weighted-EF level, at most 1 (1 if no app is below its demand or the level is 0; Algorithm 1 maximises it,
-    paper Thm. 3)."""
-    slots = ops.lanes(active)
-    below = [active[k] & (units[k] < demand_units[k]) & (units[k] < T) for k in slots]  # u < min(d, T)
+    paper Thm. 3). ``lanes`` is ``ops.lanes(active)``."""
+    slots, masks = lanes
+    below = [m & (units[k] < demand_units[k]) & (units[k] < T) for k, m in zip(slots, masks)]  # u < min(d, T)
     low = ops.masked_min([units[k] * power_w[k] / weight[k] for k in slots], below)
     return ops.minimum(ops.ratio_or(1.0, low, ef_level), 1.0)  # low = inf (none below its demand): 1

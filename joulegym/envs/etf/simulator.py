@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from joulegym.core.cache import BoundedCache
 from joulegym.core.simulator import Simulator
 from joulegym.devices import Device
 from joulegym.envs.etf.epoch import SCALAR, run_epoch
@@ -85,6 +86,7 @@ class ETFSimulator(Simulator):
         self.membership_changed = False  # the last advance() saw an app arrive or leave
         self.check_units = True  # validate apply()'s units (the envs build them whole and within T: they skip it)
         self._applied = False  # an epoch ran since the last advance()
+        self._params_cache: BoundedCache[tuple[float, float]] = BoundedCache()  # per app: its profile lookups
 
     # --- episode control -----------------------------------------------------------------------
     def reset(self, rng: np.random.Generator | None, instance: Sequence[InferenceApp] | None = None) -> None:
@@ -117,7 +119,9 @@ class ETFSimulator(Simulator):
         self.app_epochs = [0] * m
         self._app_totals = (self.app_time_s, self.app_energy_j, self.app_inferences, self.app_epochs)
         self.app_weight = [a.weight for a in self.apps]
-        self.app_params = [a.service_time_and_power(self.device) for a in self.apps]
+        params = self._params_cache
+        self.app_params = [params.get_or_compute(a, lambda a=a: a.service_time_and_power(self.device))
+                           for a in self.apps]
         self._frequency_cache: dict[tuple[int, float], tuple[float, float, float]] = {}
         self.history: list[tuple[tuple[int, ...], tuple[float, ...]]] = []  # (units, power_w) per epoch
         self._arrivals = sorted(range(m), key=lambda k: (self.apps[k].arrival, k))

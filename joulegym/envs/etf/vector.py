@@ -420,7 +420,8 @@ class ETFVectorEnv(BatchedVectorEnv):
         slot_energy = list(self._slot_energy[rows].T)
         dynamic = self._dynamic[rows]
         lanes = [list(dynamic[:, :, j].T) for j in range(3)]
-        f_t, f_e = epoch_fairness(ops, unit_lanes, energy, weight, active, slot_energy, lanes, T)
+        every = ops.lanes(active)
+        f_t, f_e = epoch_fairness(ops, every, unit_lanes, energy, weight, slot_energy, lanes, T)
         self._slot_energy[rows] = np.stack(slot_energy, axis=1)
         self._dynamic[rows] = np.stack([np.stack(lane, axis=1) for lane in lanes], axis=2)
         self._last_ft[rows] = f_t
@@ -433,8 +434,9 @@ class ETFVectorEnv(BatchedVectorEnv):
             parts[rows, 1] = -(np.stack(energy, axis=1)[tenant] / self._epoch_s)
             self._last_throughput[rows] = throughput
         else:
-            objective = etf_objective(ops, unit_lanes, power, weight, list(self._current(rows, self._t_demand).T),
-                                      active, T, self._current(rows, self._t_ef_level))
+            objective = etf_objective(ops, every, unit_lanes, power, weight,
+                                      list(self._current(rows, self._t_demand).T), T,
+                                      self._current(rows, self._t_ef_level))
         # --- advance (arrivals and departures through the shadows) ---
         self._epoch[rows] += 1
         epoch = self._epoch[rows]
