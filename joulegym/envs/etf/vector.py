@@ -200,6 +200,7 @@ class ETFVectorEnv(BatchedVectorEnv):
         self._last_throughput = np.zeros(N)
         self._alloc_apps(1)
         self._rows = np.arange(N)
+        self._everyone = np.ones(N, dtype=bool)  # read-only
 
     # --- state -------------------------------------------------------------------------------------------------
     def _alloc_apps(self, apps: int) -> None:
@@ -345,32 +346,32 @@ class ETFVectorEnv(BatchedVectorEnv):
         """:meth:`step` below :attr:`ARRAY_MIN_N` instances: each instance runs the single env's own transition on its
         row of the checked batch (``JoulegymEnv._advance_decision``); the batch stacks the results."""
         self._check_started()
-        N = self.num_envs
-        checked = self._decode(actions).tolist()  # every row, before any instance steps: a refused batch steps none
+        checked = self._validated.rows(actions, self._autoreset)  # every row, before any instance steps
         resetting = self._autoreset.tolist()
-        zeros = (*self._zero_parts, 0.0, False, False, False)
+        zeros = self._zero_parts
         weights, vector, split = self.reward_weights, self._vector_reward, self.action_mode == "split"
-        table, features = [], []  # per instance: (*parts, reward, terminated, truncated, repaired); its observation
+        parts, rewards, terminated, truncated, repaired, features = [], [], [], [], [], []
         for n, shadow in enumerate(self._shadows):
             if resetting[n]:
                 shadow.reset()
-                table.append(zeros)
+                step = zeros, False, False
             else:
                 decision = shadow.action_type.units_for(checked[n]) if split else checked[n]
-                parts, terminated, truncated = shadow._advance_decision(decision)
-                table.append((*parts, 0.0 if vector else weighted_sum(weights, parts), terminated, truncated,
-                              shadow.action_type.repaired))
+                step = shadow._advance_decision(decision)
+            parts.append(step[0])
+            rewards.append(0.0 if vector else weighted_sum(weights, step[0]))
+            terminated.append(step[1])
+            truncated.append(step[2])
+            repaired.append(not resetting[n] and shadow.action_type.repaired)
             features.append(shadow._features())
-        stats = np.array(table)  # one conversion for every per-instance scalar
-        P = self._parts.shape[1]
-        self._parts[:] = stats[:, :P]
-        terminated, truncated, self._repaired[:] = stats[:, P + 1:].T > 0.0
-        ended = terminated | truncated
-        live = ~self._autoreset
-        self._autoreset = ended
-        reward = self._parts.copy() if vector else stats[:, P]
+        ended = [te or tr for te, tr in zip(terminated, truncated)]
+        final = [e and not r for e, r in zip(ended, resetting)]  # the episodes this step ended
+        flags = np.array((terminated, truncated, repaired, ended, final))  # one conversion, a row each
+        self._parts = np.array(parts, dtype=np.float64)
+        self._repaired, self._autoreset = flags[2], flags[3]
+        reward = self._parts.copy() if vector else np.array(rewards)
         obs = np.array(features, dtype=np.float32)
-        return obs, reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
+        return obs, reward, flags[0], flags[1], self._info(self._everyone, flags[4])
 
     def close_extras(self, **kwargs: Any) -> None:
         for shadow in self._shadows:
