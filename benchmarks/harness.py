@@ -63,6 +63,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -477,22 +478,29 @@ def sync_vector_row(env_id: str, cfg: Settings, sampled: bool = False) -> dict[s
             "min": min(ratios), "max": max(ratios)}
 
 
+def _rows_or_notes(jobs: Sequence[tuple[str, Callable[[], dict[str, Any] | None]]],
+                   cfg: Settings) -> list[dict[str, Any]]:
+    """Run each ``(label, measure)``: its row (none for ``None``), or a note naming the label and the error (a family
+    mid-change: the other rows go on)."""
+    rows = []
+    for label, job in jobs:
+        try:
+            row = job()
+        except Exception as error:
+            note = f"{label}: error ({type(error).__name__}: {error})".splitlines()[0]
+            cfg.notes.append(note)
+            print(note, flush=True)
+            continue
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
 def batched_vs_single_rows(ids: Sequence[str], cfg: Settings) -> list[dict[str, Any]]:
     """:func:`batched_vs_single_row` of every id with a batched entry point at each of :data:`BATCHED_VS_SINGLE_N`."""
-    rows = []
     sizes = (4, 16) if cfg.quick else BATCHED_VS_SINGLE_N
-    for env_id in ids:
-        for n in sizes:
-            try:
-                row = batched_vs_single_row(env_id, n, cfg)
-            except Exception as error:  # a family mid-change: a note, the other rows go on
-                note = f"{env_id} batched vs single N={n}: error ({type(error).__name__}: {error})".splitlines()[0]
-                cfg.notes.append(note)
-                print(note, flush=True)
-                continue
-            if row is not None:
-                rows.append(row)
-    return rows
+    return _rows_or_notes([(f"{env_id} batched vs single N={n}", partial(batched_vs_single_row, env_id, n, cfg))
+                           for env_id in ids for n in sizes], cfg)
 
 
 def batched_only(ids: Sequence[str], cfg: Settings, out: Path) -> dict[str, Path]:
@@ -506,18 +514,7 @@ def batched_only(ids: Sequence[str], cfg: Settings, out: Path) -> dict[str, Path
 
 def batched_rows(ids: Sequence[str], noop: gym.Env, cfg: Settings) -> list[dict[str, Any]]:
     """Aggregate steps/s of every id with a ``vector_entry_point`` at ``N`` instances, random actions."""
-    rows = []
-    for env_id in ids:
-        try:
-            row = _batched_row(env_id, noop, cfg)
-        except Exception as error:  # a family mid-change: a note, the other rows go on
-            note = f"{env_id} batched: error ({type(error).__name__}: {error})".splitlines()[0]
-            cfg.notes.append(note)
-            print(note, flush=True)
-            continue
-        if row is not None:
-            rows.append(row)
-    return rows
+    return _rows_or_notes([(f"{env_id} batched", partial(_batched_row, env_id, noop, cfg)) for env_id in ids], cfg)
 
 
 def _batched_row(env_id: str, noop: gym.Env, cfg: Settings) -> dict[str, Any] | None:
