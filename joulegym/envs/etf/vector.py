@@ -9,14 +9,15 @@ observations, rewards, terminations, truncations and ``info["metrics"]`` bits as
 instance is reset on the next ``step()`` (Gymnasium's ``AutoresetMode.NEXT_STEP``, its default), its action
 ignored, reward 0, from its own random stream.
 
-How: each instance keeps a *shadow* ``ETFEnv`` for what is rare (a reset; an app arriving or leaving; a phi
-level or a GPU level first seen since the app set last changed), and the vector env copies the shadow's
-per-slot state into arrays: one row per instance and *variant* (``split``: one; ``phi``: one per phi level plus
-the nominal phi; ``dvfs``: one per GPU level of the tenant). Every epoch is then array work over all N: the
-``split`` action's largest-remainder mapping (rows that hit the mapping's rare corner cases are mapped by the
-single env's own list code), the epoch's time, energy and inferences, the fairness parts, the observation
-features and the per-app accumulators of the paper's metrics (:func:`~joulegym.envs.etf.simulator.run_metrics`,
-shared with the single env). Sums run slot by slot in the single env's order, so every float is the same.
+How: the epoch is the single env's (:mod:`joulegym.envs.etf.epoch`: the fluid model's time, energy and inferences
+with the per-app totals, the fairness parts, the observation's features 6-8 and the ETF objective, written once over
+per-slot *lanes*); here each lane holds one value per instance. Each instance keeps a *shadow* ``ETFEnv`` for what
+is rare (a reset; an app arriving or leaving; a phi level or a GPU level first seen since the app set last changed),
+and the vector env copies the shadow's per-slot state into arrays: one row per instance and *variant* (``split``:
+one; ``phi``: one per phi level plus the nominal phi; ``dvfs``: one per GPU level of the tenant). The ``split``
+action's largest-remainder mapping runs over rows of instances (:func:`split_units`, held to the single env's list
+code by ``tests/etf/test_etf_vector.py``; rows that hit its rare corner cases are mapped by that list code). A batch's
+actions are checked by the core's :class:`~joulegym.core.vector.BatchValidator` before any instance steps.
 
 Infos are lean and batched as ``SyncVectorEnv`` batches them: ``reward_parts`` (one array per part),
 ``repaired``, ``action_mask`` (``phi``/``dvfs``), each with its ``_key`` mask, and ``metrics`` for the instances
