@@ -36,23 +36,26 @@ class ScalarOps:
         return slots, [True] * len(slots)
 
     @staticmethod
-    def min_max(values: list[float], masks: list[bool]) -> float:
-        return min_max(values)
-
-    @staticmethod
-    def masked_max(values: list[float], masks: list[bool]) -> float:
-        return max(values, default=-INF)
-
-    @staticmethod
-    def masked_min(values: list[float], masks: list[bool]) -> float:
-        return min([v for v, m in zip(values, masks) if m], default=INF)
-
-    @staticmethod
-    def masked_sum(values: list[float], masks: list[bool]) -> float:
+    def inverse_max_and_sum(maxed: list[float], summed: list[float], masks: list[bool]) -> tuple[float, float]:
+        """``1 / max(maxed)`` and ``1 / sum(summed)`` (0 where not > 0)."""
+        high = max(maxed, default=-INF)
         total = 0.0
-        for value in values:  # slot by slot from 0.0, as the array ops add
+        for value in summed:  # slot by slot from 0.0, as the array ops add
             total += value
-        return total
+        return (1.0 / high if high > 0.0 else 0.0), (1.0 / total if total > 0.0 else 0.0)
+
+    @staticmethod
+    def min_over_max(a: list[float], b: list[float], masks: list[bool]) -> tuple[float, float]:
+        """:func:`~joulegym.envs.etf.metrics.min_max` of ``a`` and of ``b``."""
+        return min_max(a), min_max(b)
+
+    @staticmethod
+    def min_ratio_capped(values: list[float], masks: list[bool], den: float) -> float:
+        """``min(min(values where masks) / den, 1)``; 1 without such a value or with ``den <= 0``."""
+        chosen = [v for v, m in zip(values, masks) if m]
+        if not chosen or den <= 0.0:
+            return 1.0
+        return min(min(chosen) / den, 1.0)
 
     @staticmethod
     def scatter(targets: Sequence[list], lanes: tuple[list[int], list[bool]], values: Sequence[list]) -> None:
@@ -61,15 +64,6 @@ class ScalarOps:
         for target, new in zip(targets, values):
             for k, value in zip(slots, new):
                 target[k] = value
-
-    @staticmethod
-    def minimum(a: float, b: float) -> float:
-        return b if b < a else a  # Python's min(a, b)
-
-    @staticmethod
-    def ratio_or(value: float, num: float, den: float) -> float:
-        """``num / den`` where ``den > 0``, else ``value``."""
-        return num / den if den > 0.0 else value
 
     @staticmethod
     def add_to_apps(totals: Sequence[list], slot_app: Sequence[int], values: Sequence[Sequence[float]]) -> None:
@@ -114,12 +108,24 @@ class ArrayOps:
             low = np.where(mask & (value < low), value, low)
         return low
 
-    @staticmethod
-    def masked_sum(values: list[np.ndarray], masks: list[np.ndarray]) -> Any:
+    @classmethod
+    def inverse_max_and_sum(cls, maxed: list[np.ndarray], summed: list[np.ndarray],
+                            masks: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         total: Any = 0.0
-        for value, mask in zip(values, masks):
+        for value, mask in zip(summed, masks):
             total = total + np.where(mask, value, 0.0)  # + 0.0 is exact
-        return total
+        return cls.ratio_or(0.0, 1.0, cls.masked_max(maxed, masks)), cls.ratio_or(0.0, 1.0, total)
+
+    @classmethod
+    def min_over_max(cls, a: list[np.ndarray], b: list[np.ndarray],
+                     masks: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        return cls.min_max(a, masks), cls.min_max(b, masks)
+
+    @classmethod
+    def min_ratio_capped(cls, values: list[np.ndarray], masks: list[np.ndarray], den: np.ndarray) -> np.ndarray:
+        low = cls.masked_min(values, masks)
+        ratio = cls.ratio_or(1.0, low, den)  # low = inf (no value): inf, capped to 1
+        return np.where(1.0 < ratio, 1.0, ratio)
 
     @staticmethod
     def scatter(targets: Sequence[list], lanes: tuple[range, Sequence[np.ndarray]],
@@ -128,10 +134,6 @@ class ArrayOps:
         for target, new in zip(targets, values):
             for k, mask, value in zip(slots, masks, new):
                 target[k] = np.where(mask, value, target[k])
-
-    @staticmethod
-    def minimum(a: Any, b: Any) -> np.ndarray:
-        return np.where(b < a, b, a)
 
     @staticmethod
     def ratio_or(value: float, num: Any, den: Any) -> np.ndarray:
@@ -175,12 +177,11 @@ def epoch_fairness(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: 
     time_norm = [units[k] / weight[k] for k in slots]
     energy_norm = [energy_j[k] / weight[k] for k in slots]
     cumulative = [slot_energy[k] + e for k, e in zip(slots, energy_norm)]  # written to the active slots only
-    inv_e = ops.ratio_or(0.0, 1.0, ops.masked_max(energy_norm, masks))
-    inv_total = ops.ratio_or(0.0, 1.0, ops.masked_sum(cumulative, masks))
+    inv_e, inv_total = ops.inverse_max_and_sum(energy_norm, cumulative, masks)
     inv_t = 1.0 / T
     ops.scatter((slot_energy, *dynamic), lanes, (cumulative, [units[k] * inv_t for k in slots],
                                                  [e * inv_e for e in energy_norm], [c * inv_total for c in cumulative]))
-    return ops.min_max(time_norm, masks), ops.min_max(energy_norm, masks)
+    return ops.min_over_max(time_norm, energy_norm, masks)
 
 
 def etf_objective(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: Sequence[Any],
@@ -191,5 +192,4 @@ def etf_objective(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: S
     paper Thm. 3). ``lanes`` is ``ops.lanes(active)``."""
     slots, masks = lanes
     below = [m & (units[k] < demand_units[k]) & (units[k] < T) for k, m in zip(slots, masks)]  # u < min(d, T)
-    low = ops.masked_min([units[k] * power_w[k] / weight[k] for k in slots], below)
-    return ops.minimum(ops.ratio_or(1.0, low, ef_level), 1.0)  # low = inf (none below its demand): 1
+    return ops.min_ratio_capped([units[k] * power_w[k] / weight[k] for k in slots], below, ef_level)
