@@ -245,6 +245,8 @@ class ETFEnv(JoulegymEnv):
         self._set_cache: BoundedCache[tuple] = BoundedCache()
         self._phi_cache: BoundedCache[tuple] = BoundedCache()
         self._units_cache: BoundedCache[list[int]] = BoundedCache()
+        self._alg1_key: tuple | None = None  # the app set (its key object) and phi of _alg1_units
+        self._alg1_phi, self._alg1_units = math.nan, [0] * self.max_apps
         n = self.max_apps
         self._zeros_int, self._zeros_float = (0,) * n, (0.0,) * n
 
@@ -457,9 +459,11 @@ class ETFEnv(JoulegymEnv):
 
     def _algorithm1(self, phi: float) -> list[int]:
         """Algorithm 1 units per slot at ``phi`` over the active set (cached by content)."""
-        units = self._units_cache.get_or_compute((self._membership_key, phi),
-                                                 lambda: algorithm1_units(self.sim, phi))
-        return list(units)
+        key = self._membership_key
+        if key is not self._alg1_key or phi != self._alg1_phi:  # else the last epoch's (a fixed or repeated phi)
+            self._alg1_units = self._units_cache.get_or_compute((key, phi), lambda: algorithm1_units(self.sim, phi))
+            self._alg1_key, self._alg1_phi = key, phi
+        return list(self._alg1_units)
 
     # --- one epoch --------------------------------------------------------------------------------------------
     def _transition(self, decision: list[int]) -> tuple[float, ...]:

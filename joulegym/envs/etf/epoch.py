@@ -58,12 +58,14 @@ class ScalarOps:
         return min(min(chosen) / den, 1.0)
 
     @staticmethod
-    def scatter(targets: Sequence[list], lanes: tuple[list[int], list[bool]], values: Sequence[list]) -> None:
-        """Write ``values`` (one list per target, over the visited slots) into the active slots of ``targets``."""
+    def scatter(targets: Sequence[list], lanes: tuple[list[int], list[bool]], values: Sequence[list],
+                scales: Sequence[float]) -> None:
+        """Write ``values`` (one list per target, over the visited slots) times ``scales`` (one per target) into the
+        active slots of ``targets``."""
         slots = lanes[0]
-        for target, new in zip(targets, values):
+        for target, new, scale in zip(targets, values, scales):
             for k, value in zip(slots, new):
-                target[k] = value
+                target[k] = value * scale
 
     @staticmethod
     def add_to_apps(totals: Sequence[list], slot_app: Sequence[int], values: Sequence[Sequence[float]]) -> None:
@@ -129,11 +131,11 @@ class ArrayOps:
 
     @staticmethod
     def scatter(targets: Sequence[list], lanes: tuple[range, Sequence[np.ndarray]],
-                values: Sequence[list[np.ndarray]]) -> None:
+                values: Sequence[list[np.ndarray]], scales: Sequence[Any]) -> None:
         slots, masks = lanes
-        for target, new in zip(targets, values):
+        for target, new, scale in zip(targets, values, scales):
             for k, mask, value in zip(slots, masks, new):
-                target[k] = np.where(mask, value, target[k])
+                target[k] = np.where(mask, value * scale, target[k])
 
     @staticmethod
     def ratio_or(value: float, num: Any, den: Any) -> np.ndarray:
@@ -174,13 +176,14 @@ def epoch_fairness(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: 
     epoch's max, the occupant's cumulative weighted energy over the active sum); ``slot_energy`` (each occupant's
     cumulative weighted energy) grows by the epoch's. ``lanes`` is ``ops.lanes(active)``."""
     slots, masks = lanes
-    time_norm = [units[k] / weight[k] for k in slots]
+    visited_units = [units[k] for k in slots]
+    time_norm = [u / weight[k] for u, k in zip(visited_units, slots)]
     energy_norm = [energy_j[k] / weight[k] for k in slots]
     cumulative = [slot_energy[k] + e for k, e in zip(slots, energy_norm)]  # written to the active slots only
     inv_e, inv_total = ops.inverse_max_and_sum(energy_norm, cumulative, masks)
-    inv_t = 1.0 / T
-    ops.scatter((slot_energy, *dynamic), lanes, (cumulative, [units[k] * inv_t for k in slots],
-                                                 [e * inv_e for e in energy_norm], [c * inv_total for c in cumulative]))
+    # x * 1.0 is x: the occupants' cumulative energy is written as it is
+    ops.scatter((slot_energy, *dynamic), lanes, (cumulative, visited_units, energy_norm, cumulative),
+                (1.0, 1.0 / T, inv_e, inv_total))
     return ops.min_over_max(time_norm, energy_norm, masks)
 
 
