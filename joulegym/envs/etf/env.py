@@ -91,7 +91,7 @@ from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.devices import get_device
 from joulegym.envs.etf.actions import DVFSAction, PhiAction, SplitAction
 from joulegym.envs.etf.allocation import _clip_level_solve, etf_allocate, guaranteed_units
-from joulegym.envs.etf.epoch import SCALAR, epoch_fairness, etf_objective
+from joulegym.envs.etf.epoch import SCALAR, epoch_fairness, epoch_features, epoch_shares, etf_objective
 from joulegym.envs.etf.simulator import EpochResult, ETFSimulator
 from joulegym.workloads.inference import FIG5_APPS, InferenceApp, check_mix, random_mix
 
@@ -151,6 +151,9 @@ class ETFEnv(JoulegymEnv):
     action_types: ClassVar[dict[str, type]] = {"split": SplitAction}
     reward_parts = FAIRNESS_PARTS  # ETFDVFSEnv builds its own (its bounds depend on the tenant)
     reward_presets = SPLIT_PRESETS
+    #: whether an epoch's :func:`~joulegym.envs.etf.epoch.epoch_shares` and ETF objective are remembered per units and
+    #: app set (the kinds whose units are Algorithm 1's at a few phi or GPU levels; the agent's split rarely recurs)
+    _memo_epochs: ClassVar[bool] = False
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:
@@ -247,6 +250,9 @@ class ETFEnv(JoulegymEnv):
         self._units_cache: BoundedCache[list[int]] = BoundedCache()
         self._alg1_key: tuple | None = None  # the app set (its key object) and phi of _alg1_units
         self._alg1_phi, self._alg1_units = math.nan, [0] * self.max_apps
+        self._memo_key: tuple | None = None  # the app set (its key object) of _memo
+        self._memo: dict[tuple[int, ...], list] = {}
+        self._memos: BoundedCache[dict[tuple[int, ...], list]] = BoundedCache()  # per app set: units -> entry
         n = self.max_apps
         self._zeros_int, self._zeros_float = (0,) * n, (0.0,) * n
 
@@ -485,8 +491,12 @@ class ETFEnv(JoulegymEnv):
         result = sim.apply(units)
         self._last_result = result
         self._epoch_slot_apps = self._slot_apps  # who ran this epoch (membership may change next)
-        f_t, f_e = epoch_fairness(SCALAR, self._lanes, units, result.energy_j, sim.weight, self._slot_energy,
-                                  self._dynamic, self.T)
+        if self._memo_epochs:
+            energy_norm, f_t, f_e, inv_e = self._memo_entry(units, result.energy_j)[:4]
+            epoch_features(SCALAR, self._lanes, units, energy_norm, inv_e, self._slot_energy, self._dynamic, self.T)
+        else:
+            f_t, f_e = epoch_fairness(SCALAR, self._lanes, units, result.energy_j, sim.weight, self._slot_energy,
+                                      self._dynamic, self.T)
         self.last_units = units
         self.last_time_fairness, self.last_energy_fairness = f_t, f_e
         return result, f_t, f_e
@@ -499,10 +509,31 @@ class ETFEnv(JoulegymEnv):
             self._refresh_membership()
 
     def _etf_objective(self, units: list[int]) -> float:
-        """min over unsaturated apps of weighted energy / eps_EF (1 if none is unsaturated), this epoch."""
+        """min over unsaturated apps of weighted energy / eps_EF (1 if none is unsaturated), for the app set now."""
         sim = self.sim
-        return etf_objective(SCALAR, self._lanes, units, sim.power_w, sim.weight, sim.demand_units, self.T,
-                             self.ef_level)
+        if not self._memo_epochs:
+            return etf_objective(SCALAR, self._lanes, units, sim.power_w, sim.weight, sim.demand_units, self.T,
+                                 self.ef_level)
+        entry = self._memo_entry(units)
+        if entry[4] is None:
+            entry[4] = etf_objective(SCALAR, self._lanes, units, sim.power_w, sim.weight, sim.demand_units, self.T,
+                                     self.ef_level)
+        return entry[4]
+
+    def _memo_entry(self, units: list[int], energy_j: list[float] | None = None) -> list:
+        """``[*epoch_shares, ETF objective or None]`` of ``units`` on the current app set, remembered per app set
+        (:attr:`_memo_epochs`: the kinds whose units are Algorithm 1's, which recur)."""
+        if self._memo_key is not self._membership_key:  # another app set or other powers (a content-keyed cache)
+            self._memo_key = self._membership_key
+            self._memo = self._memos.get_or_compute(self._membership_key, dict)
+        key = tuple(units)
+        entry = self._memo.get(key)
+        if entry is None:
+            sim = self.sim
+            if energy_j is None:
+                energy_j = [u * sim._seconds_per_unit * p for u, p in zip(units, sim.power_w)]
+            entry = self._memo[key] = [*epoch_shares(SCALAR, self._lanes, units, energy_j, sim.weight), None]
+        return entry
 
     def _terminated(self) -> bool:
         return self.sim.done
@@ -609,6 +640,7 @@ class ETFPhiEnv(ETFEnv):
 
     action_types: ClassVar[dict[str, type]] = {"phi": PhiAction}
     reward_presets = PHI_PRESETS
+    _memo_epochs: ClassVar[bool] = True
 
     def _uses_guarantee(self) -> bool:
         return True
@@ -631,6 +663,7 @@ class ETFDVFSEnv(ETFEnv):
 
     action_types: ClassVar[dict[str, type]] = {"dvfs": DVFSAction}
     reward_presets = DVFS_PRESETS
+    _memo_epochs: ClassVar[bool] = True
     full_info_keys: ClassVar[tuple[str, ...]] = (*ETFEnv.full_info_keys, "tenant_frequency_mhz")
 
     def _uses_guarantee(self) -> bool:

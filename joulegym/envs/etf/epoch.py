@@ -36,13 +36,18 @@ class ScalarOps:
         return slots, [True] * len(slots)
 
     @staticmethod
-    def inverse_max_and_sum(maxed: list[float], summed: list[float], masks: list[bool]) -> tuple[float, float]:
-        """``1 / max(maxed)`` and ``1 / sum(summed)`` (0 where not > 0)."""
-        high = max(maxed, default=-INF)
+    def inverse_max(values: list[float], masks: list[bool]) -> float:
+        """``1 / max(values)`` (0 where not > 0)."""
+        high = max(values, default=-INF)
+        return 1.0 / high if high > 0.0 else 0.0
+
+    @staticmethod
+    def inverse_sum(values: list[float], masks: list[bool]) -> float:
+        """``1 / sum(values)`` (0 where not > 0)."""
         total = 0.0
-        for value in summed:  # slot by slot from 0.0, as the array ops add
+        for value in values:  # slot by slot from 0.0, as the array ops add
             total += value
-        return (1.0 / high if high > 0.0 else 0.0), (1.0 / total if total > 0.0 else 0.0)
+        return 1.0 / total if total > 0.0 else 0.0
 
     @staticmethod
     def min_over_max(a: list[float], b: list[float], masks: list[bool]) -> tuple[float, float]:
@@ -111,12 +116,15 @@ class ArrayOps:
         return low
 
     @classmethod
-    def inverse_max_and_sum(cls, maxed: list[np.ndarray], summed: list[np.ndarray],
-                            masks: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def inverse_max(cls, values: list[np.ndarray], masks: list[np.ndarray]) -> np.ndarray:
+        return cls.ratio_or(0.0, 1.0, cls.masked_max(values, masks))
+
+    @classmethod
+    def inverse_sum(cls, values: list[np.ndarray], masks: list[np.ndarray]) -> np.ndarray:
         total: Any = 0.0
-        for value, mask in zip(summed, masks):
+        for value, mask in zip(values, masks):
             total = total + np.where(mask, value, 0.0)  # + 0.0 is exact
-        return cls.ratio_or(0.0, 1.0, cls.masked_max(maxed, masks)), cls.ratio_or(0.0, 1.0, total)
+        return cls.ratio_or(0.0, 1.0, total)
 
     @classmethod
     def min_over_max(cls, a: list[np.ndarray], b: list[np.ndarray],
@@ -174,17 +182,33 @@ def epoch_fairness(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: 
     """The epoch's F_T and F_E over the active slots (1 with none, paper §6.1), and the observation's per-slot
     features 6-8 of the active slots, written into ``dynamic`` (three lanes: time share, weighted energy over the
     epoch's max, the occupant's cumulative weighted energy over the active sum); ``slot_energy`` (each occupant's
-    cumulative weighted energy) grows by the epoch's. ``lanes`` is ``ops.lanes(active)``."""
+    cumulative weighted energy) grows by the epoch's. ``lanes`` is ``ops.lanes(active)``. It is
+    :func:`epoch_shares` (what follows from the app set and the units alone) then :func:`epoch_features`."""
+    energy_norm, f_t, f_e, inv_e = epoch_shares(ops, lanes, units, energy_j, weight)
+    epoch_features(ops, lanes, units, energy_norm, inv_e, slot_energy, dynamic, T)
+    return f_t, f_e
+
+
+def epoch_shares(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: Sequence[Any],
+                 energy_j: Sequence[Any], weight: Sequence[Any]) -> tuple[list, Any, Any, Any]:
+    """What an epoch's fairness depends on beyond the run so far: the weighted energies ``E_i / w_i`` of the
+    visited slots, F_T, F_E and ``1 / max E_i / w_i`` (0 with no active slot)."""
     slots, masks = lanes
-    visited_units = [units[k] for k in slots]
-    time_norm = [u / weight[k] for u, k in zip(visited_units, slots)]
+    time_norm = [units[k] / weight[k] for k in slots]
     energy_norm = [energy_j[k] / weight[k] for k in slots]
+    f_t, f_e = ops.min_over_max(time_norm, energy_norm, masks)
+    return energy_norm, f_t, f_e, ops.inverse_max(energy_norm, masks)
+
+
+def epoch_features(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: Sequence[Any],
+                   energy_norm: list, inv_e: Any, slot_energy: list, dynamic: Sequence[list], T: int) -> None:
+    """Features 6-8 of the active slots into ``dynamic`` and the occupants' cumulative weighted energy
+    ``slot_energy``, from :func:`epoch_shares`' ``energy_norm`` and ``inv_e``."""
+    slots, masks = lanes
     cumulative = [slot_energy[k] + e for k, e in zip(slots, energy_norm)]  # written to the active slots only
-    inv_e, inv_total = ops.inverse_max_and_sum(energy_norm, cumulative, masks)
     # x * 1.0 is x: the occupants' cumulative energy is written as it is
-    ops.scatter((slot_energy, *dynamic), lanes, (cumulative, visited_units, energy_norm, cumulative),
-                (1.0, 1.0 / T, inv_e, inv_total))
-    return ops.min_over_max(time_norm, energy_norm, masks)
+    ops.scatter((slot_energy, *dynamic), lanes, (cumulative, [units[k] for k in slots], energy_norm, cumulative),
+                (1.0, 1.0 / T, inv_e, ops.inverse_sum(cumulative, masks)))
 
 
 def etf_objective(ops: Any, lanes: tuple[Sequence[int], Sequence[Any]], units: Sequence[Any],
