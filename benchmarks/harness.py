@@ -480,8 +480,7 @@ def sync_vector_row(env_id: str, cfg: Settings, sampled: bool = False) -> dict[s
 
 def _rows_or_notes(jobs: Sequence[tuple[str, Callable[[], dict[str, Any] | None]]],
                    cfg: Settings) -> list[dict[str, Any]]:
-    """Run each ``(label, measure)``: its row (none for ``None``), or a note naming the label and the error (a family
-    mid-change: the other rows go on)."""
+    """Each ``(label, measure)``'s row (none for ``None``), or a note naming it and its error (the others go on)."""
     rows = []
     for label, job in jobs:
         try:
@@ -582,7 +581,7 @@ def batched_vs_single_row(env_id: str, n: int, cfg: Settings, chunks: int = 5) -
         return time.process_time() - start
 
     run_singles(0), run_batched(0)  # warm
-    ratios = []
+    ratios: list[float] = []
     for r in range(cfg.repeats):
         single_s = batched_s = 0.0
         for chunk in range(chunks):
@@ -809,7 +808,7 @@ def rewrite_table(table: str, page: Path = PERFORMANCE_PAGE) -> None:
     page.write_text(f"{head}{TABLE_START}\n{table}\n{TABLE_END}{tail}")
 
 
-def main(argv: list[str] | None = None) -> dict[str, Path]:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--family", help="only this family's ids (etf, emrf, powerflow, ...)")
     parser.add_argument("--ids", nargs="*", help="explicit env ids (default: every kind, the targets, real traces)")
@@ -825,7 +824,11 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
     parser.add_argument("--batched-only", action="store_true",
                         help="only the batched-vs-single rows (every id with a batched entry point, N = 4 and 256)")
     parser.add_argument("--docs", action="store_true", help="rewrite the performance table of docs/performance.md")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict[str, Path]:
+    args = _parser().parse_args(argv)
     cfg = Settings(quick=args.quick)
     if args.quick:
         cfg.steps, cfg.repeats, cfg.noop_steps, cfg.vector_steps, cfg.batched_n = 200, 1, 2000, 20, 16
