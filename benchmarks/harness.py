@@ -63,6 +63,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,8 @@ REFERENCE_POLICY = {"powerflow": "powerflow-strict"}  # bench_powerflow.py's ref
 EPISODE_TARGETS = (("joulegym/PowerFlow-philly-24h-v0", "tiresias"), ("joulegym/PowerFlow-philly-24h-v0", "powerflow"))
 EPISODE_ETA = 0.6  # simulate()'s default budget, as in docs/families/powerflow.md §12
 BATCHED_N = 256
+BATCHED_VS_SINGLE_N = (4, 256)  # the batched envs' targets: no slower than 4 single envs, >= 5x one at 256
+ACTION_SETS = 64  # pre-drawn random action batches, cycled
 SYNC_N = 4
 
 
@@ -475,20 +478,42 @@ def sync_vector_row(env_id: str, cfg: Settings, sampled: bool = False) -> dict[s
             "min": min(ratios), "max": max(ratios)}
 
 
-def batched_rows(ids: Sequence[str], noop: gym.Env, cfg: Settings) -> list[dict[str, Any]]:
-    """Aggregate steps/s of every id with a ``vector_entry_point`` at ``N`` instances, random actions."""
+def _rows_or_notes(jobs: Sequence[tuple[str, Callable[[], dict[str, Any] | None]]],
+                   cfg: Settings) -> list[dict[str, Any]]:
+    """Each ``(label, measure)``'s row (none for ``None``), or a note naming it and its error (the others go on)."""
     rows = []
-    for env_id in ids:
+    for label, job in jobs:
         try:
-            row = _batched_row(env_id, noop, cfg)
-        except Exception as error:  # a family mid-change: a note, the other rows go on
-            note = f"{env_id} batched: error ({type(error).__name__}: {error})".splitlines()[0]
+            row = job()
+        except Exception as error:
+            note = f"{label}: error ({type(error).__name__}: {error})".splitlines()[0]
             cfg.notes.append(note)
             print(note, flush=True)
             continue
         if row is not None:
             rows.append(row)
     return rows
+
+
+def batched_vs_single_rows(ids: Sequence[str], cfg: Settings) -> list[dict[str, Any]]:
+    """:func:`batched_vs_single_row` of every id with a batched entry point at each of :data:`BATCHED_VS_SINGLE_N`."""
+    sizes = (4, 16) if cfg.quick else BATCHED_VS_SINGLE_N
+    return _rows_or_notes([(f"{env_id} batched vs single N={n}", partial(batched_vs_single_row, env_id, n, cfg))
+                           for env_id in ids for n in sizes], cfg)
+
+
+def batched_only(ids: Sequence[str], cfg: Settings, out: Path) -> dict[str, Path]:
+    """``--batched-only``: the batched-vs-single rows, written as ``batched.csv`` and ``batched.md``."""
+    rows = batched_vs_single_rows(ids, cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = out / "batched.md"
+    markdown.write_text(f"{machine_line(cfg)}.\n\n{vector_markdown(rows)}\n")
+    return {"batched_csv": write_csv(rows, out / "batched.csv"), "batched_md": markdown}
+
+
+def batched_rows(ids: Sequence[str], noop: gym.Env, cfg: Settings) -> list[dict[str, Any]]:
+    """Aggregate steps/s of every id with a ``vector_entry_point`` at ``N`` instances, random actions."""
+    return _rows_or_notes([(f"{env_id} batched", partial(_batched_row, env_id, noop, cfg)) for env_id in ids], cfg)
 
 
 def _batched_row(env_id: str, noop: gym.Env, cfg: Settings) -> dict[str, Any] | None:
@@ -520,6 +545,54 @@ def _batched_row(env_id: str, noop: gym.Env, cfg: Settings) -> dict[str, Any] | 
            "unit": "aggregate steps/s (random actions)", "min": min(rates), "max": max(rates),
            "noop_steps_per_s": statistics.median(noops)}
     print(f"{env_id} batched N={n}: {row['value']:,.0f} steps/s (no-op {row['noop_steps_per_s']:,.0f})", flush=True)
+    return row
+
+
+def batched_vs_single_row(env_id: str, n: int, cfg: Settings, chunks: int = 5) -> dict[str, Any] | None:
+    """The CPU time of batched steps of ``n`` instances over that of as many steps of ``n`` single envs
+    (``gym.make``, reset on episode end), the same pre-drawn random actions, in alternating chunks (the same machine
+    load on both), median of the repeats (``None``: the id has no batched entry point). Below 1 the batch is
+    cheaper; its inverse is the batched env's aggregate steps/s in units of a single env's."""
+    if gym.spec(env_id).vector_entry_point is None:
+        return None
+    singles = [gym.make(env_id) for _ in range(n)]
+    for k, env in enumerate(singles):
+        env.reset(seed=k)
+    vec = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
+    vec.reset(seed=0)
+    vec.action_space.seed(0)
+    batches = [vec.action_space.sample() for _ in range(ACTION_SETS)]
+    rows = [list(batch) for batch in batches]  # the same actions, one per single env
+    steps = max(1, max(cfg.steps, 20 * n) // n // chunks)  # batched steps per chunk
+
+    def run_singles(offset: int) -> float:
+        start = time.process_time()
+        for i in range(offset, offset + steps):
+            for env, action in zip(singles, rows[i % ACTION_SETS]):
+                _, _, terminated, truncated, _ = env.step(action)
+                if terminated or truncated:
+                    env.reset()
+        return time.process_time() - start
+
+    def run_batched(offset: int) -> float:
+        start = time.process_time()
+        for i in range(offset, offset + steps):
+            vec.step(batches[i % ACTION_SETS])
+        return time.process_time() - start
+
+    run_singles(0), run_batched(0)  # warm
+    ratios: list[float] = []
+    for r in range(cfg.repeats):
+        single_s = batched_s = 0.0
+        for chunk in range(chunks):
+            single_s += run_singles(r + chunk * steps)
+            batched_s += run_batched(r + chunk * steps)
+        ratios.append(batched_s / max(single_s, 1e-9))
+    vec.close()
+    row = {"kind": "batched vs single", "id": env_id, "num_envs": n, "value": statistics.median(ratios),
+           "unit": f"x the CPU time of {n} single-env steps", "min": min(ratios), "max": max(ratios)}
+    print(f"{env_id} batched N={n}: {row['value']:.2f} [{row['min']:.2f}-{row['max']:.2f}] x {n} single-env steps "
+          f"({1 / row['value']:.1f}x a single env's aggregate steps/s)", flush=True)
     return row
 
 
@@ -662,7 +735,7 @@ def kinds_markdown(rows: list[dict[str, Any]]) -> str:
 def vector_markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| id | vector env | N | result |", "|---|---|---:|---|"]
     for r in rows:
-        if r["kind"].startswith("sync"):
+        if r["kind"].startswith("sync") or r["kind"] == "batched vs single":
             result = f"{r['value']:.2f} {r['unit']} [{r['min']:.2f}-{r['max']:.2f}]"
         else:
             result = (f"{r['value']:,.0f} {r['unit']} (no-op env: {r['noop_steps_per_s']:,.0f} steps/s; "
@@ -735,7 +808,7 @@ def rewrite_table(table: str, page: Path = PERFORMANCE_PAGE) -> None:
     page.write_text(f"{head}{TABLE_START}\n{table}\n{TABLE_END}{tail}")
 
 
-def main(argv: list[str] | None = None) -> dict[str, Path]:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--family", help="only this family's ids (etf, emrf, powerflow, ...)")
     parser.add_argument("--ids", nargs="*", help="explicit env ids (default: every kind, the targets, real traces)")
@@ -748,8 +821,14 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
     parser.add_argument("--no-episodes", action="store_true", help="skip the whole-episode table")
     parser.add_argument("--quick", action="store_true", help="a smoke test: few steps, one repeat, small curves")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    parser.add_argument("--batched-only", action="store_true",
+                        help="only the batched-vs-single rows (every id with a batched entry point, N = 4 and 256)")
     parser.add_argument("--docs", action="store_true", help="rewrite the performance table of docs/performance.md")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict[str, Path]:
+    args = _parser().parse_args(argv)
     cfg = Settings(quick=args.quick)
     if args.quick:
         cfg.steps, cfg.repeats, cfg.noop_steps, cfg.vector_steps, cfg.batched_n = 200, 1, 2000, 20, 16
@@ -773,6 +852,8 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
     cfg.growth_notes += cfg_notes
 
     print(machine_line(cfg), flush=True)
+    if args.batched_only:
+        return batched_only(ids, cfg, args.out)
     kinds = kinds_table(ids, cfg, args.policies)
     episodes = [] if (args.no_episodes or args.quick or args.ids) else episodes_table(cfg, args.family)
     vector: list[dict[str, Any]] = []
@@ -781,6 +862,7 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
         sync_ids = [i for i in ids if i == "joulegym/ETF-v0"] if args.ids else ["joulegym/ETF-v0"]
         vector += [sync_vector_row(i, cfg, sampled) for i in sync_ids if i in gym.registry for sampled in (False, True)]
         vector += batched_rows(ids, gym.make(FLOOR_ID), cfg)
+        vector += batched_vs_single_rows(ids, cfg)
     growth = growth_rows(curves, cfg)
 
     written = {

@@ -31,11 +31,26 @@ def test_quick_run_writes_tables_and_plot(harness, tmp_path):
         assert float(row["x_cartpole"]) == pytest.approx(float(row["ratio"]) / float(yardstick["ratio"]))
     with open(written["vector_csv"]) as handle:
         vector = list(csv.DictReader(handle))
-    assert {r["kind"] for r in vector} == {"sync (fixed action)", "sync (sampled actions)", "batched"}
+    assert {r["kind"] for r in vector} == {"sync (fixed action)", "sync (sampled actions)", "batched",
+                                           "batched vs single"}
+    assert {int(r["num_envs"]) for r in vector if r["kind"] == "batched vs single"} == {4, 16}
     assert all(float(r["value"]) > 0 for r in vector)
     report = written["report"].read_text()
     assert "| `joulegym/ETF-v0` | random |" in report and "## Vector envs" in report
     assert written["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_batched_only_compares_batched_envs_with_single_envs(harness, tmp_path):
+    """``--batched-only``: a row per id with a batched entry point and batch size (the targets' measurement); an id
+    without one gives no row."""
+    written = harness.main(["--quick", "--batched-only", "--ids", "joulegym/ETFPhi-v0", "joulegym/PowerFlow-v0",
+                            "--out", str(tmp_path)])
+    with open(written["batched_csv"]) as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["id"], int(r["num_envs"])) for r in rows] == [("joulegym/ETFPhi-v0", 4), ("joulegym/ETFPhi-v0", 16)]
+    assert all(float(r["value"]) > 0 and float(r["min"]) <= float(r["value"]) <= float(r["max"]) for r in rows)
+    assert "batched vs single" in written["batched_md"].read_text()
 
 
 def test_real_trace_ids_are_skipped_with_a_note_without_their_data(harness, monkeypatch, tmp_path):

@@ -253,7 +253,11 @@ class JoulegymEnv(gym.Env):
     def _advance(self, action: Any) -> tuple[tuple[float, ...], bool, bool]:
         """One step without the observation and the info: ``(reward parts, terminated, truncated)``. The
         template's ``step()`` and a family's batched vector env (:mod:`joulegym.core.vector`) both step this way."""
-        decision = self.action_type.decode(action)
+        return self._advance_decision(self.action_type.decode(action))
+
+    def _advance_decision(self, decision: Any) -> tuple[tuple[float, ...], bool, bool]:
+        """:meth:`_advance` from an already decoded ``decision`` (a batched env that checked and decoded its whole
+        batch of actions steps its instances this way)."""
         parts = self._zero_parts if decision is NO_DECISION else tuple(self._transition(decision))
         self.last_reward_parts = parts
         terminated = bool(self._terminated())

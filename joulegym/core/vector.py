@@ -38,12 +38,18 @@ class BatchValidator:
             raise ValueError(f"validated_batch checks Box and Discrete action spaces, not {single}")
         self.single, self.num_envs = single, int(num_envs)
         self._none = np.zeros(self.num_envs, dtype=bool)
+        self.shape_of_batch = (self.num_envs, *single.shape)  # Discrete: (num_envs,)
+        self._bounds: tuple[float, float] | None = None
         if isinstance(single, gym.spaces.Box):
             self.shape = (self.num_envs, *single.shape)
             self._size = int(np.prod(self.shape))
             self._low, self._high = single.low.astype(np.float64), single.high.astype(np.float64)
             self._low_tol, self._high_tol = self._low - ACTION_TOLERANCE, self._high + ACTION_TOLERANCE
             self._finite = bool(np.isfinite(self._low).all() and np.isfinite(self._high).all())
+            # uniform finite bounds (a scalar pair): a batch inside them is checked by its min and max alone
+            uniform = (self._finite and self._size and len(single.shape) == 1 and np.ptp(self._low) == 0
+                       and np.ptp(self._high) == 0)
+            self._bounds = (float(self._low.flat[0]), float(self._high.flat[0])) if uniform else None
 
     def __call__(self, actions: Any, ignore: np.ndarray | None = None, clip: bool = True) -> np.ndarray:
         """The checked rows (``clip=False``: ``Box`` rows as given, for callers that clip again, e.g. each single
@@ -54,12 +60,31 @@ class BatchValidator:
             return self._box(actions, array, skip, clip)
         return self._discrete(actions, array, skip)
 
+    def rows(self, actions: Any, ignore: np.ndarray | None = None) -> list:
+        """The checked (clipped) rows as Python lists, for a batched env that steps its instances one by one: a
+        batch of plain values inside uniform bounds (or of whole levels in range) is checked on the list, anything
+        else goes through :meth:`__call__` (which raises with its message)."""
+        array = actions if isinstance(actions, np.ndarray) else None
+        if array is not None and array.shape == self.shape_of_batch:
+            values = array.tolist()
+            if isinstance(self.single, gym.spaces.Discrete):
+                low, high = int(self.single.start), int(self.single.start + self.single.n) - 1
+                if array.dtype.kind in "iu" and all(low <= v <= high for v in values):
+                    return values
+            elif self._bounds is not None and array.dtype.kind == "f":
+                low, high = self._bounds
+                if all(low <= v <= high for row in values for v in row):  # False for NaN
+                    return values
+        return self(actions, ignore).tolist()
+
     def _box(self, actions: Any, array: np.ndarray, skip: np.ndarray, clip: bool) -> np.ndarray:
         num_envs, single = self.num_envs, self.single
         if array.dtype.kind not in "biuf" or array.size != self._size or array.ndim < 1 or array.shape[0] != num_envs:
             raise ValueError(f"actions must be a float array of shape {self.shape} (one row per instance in "
                              f"{single}), got {type(actions).__name__} of shape {np.shape(actions)}")
         rows = array.reshape(self.shape).astype(np.float64, copy=False)
+        if self._bounds is not None and rows.min() >= self._bounds[0] and rows.max() <= self._bounds[1]:
+            return rows  # inside the bounds (NaN fails the comparisons): clipping would change nothing
         inside = (rows >= self._low_tol) & (rows <= self._high_tol)  # False for NaN
         if not self._finite:
             inside &= np.isfinite(rows)

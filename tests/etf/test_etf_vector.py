@@ -185,3 +185,41 @@ def test_split_units_match_the_list_code():
                 want = [u + e for u, e in zip(want, extra, strict=True)]
             assert units[r].tolist() == want, (shares[r], floor[r], room[r])
             assert repaired[r] == want_repaired
+
+
+def test_epoch_functions_give_the_same_bits_for_one_instance_and_for_a_batch():
+    """``joulegym.envs.etf.epoch`` is written once: over a batch (one array per slot) every instance gets the floats
+    the single env's scalar lanes give it (per-app totals, F_T, F_E, features 6-8, ETF objective), free slots and
+    instances with no active slot included."""
+    from joulegym.envs.etf.epoch import SCALAR, ArrayOps, epoch_fairness, etf_objective, run_epoch
+
+    rng = np.random.default_rng(3)
+    n, m, apps, T = 12, 5, 7, 40
+    active = rng.random((n, m)) < 0.6
+    active[0] = False  # an instance with no app
+    units = np.where(active, rng.integers(0, 15, (n, m)), 0)
+    power, service, weight = rng.uniform(1, 9, (n, m)), rng.uniform(0.01, 0.2, (n, m)), rng.uniform(0.5, 3, (n, m))
+    demand = np.where(rng.random((n, m)) < 0.5, np.inf, rng.integers(1, 30, (n, m)).astype(float))
+    slot_app = np.where(active, rng.permuted(np.tile(np.arange(m), (n, 1)), axis=1), -1)
+    slot_energy, dynamic = rng.uniform(0, 5, (n, m)), rng.uniform(0, 1, (3, n, m))
+    ef_level = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.5, 3, n))
+    totals = [np.zeros((n, apps)), np.zeros((n, apps)), np.zeros((n, apps)), np.zeros((n, apps), dtype=np.int64)]
+    ops = ArrayOps(np.arange(n))
+    lanes = ops.lanes(list(active.T))
+    _, energy, _ = run_epoch(ops, list(units.T), list(power.T), list(service.T), list(slot_app.T), 0.025, totals)
+    se, dyn = list(slot_energy.T), [list(d.T) for d in dynamic]
+    f_t, f_e = epoch_fairness(ops, lanes, list(units.T), energy, list(weight.T), se, dyn, T)
+    objective = etf_objective(ops, lanes, list(units.T), list(power.T), list(weight.T), list(demand.T), T, ef_level)
+    for r in range(n):
+        one = [[0.0] * apps, [0.0] * apps, [0.0] * apps, [0] * apps]
+        lanes_r = SCALAR.lanes(active[r].tolist())
+        _, energy_r, _ = run_epoch(SCALAR, units[r].tolist(), power[r].tolist(), service[r].tolist(),
+                                   slot_app[r].tolist(), 0.025, one)
+        se_r, dyn_r = slot_energy[r].tolist(), [d[r].tolist() for d in dynamic]
+        ft_r, fe_r = epoch_fairness(SCALAR, lanes_r, units[r].tolist(), energy_r, weight[r].tolist(), se_r, dyn_r, T)
+        obj_r = etf_objective(SCALAR, lanes_r, units[r].tolist(), power[r].tolist(), weight[r].tolist(),
+                              demand[r].tolist(), T, float(ef_level[r]))
+        assert [t[r].tolist() for t in totals] == one
+        assert (f_t[r], f_e[r], objective[r]) == (ft_r, fe_r, obj_r)
+        assert np.stack(se)[:, r].tolist() == se_r and [np.stack(d)[:, r].tolist() for d in dyn] == dyn_r
+    assert (f_t[0], f_e[0], objective[0]) == (1.0, 1.0, 1.0)  # nothing ran: fair, objective met

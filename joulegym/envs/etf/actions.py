@@ -46,6 +46,7 @@ class SplitAction(ActionType):
     def __init__(self, env: ETFEnv) -> None:
         super().__init__(env)
         self.space = gym.spaces.Box(0.0, 1.0, (env.max_apps,), dtype=np.float32)
+        self._room: list[int] | None = None  # the room units_for's cached values follow from
 
     @property
     def default_reward(self) -> str:
@@ -54,20 +55,29 @@ class SplitAction(ActionType):
 
     def decode(self, action: Any) -> list[int]:
         """Whole units per slot for ``action`` (raises ``ValueError`` on a malformed one)."""
+        return self.units_for(validated_box_list(action, self.space))
+
+    def units_for(self, shares: list[float]) -> list[int]:
+        """:meth:`decode` of shares already checked and clipped to the space (a list of floats)."""
         env = self.env
-        shares = validated_box_list(action, self.space)
-        units = list(env.action_floor)
         room = env.room
-        left = env.T - sum(units)
-        kept = [a if r > 0 else 0.0 for a, r in zip(shares, room, strict=True)]
-        self.repaired = any(a > 0.0 and r <= 0 for a, r in zip(shares, room, strict=True))
-        if left <= 0 or not any(room):
-            return units
+        if room is not self._room:  # the floor and room changed (a new app set or phi): what follows from them
+            self._room, self._left = room, env.T - sum(env.action_floor)
+            self._no_room, self._has_room = [k for k, r in enumerate(room) if r <= 0], any(room)
+        self.repaired = False
+        for k in self._no_room:  # a positive share on a slot that can take no unit is ignored
+            if shares[k] > 0.0:
+                self.repaired = True
+                break
+        left = self._left
+        if left <= 0 or not self._has_room:
+            return list(env.action_floor)
+        kept = [a if r > 0 else 0.0 for a, r in zip(shares, room)]
         if sum(kept) <= 0.0:
             self.repaired = True
             kept = [1.0 if r > 0 else 0.0 for r in room]
         extra = largest_remainder_list(kept, left, room)
-        return [u + e for u, e in zip(units, extra, strict=True)]
+        return [u + e for u, e in zip(env.action_floor, extra)]
 
     def encode(self, decision: Any) -> np.ndarray:
         """The action whose decode is ``decision`` (whole units per slot, at least the floor)."""

@@ -261,9 +261,9 @@ def _hamilton(share: list[float], total: int) -> list[int]:
     # +1e-9: a quota that is whole in exact arithmetic (2.9999999999999996) is not floored down.
     floors = [int(x + 1e-9) for x in share]  # shares are >= 0, so int() is floor
     rest = total - sum(floors)
-    if rest > 0:  # the largest remainders get one more unit; ties go to the lowest index
-        ranked = sorted(zip([f - x for f, x in zip(floors, share)], range(len(share))))
-        for _, i in ranked[:rest]:
+    if rest > 0:  # the largest remainders get one more unit; ties go to the lowest index (a stable sort)
+        remainders = [f - x for f, x in zip(floors, share)]
+        for i in sorted(range(len(share)), key=remainders.__getitem__)[:rest]:
             floors[i] += 1
     elif rest < 0:  # only reachable through the nudge: take back from the smallest remainders
         for _, i in sorted(zip([x - f for f, x in zip(floors, share)], range(len(share)))):

@@ -91,7 +91,7 @@ from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.devices import get_device
 from joulegym.envs.etf.actions import DVFSAction, PhiAction, SplitAction
 from joulegym.envs.etf.allocation import _clip_level_solve, etf_allocate, guaranteed_units
-from joulegym.envs.etf.metrics import min_max
+from joulegym.envs.etf.epoch import SCALAR, epoch_fairness, epoch_features, epoch_shares, etf_objective
 from joulegym.envs.etf.simulator import EpochResult, ETFSimulator
 from joulegym.workloads.inference import FIG5_APPS, InferenceApp, check_mix, random_mix
 
@@ -151,6 +151,9 @@ class ETFEnv(JoulegymEnv):
     action_types: ClassVar[dict[str, type]] = {"split": SplitAction}
     reward_parts = FAIRNESS_PARTS  # ETFDVFSEnv builds its own (its bounds depend on the tenant)
     reward_presets = SPLIT_PRESETS
+    #: whether an epoch's :func:`~joulegym.envs.etf.epoch.epoch_shares` and ETF objective are remembered per units and
+    #: app set (the kinds whose units are Algorithm 1's at a few phi or GPU levels; the agent's split rarely recurs)
+    _memo_epochs: ClassVar[bool] = False
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:
@@ -245,6 +248,11 @@ class ETFEnv(JoulegymEnv):
         self._set_cache: BoundedCache[tuple] = BoundedCache()
         self._phi_cache: BoundedCache[tuple] = BoundedCache()
         self._units_cache: BoundedCache[list[int]] = BoundedCache()
+        self._alg1_key: tuple | None = None  # the app set (its key object) and phi of _alg1_units
+        self._alg1_phi, self._alg1_units = math.nan, [0] * self.max_apps
+        self._memo_key: tuple | None = None  # the app set (its key object) of _memo
+        self._memo: dict[tuple[int, ...], list] = {}
+        self._memos: BoundedCache[dict[tuple[int, ...], list]] = BoundedCache()  # per app set: units -> entry
         n = self.max_apps
         self._zeros_int, self._zeros_float = (0,) * n, (0.0,) * n
 
@@ -357,7 +365,7 @@ class ETFEnv(JoulegymEnv):
         self.last_energy_fairness = 1.0
         self._slot_energy = [0.0] * n  # cumulative weighted energy of the current occupants
         self._slot_owner = [-1] * n
-        self._dynamic = [[0.0, 0.0, 0.0] for _ in range(n)]  # features 6-8 per slot
+        self._dynamic = ([0.0] * n, [0.0] * n, [0.0] * n)  # features 6-8: a lane (per-slot list) each
         self._slot_labels_seen: list[list[str]] = [[] for _ in range(n)]  # occupants this episode (plots)
         self._last_result: EpochResult | None = None
         self._refresh_membership()
@@ -368,8 +376,10 @@ class ETFEnv(JoulegymEnv):
         for slot in range(self.max_apps):
             if sim.slot_app[slot] != self._slot_owner[slot]:  # a new occupant starts from zero
                 self._slot_energy[slot] = 0.0
-                self._dynamic[slot] = [0.0, 0.0, 0.0]
+                for lane in self._dynamic:
+                    lane[slot] = 0.0
         self._slot_owner = list(sim.slot_app)
+        self._lanes = SCALAR.lanes(sim.active)  # the epoch functions visit the active slots
         self._membership_key = (tuple(sim.active), tuple(sim.weight), tuple(sim.power_w), tuple(sim.demand_units))
         self._set_static, self.ef_level, self._disparity = self._set_cache.get_or_compute(self._membership_key,
                                                                                           self._set_features)
@@ -455,9 +465,11 @@ class ETFEnv(JoulegymEnv):
 
     def _algorithm1(self, phi: float) -> list[int]:
         """Algorithm 1 units per slot at ``phi`` over the active set (cached by content)."""
-        units = self._units_cache.get_or_compute((self._membership_key, phi),
-                                                 lambda: algorithm1_units(self.sim, phi))
-        return list(units)
+        key = self._membership_key
+        if key is not self._alg1_key or phi != self._alg1_phi:  # else the last epoch's (a fixed or repeated phi)
+            self._alg1_units = self._units_cache.get_or_compute((key, phi), lambda: algorithm1_units(self.sim, phi))
+            self._alg1_key, self._alg1_phi = key, phi
+        return list(self._alg1_units)
 
     # --- one epoch --------------------------------------------------------------------------------------------
     def _transition(self, decision: list[int]) -> tuple[float, ...]:
@@ -465,8 +477,8 @@ class ETFEnv(JoulegymEnv):
 
     def _fairness_epoch(self, units: list[int]) -> tuple[float, float, float, float]:
         """Run the epoch with ``units`` and advance: the fairness parts (F_T, F_E, F_S, ETF objective)."""
-        result, f_t, f_e = self._apply_epoch(units)
-        objective = self._etf_objective(units, result.active)
+        _, f_t, f_e = self._apply_epoch(units)
+        objective = self._etf_objective(units)
         self._advance_epoch()
         if self._cumulative:
             metrics = self.sim.metrics()
@@ -479,23 +491,12 @@ class ETFEnv(JoulegymEnv):
         result = sim.apply(units)
         self._last_result = result
         self._epoch_slot_apps = self._slot_apps  # who ran this epoch (membership may change next)
-        weight, energy, slot_energy = sim.weight, result.energy_j, self._slot_energy
-        slots = [k for k, a in enumerate(result.active) if a]
-        if slots:
-            time_norm = [units[k] / weight[k] for k in slots]
-            energy_norm = [energy[k] / weight[k] for k in slots]
-            f_t, f_e = min_max(time_norm), min_max(energy_norm)
-            for k, e in zip(slots, energy_norm, strict=True):
-                slot_energy[k] += e
-            e_max = max(energy_norm)
-            total = sum(slot_energy[k] for k in slots)
-            inv_e = 1.0 / e_max if e_max > 0 else 0.0
-            inv_total = 1.0 / total if total > 0 else 0.0
-            inv_t = 1.0 / self.T
-            for k, e in zip(slots, energy_norm, strict=True):
-                self._dynamic[k] = [units[k] * inv_t, e * inv_e, slot_energy[k] * inv_total]
+        if self._memo_epochs:
+            energy_norm, f_t, f_e, inv_e = self._memo_entry(units, result.energy_j)[:4]
+            epoch_features(SCALAR, self._lanes, units, energy_norm, inv_e, self._slot_energy, self._dynamic, self.T)
         else:
-            f_t = f_e = 1.0
+            f_t, f_e = epoch_fairness(SCALAR, self._lanes, units, result.energy_j, sim.weight, self._slot_energy,
+                                      self._dynamic, self.T)
         self.last_units = units
         self.last_time_fairness, self.last_energy_fairness = f_t, f_e
         return result, f_t, f_e
@@ -507,14 +508,32 @@ class ETFEnv(JoulegymEnv):
         if sim.membership_changed:
             self._refresh_membership()
 
-    def _etf_objective(self, units: list[int], active: list[bool]) -> float:
-        """min over unsaturated apps of weighted energy / eps_EF (1 if none is unsaturated)."""
+    def _etf_objective(self, units: list[int]) -> float:
+        """min over unsaturated apps of weighted energy / eps_EF (1 if none is unsaturated), for the app set now."""
         sim = self.sim
-        weighted = [u * sim.power_w[k] / sim.weight[k] for k, u in enumerate(units)
-                    if active[k] and u < min(sim.demand_units[k], self.T)]
-        if not weighted or self.ef_level <= 0:
-            return 1.0
-        return min(min(weighted) / self.ef_level, 1.0)
+        if not self._memo_epochs:
+            return etf_objective(SCALAR, self._lanes, units, sim.power_w, sim.weight, sim.demand_units, self.T,
+                                 self.ef_level)
+        entry = self._memo_entry(units)
+        if entry[4] is None:
+            entry[4] = etf_objective(SCALAR, self._lanes, units, sim.power_w, sim.weight, sim.demand_units, self.T,
+                                     self.ef_level)
+        return entry[4]
+
+    def _memo_entry(self, units: list[int], energy_j: list[float] | None = None) -> list:
+        """``[*epoch_shares, ETF objective or None]`` of ``units`` on the current app set, remembered per app set
+        (:attr:`_memo_epochs`: the kinds whose units are Algorithm 1's, which recur)."""
+        if self._memo_key is not self._membership_key:  # another app set or other powers (a content-keyed cache)
+            self._memo_key = self._membership_key
+            self._memo = self._memos.get_or_compute(self._membership_key, dict)
+        key = tuple(units)
+        entry = self._memo.get(key)
+        if entry is None:
+            sim = self.sim
+            if energy_j is None:
+                energy_j = [u * sim._seconds_per_unit * p for u, p in zip(units, sim.power_w)]
+            entry = self._memo[key] = [*epoch_shares(SCALAR, self._lanes, units, energy_j, sim.weight), None]
+        return entry
 
     def _terminated(self) -> bool:
         return self.sim.done
@@ -529,9 +548,9 @@ class ETFEnv(JoulegymEnv):
     def _features(self) -> list[float]:
         """The observation as a list (slots, then globals); a kind appends its own."""
         flat: list[float] = []
-        for static, dynamic in zip(self._static, self._dynamic, strict=True):
+        for static, time_share, energy_share, cumulative_share in zip(self._static, *self._dynamic, strict=True):
             flat += static
-            flat += dynamic
+            flat += (time_share, energy_share, cumulative_share)
         sim = self.sim
         flat += (self.phi, min(sim.epoch / self.horizon, 1.0), sum(sim.active) / self.max_apps,
                  self.last_time_fairness, self.last_energy_fairness, self._disparity)
@@ -621,6 +640,7 @@ class ETFPhiEnv(ETFEnv):
 
     action_types: ClassVar[dict[str, type]] = {"phi": PhiAction}
     reward_presets = PHI_PRESETS
+    _memo_epochs: ClassVar[bool] = True
 
     def _uses_guarantee(self) -> bool:
         return True
@@ -643,6 +663,7 @@ class ETFDVFSEnv(ETFEnv):
 
     action_types: ClassVar[dict[str, type]] = {"dvfs": DVFSAction}
     reward_presets = DVFS_PRESETS
+    _memo_epochs: ClassVar[bool] = True
     full_info_keys: ClassVar[tuple[str, ...]] = (*ETFEnv.full_info_keys, "tenant_frequency_mhz")
 
     def _uses_guarantee(self) -> bool:

@@ -26,8 +26,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from joulegym.core.cache import BoundedCache
 from joulegym.core.simulator import Simulator
 from joulegym.devices import Device
+from joulegym.envs.etf.epoch import SCALAR, run_epoch
 from joulegym.envs.etf.metrics import jain, min_max
 from joulegym.workloads.inference import InferenceApp
 
@@ -84,6 +86,7 @@ class ETFSimulator(Simulator):
         self.membership_changed = False  # the last advance() saw an app arrive or leave
         self.check_units = True  # validate apply()'s units (the envs build them whole and within T: they skip it)
         self._applied = False  # an epoch ran since the last advance()
+        self._params_cache: BoundedCache[tuple[float, float]] = BoundedCache()  # per app: its profile lookups
 
     # --- episode control -----------------------------------------------------------------------
     def reset(self, rng: np.random.Generator | None, instance: Sequence[InferenceApp] | None = None) -> None:
@@ -114,8 +117,11 @@ class ETFSimulator(Simulator):
         self.app_energy_j = [0.0] * m
         self.app_inferences = [0.0] * m
         self.app_epochs = [0] * m
+        self._app_totals = (self.app_time_s, self.app_energy_j, self.app_inferences, self.app_epochs)
         self.app_weight = [a.weight for a in self.apps]
-        self.app_params = [a.service_time_and_power(self.device) for a in self.apps]
+        params = self._params_cache
+        self.app_params = [params.get_or_compute(a, lambda a=a: a.service_time_and_power(self.device))
+                           for a in self.apps]
         self._frequency_cache: dict[tuple[int, float], tuple[float, float, float]] = {}
         self.history: list[tuple[tuple[int, ...], tuple[float, ...]]] = []  # (units, power_w) per epoch
         self._arrivals = sorted(range(m), key=lambda k: (self.apps[k].arrival, k))
@@ -223,18 +229,8 @@ class ETFSimulator(Simulator):
         if self.check_units:
             units = self._checked_units(units)
         self._applied = True
-        scale = self._seconds_per_unit
-        time_s = [u * scale for u in units]
-        energy_j = [p * t for p, t in zip(self.power_w, time_s)]
-        inferences = [t / s for t, s in zip(time_s, self.service_s)]
-        app_time, app_energy, app_inf, app_epochs = (self.app_time_s, self.app_energy_j, self.app_inferences,
-                                                     self.app_epochs)
-        for slot, k in enumerate(self.slot_app):
-            if k >= 0:
-                app_time[k] += time_s[slot]
-                app_energy[k] += energy_j[slot]
-                app_inf[k] += inferences[slot]
-                app_epochs[k] += 1
+        time_s, energy_j, inferences = run_epoch(SCALAR, units, self.power_w, self.service_s, self.slot_app,
+                                                 self._seconds_per_unit, self._app_totals)
         if self.epoch < self.horizon:
             self.history.append((tuple(units), tuple(self.power_w)))
         return EpochResult(units, time_s, energy_j, inferences, list(active))

@@ -9,14 +9,15 @@ observations, rewards, terminations, truncations and ``info["metrics"]`` bits as
 instance is reset on the next ``step()`` (Gymnasium's ``AutoresetMode.NEXT_STEP``, its default), its action
 ignored, reward 0, from its own random stream.
 
-How: each instance keeps a *shadow* ``ETFEnv`` for what is rare (a reset; an app arriving or leaving; a phi
-level or a GPU level first seen since the app set last changed), and the vector env copies the shadow's
-per-slot state into arrays: one row per instance and *variant* (``split``: one; ``phi``: one per phi level plus
-the nominal phi; ``dvfs``: one per GPU level of the tenant). Every epoch is then array work over all N: the
-``split`` action's largest-remainder mapping (rows that hit the mapping's rare corner cases are mapped by the
-single env's own list code), the epoch's time, energy and inferences, the fairness parts, the observation
-features and the per-app accumulators of the paper's metrics (:func:`~joulegym.envs.etf.simulator.run_metrics`,
-shared with the single env). Sums run slot by slot in the single env's order, so every float is the same.
+How: the epoch is the single env's (:mod:`joulegym.envs.etf.epoch`: the fluid model's time, energy and inferences
+with the per-app totals, the fairness parts, the observation's features 6-8 and the ETF objective, written once over
+per-slot *lanes*); here each lane holds one value per instance. Each instance keeps a *shadow* ``ETFEnv`` for what
+is rare (a reset; an app arriving or leaving; a phi level or a GPU level first seen since the app set last changed),
+and the vector env copies the shadow's per-slot state into arrays: one row per instance and *variant* (``split``:
+one; ``phi``: one per phi level plus the nominal phi; ``dvfs``: one per GPU level of the tenant). The ``split``
+action's largest-remainder mapping runs over rows of instances (:func:`split_units`, held to the single env's list
+code by ``tests/etf/test_etf_vector.py``; rows that hit its rare corner cases are mapped by that list code). A batch's
+actions are checked by the core's :class:`~joulegym.core.vector.BatchValidator` before any instance steps.
 
 Infos are lean and batched as ``SyncVectorEnv`` batches them: ``reward_parts`` (one array per part),
 ``repaired``, ``action_mask`` (``phi``/``dvfs``), each with its ``_key`` mask, and ``metrics`` for the instances
@@ -30,12 +31,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from joulegym.core.actions import ACTION_TOLERANCE
 from joulegym.core.cache import BoundedCache
 from joulegym.core.rewards import weighted_sum
-from joulegym.core.vector import BatchedVectorEnv, check_num_envs
+from joulegym.core.vector import BatchedVectorEnv, BatchValidator, check_num_envs
 from joulegym.envs.etf.allocation import largest_remainder_list
 from joulegym.envs.etf.env import SLOT_FEATURES, ETFDVFSEnv, ETFEnv, ETFPhiEnv
+from joulegym.envs.etf.epoch import ArrayOps, epoch_fairness, etf_objective, run_epoch
 from joulegym.envs.etf.simulator import run_metrics
 
 ENV_CLASSES: dict[str, type[ETFEnv]] = {"split": ETFEnv, "phi": ETFPhiEnv, "dvfs": ETFDVFSEnv}
@@ -169,8 +170,7 @@ class ETFVectorEnv(BatchedVectorEnv):
         else:
             self._levels = 0
             variants = 1
-        self._space_low = float(np.min(self.single_action_space.low)) if mode == "split" else 0.0
-        self._space_high = float(np.max(self.single_action_space.high)) if mode == "split" else 0.0
+        self._validated = BatchValidator(self.single_action_space, num_envs)
         N, M, V = self.num_envs, self._M, variants
         # Per instance and variant: what the shadow computed for that app set (and phi or GPU level).
         self._t_valid = np.zeros((N, V), dtype=bool)
@@ -201,6 +201,7 @@ class ETFVectorEnv(BatchedVectorEnv):
         self._last_throughput = np.zeros(N)
         self._alloc_apps(1)
         self._rows = np.arange(N)
+        self._everyone = np.ones(N, dtype=bool)  # read-only
 
     # --- state -------------------------------------------------------------------------------------------------
     def _alloc_apps(self, apps: int) -> None:
@@ -215,6 +216,7 @@ class ETFVectorEnv(BatchedVectorEnv):
         self._app_inferences = np.zeros((N, apps))
         self._app_epochs = np.zeros((N, apps), dtype=np.int64)
         self._app_weight = np.ones((N, apps))
+        self._app_totals = (self._app_time, self._app_energy, self._app_inferences, self._app_epochs)
         self._n_apps = getattr(self, "_n_apps", np.zeros(N, dtype=np.int64))
         for key, value in old.items():
             if value is not None:
@@ -342,90 +344,46 @@ class ETFVectorEnv(BatchedVectorEnv):
         return np.broadcast_to(weighted_sum(self.reward_weights, self._parts.T), (self.num_envs,)).astype(np.float64)
 
     def _step_instances(self, actions: Any):
-        """:meth:`step` below :attr:`ARRAY_MIN_N` instances: each instance runs the single env's own transition
-        (``JoulegymEnv._advance``, which validates its action); the batch stacks the results."""
+        """:meth:`step` below :attr:`ARRAY_MIN_N` instances: each instance runs the single env's own transition on its
+        row of the checked batch (``JoulegymEnv._advance_decision``); the batch stacks the results."""
         self._check_started()
-        N = self.num_envs
-        array = np.asarray(actions)
-        if array.shape[:1] != (N,):
-            raise ValueError(f"actions must hold one action per instance (shape ({N}, ...)) in {self.action_space}, "
-                             f"got {type(actions).__name__} of shape {np.shape(actions)}")
-        self._decode(array)  # every row is checked before any instance steps: a refused batch steps none
+        checked = self._validated.rows(actions, self._autoreset)  # every row, before any instance steps
         resetting = self._autoreset.tolist()
         zeros = self._zero_parts
-        weights, vector = self.reward_weights, self._vector_reward
-        ends, rewards, parts, repaired, features = [], [], [], [], []
+        weights, vector, split = self.reward_weights, self._vector_reward, self.action_mode == "split"
+        parts, rewards, terminated, truncated, repaired, features = [], [], [], [], [], []
         for n, shadow in enumerate(self._shadows):
             if resetting[n]:
                 shadow.reset()
-                ends.append((False, False))
-                parts.append(zeros)
-                repaired.append(False)
-                rewards.append(0.0)
+                step = zeros, False, False
             else:
-                try:
-                    step_parts, terminated, truncated = shadow._advance(array[n])
-                except ValueError as error:
-                    raise ValueError(f"actions[{n}]: {error}") from None
-                ends.append((terminated, truncated))
-                parts.append(step_parts)
-                repaired.append(shadow.action_type.repaired)
-                rewards.append(0.0 if vector else weighted_sum(weights, step_parts))
+                decision = shadow.action_type.units_for(checked[n]) if split else checked[n]
+                step = shadow._advance_decision(decision)
+            parts.append(step[0])
+            rewards.append(0.0 if vector else weighted_sum(weights, step[0]))
+            terminated.append(step[1])
+            truncated.append(step[2])
+            repaired.append(not resetting[n] and shadow.action_type.repaired)
             features.append(shadow._features())
-        self._parts[:] = parts
-        self._repaired[:] = repaired
-        terminated, truncated = np.array(ends, dtype=bool).T
-        ended = terminated | truncated
-        live = ~self._autoreset
-        self._autoreset = ended
+        ended = [te or tr for te, tr in zip(terminated, truncated)]
+        final = [e and not r for e, r in zip(ended, resetting)]  # the episodes this step ended
+        flags = np.array((terminated, truncated, repaired, ended, final))  # one conversion, a row each
+        self._parts = np.array(parts, dtype=np.float64)
+        self._repaired, self._autoreset = flags[2], flags[3]
         reward = self._parts.copy() if vector else np.array(rewards)
         obs = np.array(features, dtype=np.float32)
-        return obs, reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
+        return obs, reward, flags[0], flags[1], self._info(self._everyone, flags[4])
 
     def close_extras(self, **kwargs: Any) -> None:
         for shadow in self._shadows:
             shadow.close()
 
     # --- one epoch of the live instances -------------------------------------------------------------------------
-    def _decode(self, actions: Any) -> np.ndarray:
-        """Validate the batch of actions (``ValueError`` naming the space and the instance) and decode levels."""
-        N = self.num_envs
-        if self.action_mode == "split":
-            array = np.asarray(actions)
-            if array.dtype.kind not in "iuf" or array.shape != (N, self._M):
-                raise ValueError(f"actions must be a float array of shape ({N}, {self._M}) in {self.action_space}, "
-                                 f"got {type(actions).__name__} of shape {np.shape(actions)}")
-            array = array.astype(np.float64, copy=False)
-            low, high = self._space_low, self._space_high
-            bad = ~np.isfinite(array) | (array < low - ACTION_TOLERANCE) | (array > high + ACTION_TOLERANCE)
-            bad &= ~self._autoreset[:, None]  # an instance being reset ignores its action
-            if bad.any():
-                n = int(np.flatnonzero(bad.any(axis=1))[0])
-                raise ValueError(f"actions[{n}] must lie in [{low}, {high}] elementwise (finite), "
-                                 f"got {array[n].tolist()}")
-            return np.where(array < low, low, np.where(array > high, high, array))
-        array = np.asarray(actions)
-        n_levels = int(self.single_action_space.n)
-        if array.shape != (N,) or array.dtype.kind not in "iuf":
-            raise ValueError(f"actions must be an integer array of shape ({N},) with values in [0, {n_levels}), "
-                             f"got {type(actions).__name__} of shape {np.shape(actions)}")
-        if array.dtype.kind == "f":
-            whole = np.isfinite(array) & (array == np.round(np.nan_to_num(array)))
-            if not (whole | self._autoreset).all():
-                n = int(np.flatnonzero(~whole & ~self._autoreset)[0])
-                raise ValueError(f"actions[{n}] must be an integer in [0, {n_levels}), got {array[n]}")
-            # range-checked before the cast: a float such as 1e308 would overflow int64
-            outside = whole & ((array < 0) | (array >= n_levels)) & ~self._autoreset
-            if outside.any():
-                n = int(np.flatnonzero(outside)[0])
-                raise ValueError(f"actions[{n}] must be in [0, {n_levels}), got {array[n]}")
-            array = np.where(whole & (array >= 0) & (array < n_levels), array, 0)
-        levels = array.astype(np.int64)
-        bad = ((levels < 0) | (levels >= n_levels)) & ~self._autoreset
-        if bad.any():
-            n = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"actions[{n}] must be in [0, {n_levels}), got {levels[n]}")
-        return levels
+    def _decode(self, actions: Any, clip: bool = True) -> np.ndarray:
+        """Every row checked against the single action space (the core's
+        :class:`~joulegym.core.vector.BatchValidator`: a ``ValueError`` naming the instance and what is allowed)
+        before any instance steps; instances being reset are not checked (their action is ignored)."""
+        return self._validated(actions, self._autoreset, clip=clip)
 
     def _current(self, rows: np.ndarray, table: np.ndarray) -> np.ndarray:
         return table[rows, self._variant[rows]]
@@ -455,49 +413,32 @@ class ETFVectorEnv(BatchedVectorEnv):
             self._variant[rows[change]] = level[change]
             self._ensure(rows)
             units = self._current(rows, self._t_units)
-        # --- the epoch (ETFSimulator.apply and ETFEnv._apply_epoch, over rows) ---
-        active = self._active[rows]
-        power = self._current(rows, self._t_power)
-        service = self._current(rows, self._t_service)
-        weight = self._weight[rows]
-        time_s = units * self._seconds_per_unit
-        energy = power * time_s
-        inferences = time_s / service
-        slot_app = self._slot_app[rows]
-        held = slot_app >= 0
-        if held.any():
-            r_idx = np.broadcast_to(rows[:, None], held.shape)[held]
-            a_idx = slot_app[held]
-            self._app_time[r_idx, a_idx] += time_s[held]
-            self._app_energy[r_idx, a_idx] += energy[held]
-            self._app_inferences[r_idx, a_idx] += inferences[held]
-            self._app_epochs[r_idx, a_idx] += 1
-        time_norm = units / weight
-        energy_norm = energy / weight
-        f_t = _min_max_rows(time_norm, active)
-        f_e = _min_max_rows(energy_norm, active)
-        slot_energy = self._slot_energy[rows]
-        slot_energy = np.where(active, slot_energy + energy_norm, slot_energy)
-        self._slot_energy[rows] = slot_energy
-        e_max = np.where(active, energy_norm, -np.inf).max(axis=1)
-        total = _seq_sum(np.where(active, slot_energy, 0.0))
-        with np.errstate(divide="ignore"):
-            inv_e = np.where(e_max > 0, 1.0 / np.where(e_max > 0, e_max, 1.0), 0.0)
-            inv_total = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
-        new_dynamic = np.stack([units * (1.0 / T), energy_norm * inv_e[:, None], slot_energy * inv_total[:, None]],
-                               axis=2)
-        self._dynamic[rows] = np.where(active[:, :, None], new_dynamic, self._dynamic[rows])
+        # --- the epoch: the single env's functions (joulegym.envs.etf.epoch) over lanes of rows ---
+        ops = ArrayOps(rows)
+        active, weight, unit_lanes = list(self._active[rows].T), list(self._weight[rows].T), list(units.T)
+        power = list(self._current(rows, self._t_power).T)
+        _, energy, inferences = run_epoch(ops, unit_lanes, power, list(self._current(rows, self._t_service).T),
+                                          list(self._slot_app[rows].T), self._seconds_per_unit, self._app_totals)
+        slot_energy = list(self._slot_energy[rows].T)
+        dynamic = self._dynamic[rows]
+        lanes = [list(dynamic[:, :, j].T) for j in range(3)]
+        every = ops.lanes(active)
+        f_t, f_e = epoch_fairness(ops, every, unit_lanes, energy, weight, slot_energy, lanes, T)
+        self._slot_energy[rows] = np.stack(slot_energy, axis=1)
+        self._dynamic[rows] = np.stack([np.stack(lane, axis=1) for lane in lanes], axis=2)
         self._last_ft[rows] = f_t
         self._last_fe[rows] = f_e
         parts = self._parts
         if mode == "dvfs":
-            tenant = self._tenant_slot[rows]
-            throughput = inferences[np.arange(rows.size), tenant] / self._epoch_s
+            tenant = (np.arange(rows.size), self._tenant_slot[rows])
+            throughput = np.stack(inferences, axis=1)[tenant] / self._epoch_s
             parts[rows, 0] = throughput
-            parts[rows, 1] = -(energy[np.arange(rows.size), tenant] / self._epoch_s)
+            parts[rows, 1] = -(np.stack(energy, axis=1)[tenant] / self._epoch_s)
             self._last_throughput[rows] = throughput
         else:
-            objective = self._etf_objective(rows, units, active, power, weight)
+            objective = etf_objective(ops, every, unit_lanes, power, weight,
+                                      list(self._current(rows, self._t_demand).T), T,
+                                      self._current(rows, self._t_ef_level))
         # --- advance (arrivals and departures through the shadows) ---
         self._epoch[rows] += 1
         epoch = self._epoch[rows]
@@ -511,18 +452,6 @@ class ETFVectorEnv(BatchedVectorEnv):
             parts[rows, 1] = f_e
             parts[rows, 2] = np.minimum(f_t, f_e)
             parts[rows, 3] = objective
-
-    def _etf_objective(self, rows: np.ndarray, units: np.ndarray, active: np.ndarray, power: np.ndarray,
-                       weight: np.ndarray) -> np.ndarray:
-        """:meth:`ETFEnv._etf_objective <joulegym.envs.etf.env.ETFEnv._etf_objective>` over rows."""
-        demand = self._current(rows, self._t_demand)
-        eligible = active & (units < np.minimum(demand, self._T))
-        weighted = np.where(eligible, units * power / weight, np.inf).min(axis=1)
-        ef_level = self._current(rows, self._t_ef_level)
-        ok = eligible.any(axis=1) & (ef_level > 0)
-        objective = np.ones(rows.size)
-        objective[ok] = np.minimum(weighted[ok] / ef_level[ok], 1.0)
-        return objective
 
     def _membership_event(self, n: int) -> None:
         s = self._shadows[n]
