@@ -552,7 +552,7 @@ class PowerFlowSim(Simulator):
             nxt = profile_until
         rate = self.rate.item(j)
         if rate > 0:
-            nxt = min(nxt, now + float(self.jobs.iterations[j] - self.done_it[j]) / rate)
+            nxt = min(nxt, now + (self.jobs.iterations.item(j) - self.done_it.item(j)) / rate)
         if math.isfinite(nxt):
             self.env.timeout(max(0.0, nxt - now)).callbacks.append(partial(self._on_job, j, gen))
 
