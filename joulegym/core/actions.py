@@ -95,14 +95,16 @@ def gymnasium_mask(space: gym.Space, mask: np.ndarray) -> np.ndarray | tuple[np.
     ``int8`` array per sub-space (``nvec[i]`` entries each) for a one-dimensional ``MultiDiscrete``."""
     flat = int8_mask(mask)
     if isinstance(space, gym.spaces.MultiDiscrete):
-        return tuple(np.split(flat, np.cumsum(np.asarray(space.nvec).ravel())[:-1]))
+        ends = np.cumsum(np.asarray(space.nvec).ravel()).tolist()
+        # slices of the flat array (views, as np.split gives them) without np.split's per-piece overhead
+        return tuple([flat[start:end] for start, end in zip([0, *ends[:-1]], ends)])
     return flat
 
 
 def flat_mask(mask: Any) -> np.ndarray:
     """Any of the mask forms (flat array, or one array per ``MultiDiscrete`` sub-space) as one flat bool array."""
     if isinstance(mask, tuple | list) and mask and isinstance(mask[0], np.ndarray):
-        return np.concatenate([np.asarray(m).ravel() for m in mask]).astype(bool)
+        return np.concatenate(mask, axis=None).astype(bool)  # axis=None: each piece flattened, in one call
     return np.asarray(mask, dtype=bool).ravel()
 
 

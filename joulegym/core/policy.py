@@ -259,6 +259,8 @@ class RandomPolicy:
         self._env = env
         self._space = space = env.action_space
         self._rng = np.random.default_rng(seed)
+        if isinstance(space, gym.spaces.MultiDiscrete):  # the mask layout once per episode, not per step
+            self._layout = _multidiscrete_layout(space)
         if isinstance(space, gym.spaces.Box):  # the bounds once per episode, not per step (an RL inner loop)
             low = np.where(np.isfinite(space.low), space.low, -1.0).astype(np.float64)
             high = np.where(np.isfinite(space.high), space.high, 1.0).astype(np.float64)
@@ -274,7 +276,7 @@ class RandomPolicy:
             # rng.integers(len) is the draw Generator.choice makes (the same stream), without its overhead
             return int(space.start + choices[self._rng.integers(len(choices))])
         if isinstance(space, gym.spaces.MultiDiscrete):
-            return _sample_multidiscrete(space, mask, self._rng)
+            return _sample_multidiscrete(space, mask, self._rng, self._layout)
         if isinstance(space, gym.spaces.Box):
             # low + (high - low) * U[0, 1): the draws and bits of rng.uniform(low, high), without its argument checks
             low, span, shape, dtype = self._box
@@ -282,24 +284,36 @@ class RandomPolicy:
         raise PolicyNotApplicable(f"RandomPolicy cannot sample from {space}")
 
 
-def _sample_multidiscrete(space: gym.spaces.MultiDiscrete, mask, rng: np.random.Generator) -> np.ndarray:
+def _multidiscrete_layout(space: gym.spaces.MultiDiscrete) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(nvec, start of each sub-space in the flat mask, flat size)`` of ``space`` (once per episode)."""
+    nvec = np.asarray(space.nvec, dtype=np.int64).ravel()
+    ends = np.cumsum(nvec)
+    return nvec, ends - nvec, int(ends[-1]) if ends.size else 0
+
+
+def _sample_multidiscrete(space: gym.spaces.MultiDiscrete, mask, rng: np.random.Generator,
+                          layout: tuple[np.ndarray, np.ndarray, int] | None = None) -> np.ndarray:
     """Per sub-space a uniform draw among its allowed values (0 where none is allowed), in one vectorised call:
     ``rng.integers(0, counts)`` draws the same stream as one ``rng.choice(allowed)`` per sub-space would (the
-    same actions and generator state)."""
-    nvec = np.asarray(space.nvec).ravel()
-    flat = np.ones(int(nvec.sum()), dtype=bool) if mask is None else flat_mask(mask)
-    if flat.size != nvec.sum():
+    same actions and generator state). ``layout``: :func:`_multidiscrete_layout` of ``space``, if known."""
+    nvec, starts, total = layout if layout is not None else _multidiscrete_layout(space)
+    flat = np.ones(total, dtype=bool) if mask is None else flat_mask(mask)
+    if flat.size != total:
         raise ValueError(f"action mask has {flat.size} entries, the MultiDiscrete space {nvec.tolist()} needs "
-                         f"{int(nvec.sum())}")
-    starts = np.concatenate(([0], np.cumsum(nvec)[:-1]))
-    counts = np.add.reduceat(flat, starts) if flat.size else np.zeros(nvec.size, dtype=np.int64)
+                         f"{total}")
+    if not total:
+        return np.zeros(space.shape, dtype=np.int64)
+    counts = np.add.reduceat(flat, starts)
+    seen = np.cumsum(flat)  # the draw-th allowed value of a sub-space: where the running count reaches it
+    if counts.all():  # the common case: no sub-space is fully masked
+        draws = rng.integers(0, counts)
+        return (np.searchsorted(seen, seen[starts] - flat[starts] + draws + 1) - starts).reshape(space.shape)
     action = np.zeros(nvec.size, dtype=np.int64)
     some = counts > 0
     if some.any():
         draws = rng.integers(0, counts[some])
-        seen = np.cumsum(flat)  # the draw-th allowed value of a sub-space: where the running count reaches it
-        before = np.concatenate(([0], seen))[starts[some]]
-        action[some] = np.searchsorted(seen, before + draws + 1) - starts[some]
+        first = starts[some]
+        action[some] = np.searchsorted(seen, seen[first] - flat[first] + draws + 1) - first
     return action.reshape(space.shape)
 
 

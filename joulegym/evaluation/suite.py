@@ -344,10 +344,11 @@ def seed_split(agents: Sequence[ZooAgent], test_seeds: Sequence[int]) -> dict[st
 
 
 def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, progress: Progress | None = None,
-               evaluate_fn: Callable = evaluate) -> tuple[FamilyResult, dict[str, dict]]:
+               evaluate_fn: Callable = evaluate, record: bool = True) -> tuple[FamilyResult, dict[str, dict]]:
     """Run ``descriptor``'s benchmark. Returns the results and the recorded first episode per scenario and policy
-    (for the episode plots). ``evaluate_fn`` runs the episodes: :func:`~joulegym.evaluation.runner.evaluate`, or
-    with ``--ray`` the same function fanned out as Ray tasks (:class:`joulegym.integrations.parallel.RayEvaluate`)."""
+    (for the episode plots; none without ``record``). ``evaluate_fn`` runs the episodes:
+    :func:`~joulegym.evaluation.runner.evaluate`, or with ``--ray`` the same function fanned out as Ray tasks
+    (:class:`joulegym.integrations.parallel.RayEvaluate`)."""
     from joulegym import baselines
 
     bench = descriptor.benchmark
@@ -372,7 +373,8 @@ def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, prog
         for entry, cls, run, trained_on in runs:
             start = time.perf_counter()
             episodes, recorded, skipped = _run_entry(evaluate_fn, scenario_id, entry, seeds,
-                                                     record=run in (NO_RUN, _first_run(agents[scenario], entry)))
+                                                     record=record and run in (NO_RUN,
+                                                                               _first_run(agents[scenario], entry)))
             traces[scenario].update(recorded)
             if skipped is not None:
                 notes.append(f"{scenario}: {skipped}")
@@ -403,16 +405,19 @@ def _run_entry(evaluate_fn: Callable, scenario_id: str, entry: PolicyEntry,
     """One policy's episodes (and, if ``record``, its first episode recorded for the plot), or why it was skipped."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
+        recorded: dict = {}
         try:
-            episodes, _, skipped = evaluate_fn(scenario_id, [entry], seeds, record=False)
+            if record:  # the episode plot: the first seed recorded with the full info (the same episode and row)
+                episodes, recorded, skipped = evaluate_fn(scenario_id, [entry], seeds[:1], record=True)
+                if not skipped and len(seeds) > 1:
+                    rest, _, _ = evaluate_fn(scenario_id, [entry], seeds[1:], record=False)
+                    episodes = pd.concat([episodes, rest.assign(episode=rest["episode"] + 1)], ignore_index=True)
+            else:
+                episodes, _, skipped = evaluate_fn(scenario_id, [entry], seeds, record=False)
         except ValueError as err:
             if "can drive" not in str(err):
                 raise
             episodes, skipped = None, [entry.label]
-        recorded: dict = {}
-        if not skipped and record:
-            # the episode plot: the first seed again, recorded with the full info (same seed, same episode)
-            _, recorded, _ = evaluate_fn(scenario_id, [entry], seeds[:1], record=True)
     if skipped:
         return None, {}, next((str(w.message) for w in caught if "skipping" in str(w.message)), "not applicable")
     return episodes, recorded, None
@@ -654,7 +659,7 @@ def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path
         total += sum(len(a.runs) for found in plays.values() for a in found)
     progress = Progress(total, stream)
     progress.note(f"suite: {', '.join(d.name for d in descriptors)}{' (quick)' if quick else ''}: {total} policy runs")
-    runs = [run_family(d, quick, zoo_path, progress, evaluate_fn) for d in descriptors]
+    runs = [run_family(d, quick, zoo_path, progress, evaluate_fn, record=plots) for d in descriptors]
     results = [r for r, _ in runs]
     for result in results:
         result.zoo = None if zoo is None else str(zoo)

@@ -377,6 +377,30 @@ def test_progress_lines_are_plain_without_a_terminal(tmp_path):
     assert not (tmp_path / "lb" / "plots").exists()
 
 
+@pytest.mark.parametrize("plots", [True, False])
+def test_suite_runs_each_seed_once(tmp_path, plots):
+    """Every policy plays each seed once: the plotted first episode is recorded in place (not played again), and
+    nothing is recorded without plots."""
+    from joulegym.evaluation.runner import evaluate
+
+    calls = []
+
+    def counting(env_id, entries, seeds, *args, record=True, **kwargs):
+        calls.append(((env_id, entries[0].label), tuple(seeds), record))
+        return evaluate(env_id, entries, seeds, *args, record=record, **kwargs)
+
+    (tmp_path / "empty-zoo").mkdir()
+    suite.run_suite(["etf"], quick=True, out=tmp_path / "lb", zoo=tmp_path / "empty-zoo", plots=plots,
+                    stream=io.StringIO(), evaluate_fn=counting)
+    played: dict[tuple[str, str], list[int]] = {}
+    for key, seeds, _ in calls:
+        played.setdefault(key, []).extend(seeds)
+    assert played and all(len(seeds) == len(set(seeds)) for seeds in played.values()), played
+    assert any(record for *_, record in calls) == plots
+    episodes = pd.read_csv(tmp_path / "lb" / "episodes.csv")
+    assert episodes.groupby(["scenario", "policy"])["seed"].apply(lambda s: s.is_unique).all()
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--suite", "nofamily"], "is unknown"),
     (["--suite", "etf", "--zoo", "ZOO"], "must be an algorithm"),

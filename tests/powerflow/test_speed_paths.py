@@ -132,3 +132,42 @@ def test_masked_random_sampler_draws_the_former_stream():
         assert new.integers(2**62) == old.integers(2**62)
     with pytest.raises(ValueError, match="action mask has 3 entries"):
         _sample_multidiscrete(gym.spaces.MultiDiscrete([2, 2]), np.ones(3, dtype=bool), rng)
+
+
+def _decode_and_observe(monkeypatch, scalar: bool, action_mode: str):
+    """Decisions, ``repaired`` flags and observations of an episode under unmasked random actions (every repair
+    of docs §10: clipping to the masks, halving to fit) with the scalar paths on or off."""
+    import joulegym.envs.powerflow.actions as actions
+    import joulegym.envs.powerflow.env as env_module
+
+    monkeypatch.setattr(actions, "SCALAR_SLOTS", 1 << 30 if scalar else -1)
+    monkeypatch.setattr(env_module, "SCALAR_SLOTS", 1 << 30 if scalar else -1)
+    env = gym.make("joulegym/PowerFlow-tiny-v0", action_mode=action_mode).unwrapped
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(5)
+    out = [obs]
+    for _ in range(150):
+        action = rng.integers(0, env.action_space.nvec)
+        decision = env.action_type.decode(action)
+        out.append((decision, env.action_type.repaired))
+        obs, _, terminated, truncated, _ = env.step(action)
+        out.append(obs)
+        if terminated or truncated:
+            obs, _ = env.reset()
+            out.append(obs)
+    return out
+
+
+@pytest.mark.parametrize("action_mode", ["alloc", "request"])
+def test_scalar_decode_and_observation_equal_the_numpy_paths(monkeypatch, action_mode):
+    """With a few occupied slots, decode and the dynamic slot features run in scalar arithmetic: the same
+    decisions, repaired flags and observation bits as the numpy paths."""
+    scalar = _decode_and_observe(monkeypatch, True, action_mode)
+    vectorised = _decode_and_observe(monkeypatch, False, action_mode)
+    assert len(scalar) == len(vectorised) > 300
+    for a, b in zip(scalar, vectorised):
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b)
+        else:
+            assert a == b
+    assert any(r for item in scalar if isinstance(item, tuple) for r in [item[1]])  # repairs were exercised

@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from joulegym.envs.powerflow.env import PowerFlowEnv
 
 Decision = dict[int, tuple[int, int]]
+SCALAR_SLOTS = 16  # up to this many occupied slots, decode loops in Python (a numpy call per array costs more)
 
 
 def _sorted_decision(want: dict[int, list[int]]) -> Decision:
@@ -62,7 +63,7 @@ def _halve_to_fit(env: PowerFlowEnv, want: dict[int, list[int]]) -> bool:
     pinned = env.pinned_jobs
     # the largest (GPUs, arrival, job) first, as max() over the jobs would pick it at every halving: a heap of the
     # negated keys, each job pushed back with its new size
-    heap = [(-n_f[0], -submit[j].item(), -j) for j, n_f in want.items() if j not in pinned]
+    heap = [(-n_f[0], -submit.item(j), -j) for j, n_f in want.items() if j not in pinned]
     heapq.heapify(heap)
     while total > G:
         _, _, j = heapq.heappop(heap)
@@ -73,7 +74,7 @@ def _halve_to_fit(env: PowerFlowEnv, want: dict[int, list[int]]) -> bool:
         else:
             total -= want[j][0] - want[j][0] // 2
             want[j][0] //= 2
-            heapq.heappush(heap, (-want[j][0], -submit[j].item(), -j))
+            heapq.heappush(heap, (-want[j][0], -submit.item(j), -j))
     return True
 
 
@@ -180,9 +181,12 @@ class _MaskedSlots(ActionType):
         then halve while the GPUs asked for exceed the cluster's. Placement and the power repair follow in the
         simulator (and set ``repaired`` too). The decision lists the jobs in job (submit) order."""
         env = self.env
-        arr = self._validated(action).reshape(2, self.K)
+        flat = self._validated(action)
         self._build()
         ks, js = env.occupied_slots, env.occupied_jobs  # in job order
+        if ks.size <= SCALAR_SLOTS:
+            return self._decode_scalar(flat, ks, js)
+        arr = flat.reshape(2, self.K)
         a_n = arr[0]
         n_req, f_req = a_n[ks], arr[1, ks]
         repaired = np.count_nonzero(a_n) != np.count_nonzero(n_req)  # empty slots only allow n = 0
@@ -210,7 +214,36 @@ class _MaskedSlots(ActionType):
         self.repaired = bool(repaired)
         return _sorted_decision(want)
 
+    def _decode_scalar(self, flat: np.ndarray, ks: np.ndarray, js: np.ndarray) -> Decision:
+        """:meth:`decode` for a few occupied slots, in scalar arithmetic: the same decision and ``repaired``."""
+        K = self.K
+        a = flat.tolist()
+        ks_list = ks.tolist()
+        repaired = sum(1 for v in a[:K] if v) != sum(1 for k in ks_list if a[k])  # empty slots only allow n = 0
+        mn, mf = self._mn, self._mf
+        want: dict[int, list[int]] = {}
+        for k, j in zip(ks_list, js.tolist()):
+            v, f = a[k], a[K + k]
+            if not mn.item(k, v):  # the largest allowed value below the asked one, else the smallest
+                repaired = True
+                allowed = np.flatnonzero(mn[k])
+                below = allowed[allowed <= v]
+                v = int(below[-1]) if below.size else int(allowed[0])
+            if not mf.item(k, f):
+                repaired = True
+                f = int(np.flatnonzero(mf[k])[0])
+            n = self._gpus_of_one(v, j)
+            if n > 0:
+                want[j] = [n, f]
+        if _halve_to_fit(self.env, want):
+            repaired = True
+        self.repaired = repaired
+        return {j: (n, f) for j, (n, f) in want.items()}  # job order: the slots' jobs are listed in it
+
     def _gpus_of(self, values: np.ndarray, jobs: np.ndarray) -> np.ndarray:  # pragma: no cover - subclasses
+        raise NotImplementedError
+
+    def _gpus_of_one(self, value: int, job: int) -> int:  # pragma: no cover - subclasses
         raise NotImplementedError
 
     def encode(self, decision: Decision) -> np.ndarray:
@@ -291,6 +324,9 @@ class _Levels(_MaskedSlots):
 
     def _gpus_of(self, values: np.ndarray, jobs: np.ndarray) -> np.ndarray:
         return self._gpus_table[jobs, values] if self.with_request else self._levels[values]
+
+    def _gpus_of_one(self, value: int, job: int) -> int:
+        return self._gpus_table.item(job, value) if self.with_request else self._levels.item(value)
 
     def _values_of(self, gpus: np.ndarray, jobs: np.ndarray) -> np.ndarray:
         gpus = np.minimum(gpus, self._level_of_count.size - 1)

@@ -31,6 +31,7 @@ Three placements:
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -186,7 +187,7 @@ def _buddy_place_bits(sizes: dict[int, int], previous: dict[int, tuple[int, ...]
                 free &= ~block
                 out[j] = p
                 continue
-        hit: list[int] = []
+        hit: tuple[int, ...] = ()
         while n >= 1:
             hit = _free_blocks(free, n, num_gpus)
             if hit:
@@ -197,7 +198,7 @@ def _buddy_place_bits(sizes: dict[int, int], previous: dict[int, tuple[int, ...]
             continue
         untaken = free & ~reserved_bits
         full = (1 << n) - 1
-        clean = [b for b in hit if (untaken >> (b * n)) & full == full]
+        clean = tuple([b for b in hit if (untaken >> (b * n)) & full == full])
         cand = _best_fit_bits(untaken, clean, n, num_gpus) if clean else hit
         start = cand[0] * n
         free &= ~(full << start)
@@ -219,13 +220,17 @@ def _span_list(gpus: tuple[int, ...]):
     return range(gpus[0], gpus[-1] + 1) if gpus[-1] - gpus[0] == len(gpus) - 1 else sorted(set(gpus))
 
 
-def _free_blocks(free: int, n: int, num_gpus: int) -> list[int]:
+# The two helpers below are pure functions of ints, called with the same few masks over and over (a decision point
+# re-places every job): memoised, a repeat costs a dictionary look-up instead of a loop over the blocks.
+@functools.lru_cache(maxsize=1 << 14)
+def _free_blocks(free: int, n: int, num_gpus: int) -> tuple[int, ...]:
     """Indices ``b`` of the wholly free aligned ``n``-blocks ``[b n, (b + 1) n)``."""
     full = (1 << n) - 1
-    return [b for b in range(num_gpus // n) if (free >> (b * n)) & full == full]
+    return tuple([b for b in range(num_gpus // n) if (free >> (b * n)) & full == full])
 
 
-def _best_fit_bits(free: int, hit: list[int], n: int, num_gpus: int) -> list[int]:
+@functools.lru_cache(maxsize=1 << 14)
+def _best_fit_bits(free: int, hit: tuple[int, ...], n: int, num_gpus: int) -> tuple[int, ...]:
     """:func:`_best_fit` on a bitmask."""
     enc = [n] * len(hit)
     m = 2 * n
@@ -238,7 +243,7 @@ def _best_fit_bits(free: int, hit: list[int], n: int, num_gpus: int) -> list[int
             enc[i] = m
         m *= 2
     least = min(enc)
-    return [h for h, e in zip(hit, enc) if e == least]
+    return tuple([h for h, e in zip(hit, enc) if e == least])
 
 
 def _node_use(free: int, nodes: int, gpn: int) -> list[int]:

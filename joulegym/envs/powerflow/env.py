@@ -115,6 +115,7 @@ MAX_DURATION_SCALE = 1e6  # trace.duration_scale: x1e6 of a 60,000 s Gavel job i
 P_MAX_RANGE_W = (1.0, 10_000.0)  # p_max_w: per-GPU training power of any real accelerator lies well inside
 SIM_SETTINGS = tuple(SimConfig.__dataclass_fields__)  # every simulator setting is a config key (eta included)
 _DYNAMIC = slice(8, 16)  # the per-slot features that change while a job sits in its slot
+SCALAR_SLOTS = 8  # up to this many occupied slots, the dynamic features are computed in scalar arithmetic
 
 
 class PowerFlowEnv(SlotRows, JoulegymEnv):
@@ -435,7 +436,9 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         sim = self.sim
         K = self.K
         ks, js = self.occupied_slots, self.occupied_jobs
-        if ks.size:  # the dynamic per-slot features, O(occupied slots)
+        if 0 < ks.size <= SCALAR_SLOTS:
+            self._dynamic_rows_scalar(ks, js)
+        elif ks.size:  # the dynamic per-slot features, O(occupied slots)
             consts = self._job_consts[js]  # iterations, 1 / iterations, hours per iteration at f_max, submit (h)
             rem = consts[:, 0] - sim.done_it[js]
             n = sim.n[js]
@@ -449,6 +452,29 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
             dyn[:, 7] = self._f_norm[sim.fl[js]]
             np.minimum(dyn[:, 1:3], 10.0, out=dyn[:, 1:3])  # the others lie in [0, 1] by construction
             self._slot_obs[ks, _DYNAMIC] = dyn
+        self._obs_buf[K * SLOT_FEATURES:] = self._global_features()
+        return self._obs_buf.copy()
+
+    def _dynamic_rows_scalar(self, ks: np.ndarray, js: np.ndarray) -> None:
+        """The dynamic per-slot features of :meth:`_compute_obs` in scalar arithmetic (a few occupied slots: a
+        numpy call per feature would cost more than the values themselves); the same values as the numpy path."""
+        sim = self.sim
+        consts, done_it, n_of, fl_of = self._job_consts, sim.done_it, sim.n, sim.fl
+        n_feature, f_norm, rows = self._n_feature, self._f_norm, self._slot_obs
+        now_h = sim.now / 3600.0
+        log1p = math.log1p
+        for k, j, pinned in zip(ks.tolist(), js.tolist(), self.occupied_pinned.tolist()):
+            iterations, inverse, hours_per_it, submit_h = consts[j].tolist()
+            rem = iterations - done_it.item(j)
+            n = n_of.item(j)
+            rows[k, _DYNAMIC] = (rem * inverse, min(log1p(rem * hours_per_it), 10.0),
+                                 min(log1p(max(now_h - submit_h, 0.0)), 10.0), 0.0, float(pinned),
+                                 1.0 if n > 0 else 0.0, n_feature.item(n), f_norm.item(fl_of.item(j)))
+
+    def _global_features(self) -> list[float]:
+        """The 14 global features (docs §10 "Observation"), clipped to the observation's bounds."""
+        sim = self.sim
+        K = self.K
         G = self.cluster.num_gpus
         alloc = float(sim._allocated)  # GPUs held by the running jobs, kept by the simulator
         energy = sum(sim.energy.values())
@@ -456,12 +482,11 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
         ev = [0.0, 0.0, 0.0]
         ev[sim.last_event] = 1.0
         glob = [(G - alloc) / G, alloc / G, min(sim._cluster_power / sim.power_limit, 10.0), float(self.config["eta"]),
-                ks.size / K, math.log1p(self.slots.overflow), min(sim.now / sim.cfg.horizon_s, 1.0),
+                self.occupied_slots.size / K, math.log1p(self.slots.overflow), min(sim.now / sim.cfg.horizon_s, 1.0),
                 math.sin(day), math.cos(day),
                 min(energy / (sim.power_limit * max(sim.now, 1e-9)), 10.0) if sim.now > 0 else 0.0,
                 sim._powered_nodes / self.cluster.nodes, *ev]
-        self._obs_buf[K * SLOT_FEATURES:] = [min(max(x, -1.0), 10.0) for x in glob]
-        return self._obs_buf.copy()
+        return [min(max(x, -1.0), 10.0) for x in glob]
 
     def _extra_info(self) -> dict[str, Any]:
         return {"overflow": int(self.slots.overflow), "overflow_steps": int(self.slots.overflow_steps),

@@ -457,7 +457,8 @@ class PowerFlowSim(Simulator):
                     self._job_gen[j] += 1  # its pending completion is void
             if k > 0 and j not in pinned and fl_now[j] != target[j][1]:
                 self.fl[j] = target[j][1]
-                changed.append(j)
+                if not changed or changed[-1] != j:  # once: a second arm would only supersede the first
+                    changed.append(j)
             if 0 < k < sizes.get(j, 0) or (k == 0 and j in sizes):
                 self.repaired = True  # no aligned block around pinned jobs: the placement halved the job
                 self.placement_shrinks += 1
@@ -551,7 +552,7 @@ class PowerFlowSim(Simulator):
             nxt = profile_until
         rate = self.rate.item(j)
         if rate > 0:
-            nxt = min(nxt, now + float(self.jobs.iterations[j] - self.done_it[j]) / rate)
+            nxt = min(nxt, now + (self.jobs.iterations.item(j) - self.done_it.item(j)) / rate)
         if math.isfinite(nxt):
             self.env.timeout(max(0.0, nxt - now)).callbacks.append(partial(self._on_job, j, gen))
 
