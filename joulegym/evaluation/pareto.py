@@ -37,6 +37,7 @@ import pandas as pd
 
 from joulegym.core.family import FamilyDescriptor, env_id
 from joulegym.core.policy import PolicyNotApplicable
+from joulegym.evaluation.mo_agents import weight_agents
 from joulegym.evaluation.runner import PolicyEntry, evaluate
 from joulegym.evaluation.tradeoffs import TradeOff, tradeoff
 
@@ -117,7 +118,7 @@ def run_family_fronts(descriptor: FamilyDescriptor, zoo: Path | None, progress: 
         scenario_id = env_id(bench.kind, scenario, version)
         runs = [(entry, cls, env_kwargs, setting, -1)
                 for entry, cls, env_kwargs, setting in point_entries(descriptor, trade, scenario_id)]
-        for agent in plays.get(scenario, []):
+        for agent in [*plays.get(scenario, []), *weight_agents(zoo, descriptor.name, scenario, scenario_id)]:
             label = agent_label(agent)
             runs += [(PolicyEntry(label, "agent", e.name, path=e.path), "agent", {}, "trained", seed)
                      for seed, e in agent.entries()]
@@ -391,8 +392,9 @@ def _count(descriptor: FamilyDescriptor, zoo: Path) -> int:
     scenarios = trade.scenarios or bench.scenarios
     version = descriptor.kind(bench.kind).version
     plays, _ = assign_agents(descriptor, family_agents(zoo, descriptor), scenarios)
-    return sum(len(point_entries(descriptor, trade, env_id(bench.kind, s, version))) +
-               sum(len(a.runs) for a in plays.get(s, [])) for s in scenarios)
+    ids = {s: env_id(bench.kind, s, version) for s in scenarios}
+    return sum(len(point_entries(descriptor, trade, ids[s])) + sum(len(a.runs) for a in plays.get(s, [])) +
+               sum(len(a.runs) for a in weight_agents(zoo, descriptor.name, s, ids[s])) for s in scenarios)
 
 
 def write_tables(results: Sequence[FamilyFronts], out: Path) -> list[Path]:

@@ -68,6 +68,8 @@ class TradeOff:
     :param skip: reference policies left out of the front, each with why (e.g. an offline grid search per episode).
     :param scenarios: the headline scenarios to run (``()``: all the benchmark's).
     :param reduced_why: why ``scenarios`` is a subset (required when it is).
+    :param reward_parts: the (energy, performance) reward parts of the benchmark's kind a weight-conditioned agent
+        weighs (:mod:`joulegym.evaluation.mo_agents`).
     """
 
     energy: Objective
@@ -77,6 +79,7 @@ class TradeOff:
     skip: Mapping[str, str] = field(default_factory=dict)
     scenarios: tuple[str, ...] = ()
     reduced_why: str = ""
+    reward_parts: tuple[str, str] | tuple[()] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip", MappingProxyType(dict(self.skip)))
@@ -94,12 +97,14 @@ TRADEOFFS: dict[str, TradeOff] = {
     "etf": TradeOff(
         energy=Objective("energy_fairness", "energy fairness F_E", minimise=False),
         performance=Objective("time_fairness", "time fairness F_T", minimise=False),
+        reward_parts=("energy_fairness", "time_fairness"),
         knob="phi weighs time fairness against energy fairness in Algorithm 1 (phi = 1: equal time shares, TF; "
              "phi = 0: equal energy shares, EF; the paper's default 0.7).",
         sweeps=(Sweep("etf", "phi", UNIT),)),
     "powerflow": TradeOff(
         energy=Objective("total_energy_kwh", "energy (kWh)", minimise=True),
         performance=Objective("avg_jct_h", "average JCT (h)", minimise=True),
+        reward_parts=("energy", "jct"),
         knob="eta is the cluster's power budget as a fraction of its peak draw (paper §6: PL = eta G P_max); a "
              "tighter budget (eta below the scenario's 0.6) keeps the scenario's rule and lowers frequencies. The "
              "energy-unaware baselines run every GPU at one fixed frequency (f_mhz, the Fig. 7 sweep) and the Zeus "
@@ -110,6 +115,7 @@ TRADEOFFS: dict[str, TradeOff] = {
     "emrf": TradeOff(
         energy=Objective("soft_fairness", "soft-fairness degree Delta (lower: fairer)", minimise=True),
         performance=Objective("mean_efficiency", "mean efficiency E", minimise=False),
+        reward_parts=("soft_fairness", "efficiency"),
         knob="eta is the soft-fairness degree of the allocation (paper §V: eta = 0 maximises throughput, eta = 1 "
              "is strict dominant-resource fairness); the front is the paper's throughput-fairness curve (Fig. 7). "
              "EMRF has no energy model: its spending axis is fairness.",
@@ -117,6 +123,7 @@ TRADEOFFS: dict[str, TradeOff] = {
     "dream": TradeOff(
         energy=Objective("overall_norm_energy", "normalised energy", minimise=True),
         performance=Objective("overall_rate_dlv", "deadline-violation rate", minimise=True),
+        reward_parts=("energy", "dlv"),
         knob="MapScore's alpha weighs a frame's urgency and beta its energy preference (paper §3.5, Eq. 5); "
              "UXCost is their product's outcome (violation rate x normalised energy, Alg. 2).",
         sweeps=(Sweep("mapscore-fixed", "alpha,beta",
@@ -132,6 +139,7 @@ TRADEOFFS: dict[str, TradeOff] = {
     "qin": TradeOff(
         energy=Objective("energy_j", "energy (J)", minimise=True),
         performance=Objective("makespan_s", "makespan (s)", minimise=True),
+        reward_parts=("energy", "makespan"),
         knob="focus picks the node level's objective (paper §4: performance, energy or EDP); the registered "
              "qin-perf, qin-energy and qin-edp policies are the three settings, so no extra sweep is needed.",
         sweeps=()),
