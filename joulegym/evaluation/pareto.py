@@ -15,10 +15,10 @@ apart and never join a deployable front.
 Indicators (pymoo). Objectives are put in minimisation form and normalised per scenario with stated anchors: the
 best (0) and worst (1) mean of each objective over the deployable reference points other than ``random`` (policies
 whose numbers do not move when an agent is added). The hypervolume is against the reference point
-:data:`REFERENCE_POINT` (1.1, 1.1) in that frame; the expected utility (Zintgraf et al., "Quality assessment of
+``tradeoffs.REFERENCE_POINT`` (1.1, 1.1) in that frame; the expected utility (Zintgraf et al., "Quality assessment of
 MORL policies", BNAIC 2015) is the mean over weights ``w`` of the best ``w . (1 - f)`` of the set, with ``w``
-uniform on the simplex (pymoo's Das-Dennis lattice, :data:`WEIGHT_PARTITIONS` + 1 weights). CIs: percentile
-bootstrap over the test seeds (:data:`BOOTSTRAP_RESAMPLES` resamples, one resample shared by every point of a
+uniform on the simplex (pymoo's Das-Dennis lattice, ``WEIGHT_PARTITIONS`` + 1 weights). CIs: percentile
+bootstrap over the test seeds (``BOOTSTRAP_RESAMPLES`` resamples, one resample shared by every point of a
 scenario, so differences are paired), anchors fixed at the full-sample values.
 """
 
@@ -39,12 +39,15 @@ from joulegym.core.family import FamilyDescriptor, env_id
 from joulegym.core.policy import PolicyNotApplicable
 from joulegym.evaluation.mo_agents import weight_agents
 from joulegym.evaluation.runner import PolicyEntry, evaluate
-from joulegym.evaluation.tradeoffs import TradeOff, tradeoff
+from joulegym.evaluation.tradeoffs import (
+    BOOTSTRAP_RESAMPLES,
+    REFERENCE_POINT,
+    WEIGHT_PARTITIONS,
+    TradeOff,
+    tradeoff,
+)
 
 DEFAULT_OUT = "results/fronts"
-REFERENCE_POINT = (1.1, 1.1)  # in the normalised frame: 10 % beyond the worst deployable anchor on each axis
-WEIGHT_PARTITIONS = 100  # expected utility over 101 weight vectors (w, 1 - w), w = 0, 0.01, ..., 1
-BOOTSTRAP_RESAMPLES = 500
 SETS = ("heuristics", "agents", "heuristics+agents", "privileged")  # the point sets the indicators are computed on
 DEPLOYABLE_REFERENCE = ("heuristic", "baseline")
 

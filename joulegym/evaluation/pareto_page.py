@@ -20,7 +20,7 @@ INDICATOR_HEADERS = ("scope", "set", "points", "hypervolume [95% CI]", "expected
 
 
 def method() -> str:
-    from joulegym.evaluation import pareto
+    from joulegym.evaluation import tradeoffs as pareto
 
     return (f"Each point is one policy at one setting: the mean over the benchmark's held-out test seeds (and an "
             f"agent's training runs) of the family's two objectives. The heuristic front is the non-dominated set of "

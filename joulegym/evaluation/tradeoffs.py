@@ -52,7 +52,8 @@ class Sweep:
         for value in self.values:
             values = value if isinstance(value, tuple) else (value,)
             kwargs = dict(zip(names, values, strict=True))
-            label = f"{self.policy}({', '.join(f'{k}={v:g}' if isinstance(v, float) else f'{k}={v}' for k, v in kwargs.items())})"
+            shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in kwargs.items())
+            label = f"{self.policy}({shown})"
             out.append((label, {} if self.env else kwargs, kwargs if self.env else {}))
         return out
 
@@ -90,6 +91,10 @@ class TradeOff:
     def objectives(self) -> tuple[Objective, Objective]:
         return self.energy, self.performance
 
+
+REFERENCE_POINT = (1.1, 1.1)  # hypervolume reference in the normalised frame: 10 % beyond the worst deployable anchor
+WEIGHT_PARTITIONS = 100  # expected utility over 101 weight vectors (w, 1 - w), w = 0, 0.01, ..., 1
+BOOTSTRAP_RESAMPLES = 500  # percentile bootstrap over the test seeds
 
 UNIT = tuple(round(0.1 * i, 1) for i in range(11))  # 0, 0.1, ..., 1
 
