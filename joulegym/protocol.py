@@ -33,6 +33,7 @@ from typing import Any
 DEFAULT_EVAL_EVERY = 10_000  # environment steps between validations
 TIMESTEP_CAP = 10**9  # the budget, not a step count, ends a protocol run
 PROTOCOL_FILE = "protocol.json"
+TRAINED_FILE = "protocol-training.json"  # the callback's final state: a run killed while scoring resumes from it
 
 
 def benchmark_for(env_id: str) -> tuple[Any, str, Any]:
@@ -143,8 +144,20 @@ def make_callback(env_id: str, bench: Any, algo: str, budget_s: float, eval_ever
             return self.stopped_by is None
 
         def _on_training_end(self) -> None:
+            from joulegym.core.io import write_atomic
+
             if not self.curve or self.curve[-1][1] != self.num_timesteps:
                 self.validate()
+            final = {**self.checkpoint_state(), "stopped_by": self.stopped_by}
+            write_atomic(best_dir.parent / TRAINED_FILE, json.dumps(final, indent=2) + "\n")
+
+        def restore_finished(self, state: dict[str, Any]) -> None:
+            """The state of a run whose training ended (its :data:`TRAINED_FILE`): only the scoring is left."""
+            self.restore_checkpoint_state(state)
+            self.resumes -= 1  # nothing was trained again
+            self.stopped_by = state.get("stopped_by")
+            self._start = cpu_seconds() - self._spent - self.validation_cpu
+            self._wall_start = time.perf_counter() - self._wall_spent
 
     return Protocol()
 
@@ -175,7 +188,10 @@ def train_seed(env_id: str, algo: str, seed: int, out: Path, *, budget_s: float,
     callback = make_callback(env_id, bench, algo, budget_s, eval_every, out / "best", on_eval)
     if resume:
         _check_resumable(out, env_id, algo, seed)
-        train(out=out, resume=True, progress_bar=False, tensorboard=False, callbacks=(callback,))
+        if _training_finished(out):  # stopped while scoring: score again, do not train
+            callback.restore_finished(json.loads((out / TRAINED_FILE).read_text()))
+        else:
+            train(out=out, resume=True, progress_bar=False, tensorboard=False, callbacks=(callback,))
     else:
         if out.exists() and any(out.iterdir()):
             raise ValueError(f"--out: {str(out)!r} already holds a run of seed {seed}: --resume continues an "
@@ -219,6 +235,19 @@ def _check_resumable(out: Path, env_id: str, algo: str, seed: int) -> None:
     for key, value in given.items():
         if config.get(key) != value:
             raise ValueError(f"--resume: the run in {str(out)!r} has {key}={config.get(key)!r}, not {value!r}")
+
+
+def _training_finished(out: Path) -> bool:
+    """``out``'s training ended (its config says complete); ``ValueError`` if the final state to score it from is
+    missing (a run from before that state was written)."""
+    config = json.loads((out / "config.json").read_text())
+    if not config.get("complete"):
+        return False
+    if not (out / TRAINED_FILE).is_file():
+        raise ValueError(f"--resume: the training in {str(out)!r} is complete but {TRAINED_FILE} is missing, so its "
+                         "validation curve is lost: score it with `evaluate.py --ship` or train the seed again in a "
+                         "new --out")
+    return True
 
 
 def seed_command(env_id: str, algo: str, seed: int, out: str | Path, budget_s: float, eval_every: int,

@@ -203,6 +203,18 @@ def test_a_stopped_seed_resumes_with_its_budget_curve_and_best_model(tmp_path, h
     assert protocol.main([*args, "--resume"]) == 0 and "finished earlier" in capsys.readouterr().out
     assert json.loads((out / "seed0" / protocol.PROTOCOL_FILE).read_text()) == record
 
+    # killed while scoring (training complete, no protocol.json): --resume scores again without training
+    (out / "seed0" / protocol.PROTOCOL_FILE).unlink()
+    assert protocol.main([*args, "--resume"]) == 0
+    rescored = json.loads((out / "seed0" / protocol.PROTOCOL_FILE).read_text())
+    same = ("validation", "score", "total_timesteps", "train_cpu_seconds", "resumes", "stopped_by", "timesteps")
+    assert {k: rescored[k] for k in same} == {k: record[k] for k in same}
+    # a complete run without the training's final state cannot be scored from it, and says so
+    (out / "seed0" / protocol.PROTOCOL_FILE).unlink()
+    (out / "seed0" / protocol.TRAINED_FILE).unlink()
+    assert protocol.main([*args, "--resume"]) == 2
+    assert f"{protocol.TRAINED_FILE} is missing" in capsys.readouterr().err
+
 
 def test_optuna_study_on_a_tiny_budget(tmp_path, hyperparams):
     """Two trials of rl-zoo3's PPO search space, 2 training CPU-s each: every trial is listed, the best trial's

@@ -17,25 +17,14 @@ from joulegym.evaluation import scoring, stats, suite
 from joulegym.evaluation.runner import evaluate
 
 BENCHMARKED = [d.name for d in families() if d.benchmark is not None]
-# Families whose policies another change is reclassifying (their privileged flags, Qin's drain-time baseline): the
-# rules test says so instead of failing while that change is not merged.
-PENDING = {"dream": "DREAM's dispatchers still declare privileged=True (the DREAM change sets the flags)",
-           "qin": "Qin's drain-time baseline and privileged flags come with the Qin change"}
-
-
 def _quick_id(family: str) -> str:
     descriptor = get_family(family)
     bench = descriptor.benchmark
     return env_id(bench.kind, bench.quick_scenarios[0], descriptor.kind(bench.kind).version)
 
 
-def _entries_or_skip(family: str) -> list:
-    try:
-        return suite.reference_entries(get_family(family), _quick_id(family))
-    except ValueError as err:
-        if family in PENDING and ("anchor" in str(err) or "neither a heuristic nor a baseline" in str(err)):
-            pytest.skip(f"{PENDING[family]}: {err}")
-        raise
+def _entries(family: str) -> list:
+    return suite.reference_entries(get_family(family), _quick_id(family))
 
 
 # --- same rules for every policy --------------------------------------------------------------------------------
@@ -44,7 +33,7 @@ def test_every_policy_runs_under_the_scenario_rules_and_has_a_class(family):
     """No reference policy's env_config sets a scenario key (budget, predictor, profiling, ...); every deployable
     policy is a heuristic or a baseline of the record; both anchors are deployable."""
     bench = get_family(family).benchmark
-    entries = _entries_or_skip(family)
+    entries = _entries(family)
     for entry, cls in entries:
         policy = baselines.make(entry.name, family=family)
         assert set(getattr(policy, "env_config", None) or {}) <= set(bench.policy_settings), entry.name
@@ -100,7 +89,7 @@ def test_no_deployable_policy_breaks_the_budget(family):
     check flags a policy run with the constraint lifted (the check can fail)."""
     bench = get_family(family).benchmark
     scenario_id = _quick_id(family)
-    entries = [e for e, cls in _entries_or_skip(family) if cls != "privileged"]
+    entries = [e for e, cls in _entries(family) if cls != "privileged"]
     frame, _, skipped = evaluate(scenario_id, entries, bench.eval_seeds[:2], record=False)
     assert not skipped and len(frame) == 2 * len(entries)
     kept = [bench.budget_kept(row) for row in frame.to_dict("records")]
