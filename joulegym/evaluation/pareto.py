@@ -329,8 +329,8 @@ def _family_rows(family: str, rows: list[dict[str, Any]], boot: dict[str, dict[s
         chosen = scenarios if scope == "all" else [scope]
         gain = np.mean([boot[s]["heuristics+agents"] - boot[s]["heuristics"] for s in chosen], axis=0)
         both = [r for r in rows + out if r["scope"] == scope and r["set"] in ("heuristics", "heuristics+agents")]
-        if len(both) < 2 or not np.all(np.isfinite(gain)):
-            continue
+        if len(both) < 2 or both[1]["points"] == both[0]["points"] or not np.all(np.isfinite(gain)):
+            continue  # no agent played the scope: no gain to report
         point = (both[1]["hypervolume"] - both[0]["hypervolume"], both[1]["expected_utility"] -
                  both[0]["expected_utility"])
         out.append(_row(family, scope, "agents gain", point, gain, both[1]["points"] - both[0]["points"]))

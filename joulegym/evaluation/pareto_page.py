@@ -94,8 +94,8 @@ def verdict(result: FamilyFronts) -> str:
     by_agent = front[front["dominated_by_agent"]]
     by_privileged = front[front["dominated_by_privileged"]]
     gain = result.indicators[(result.indicators["scope"] == "all") & (result.indicators["set"] == "agents gain")]
-    text = (f"{len(by_agent)} of {len(front)} heuristic-front points are dominated by an agent and "
-            f"{len(by_privileged)} by a privileged policy")
+    text = (f"Over its {len(result.scenarios)} scenarios, {len(by_agent)} of the {len(front)} heuristic-front points "
+            f"are dominated by an agent and {len(by_privileged)} by a privileged policy")
     if len(gain):
         g = gain.iloc[0]
         text += (f"; adding the agents changes the mean hypervolume by {_num(g['hypervolume'])} "

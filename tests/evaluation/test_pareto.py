@@ -43,6 +43,7 @@ def test_hypervolume_and_expected_utility_on_a_hand_checked_set():
     assert list(points["front_heuristics"]) == [True, True, False]
     anchors = result.anchors.set_index("objective")
     assert anchors.loc["e", ["ideal", "nadir"]].tolist() == [0.0, 1.0]
+    assert "agents gain" not in set(result.indicators["set"])  # no agent played: no gain is reported
 
 
 def test_privileged_points_never_join_the_deployable_front_and_agents_gain_is_paired():
