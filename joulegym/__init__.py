@@ -21,6 +21,7 @@ def _import_policies(module: str) -> None:
 
 _set_policy_loader(_import_policies)  # the core names no module above it; the package root wires them in
 _register_all()
+_importlib.import_module("joulegym.mo").register()  # the joulegym-mo/ twins (MO-Gymnasium)
 
 
 def __getattr__(name: str):

@@ -9,6 +9,7 @@
     python evaluate.py --suite                           # the leaderboard page (joulegym.evaluation.suite)
     python evaluate.py --suite etf --quick --out results/lb
     python evaluate.py --suite --ray                     # the same, episodes as Ray tasks (--ray ADDR: a cluster)
+    python evaluate.py --suite --pareto                  # the energy-performance fronts (joulegym.evaluation.pareto)
     python evaluate.py --ship runs/etf-ppo                # a train.py run into joulegym/agents/zoo
 
 Writes into ``--out``, which must be new, empty or the output of an earlier joulegym run (its
@@ -71,6 +72,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--suite", nargs="*", metavar="FAMILY",
                         help="the leaderboard: every reference policy and shipped agent on the benchmark of each "
                              "FAMILY (default: every family with one); writes leaderboard.md/.csv and index.html")
+    parser.add_argument("--pareto", action="store_true",
+                        help="with --suite: the energy-performance fronts instead of the leaderboard: every paper's "
+                             "knob swept, hypervolume and expected utility with bootstrap CIs, a front plot per "
+                             "scenario (default --out results/fronts; docs/tradeoffs.md)")
     parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDR",
                         help="with --suite: run the episodes as Ray tasks (pip install \"joulegym[ray]\"); without "
                              "ADDR on a local Ray using this machine's cores, with ADDR (auto, HOST:PORT) on that "
@@ -112,6 +117,9 @@ def _check_modes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     _check_record(parser, args)
     if args.ray is not None and args.suite is None:
         parser.error("--ray applies only with --suite [FAMILY ...]")
+    if args.pareto and (args.suite is None or args.quick or args.ray is not None):
+        parser.error("--pareto applies only with --suite [FAMILY ...], without --quick and --ray (the fronts run "
+                     "every test seed; the run's budget is 15 CPU-minutes, docs/tradeoffs.md)")
 
 
 def _check_record(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -194,6 +202,10 @@ def run(args: argparse.Namespace) -> list[Path]:
         target = ship_agent(args.ship, args.zoo)
         print(f"shipped {args.ship} to {target}: {json.loads((target / 'provenance.json').read_text())['score']}")
         return [target]
+    if args.suite is not None and args.pareto:
+        from joulegym.evaluation.pareto import run_pareto
+
+        return run_pareto(args.suite, out=args.out, zoo=args.zoo, plots=not args.no_plots)
     if args.suite is not None:
         from joulegym.evaluation.suite import run_suite
 

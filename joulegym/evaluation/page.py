@@ -43,6 +43,9 @@ METHOD = ("Every policy runs under the scenario's rules (its budget, what it obs
           "95 % CI, and wins/ties/losses over the paired runs (every scenario).")
 
 
+FRONTS_LINK = "../fronts/index.html"  # the fronts page's default --out (results/fronts) beside results/leaderboard
+
+
 def _num(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
@@ -400,6 +403,9 @@ def html(results: Sequence[FamilyResult], command: str, quick: bool,
         body.append("<p><strong>Quick run</strong> (<code>--quick</code>): a subset of scenarios and seeds; not the "
                     "leaderboard.</p>")
     body.append("<p>Families: " + ", ".join(f'<a href="#{_e(r.name)}">{_e(r.name)}</a>' for r in results) + "</p>")
+    body.append(f'<p class="fronts">The energy-performance trade-off of every family (each paper\'s knob swept, '
+                f'hypervolume and expected utility): <a href="{FRONTS_LINK}">{FRONTS_LINK}</a>, made by <code>python '
+                "evaluate.py --suite --pareto</code> (docs/tradeoffs.md).</p>")
     for result in results:
         body += _family_html(result, (family_commands or {}).get(result.name, command))
     body.append('<p id="status" class="note"></p>')

@@ -177,6 +177,9 @@ def default_zoo() -> Path:
     return Path(str(resources.files("joulegym.agents").joinpath("zoo")))
 
 
+MO_DIR = "mo"  # <zoo>/<family>/<scenario>/mo/: the weight-conditioned agents of the trade-off fronts
+
+
 def find_agents(zoo: Path, family: str, scenario: str, expected_env_id: str) -> list[ZooAgent]:
     """The agents shipped for ``family``/``scenario`` under ``zoo`` (sorted by algorithm).
 
@@ -190,7 +193,8 @@ def find_agents(zoo: Path, family: str, scenario: str, expected_env_id: str) -> 
     if not base.is_dir():
         return []
     agents = []
-    for directory in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for directory in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")
+                            and p.name != MO_DIR):  # weight-conditioned agents: joulegym.evaluation.mo_agents
         if directory.name not in ALGOS:
             raise ValueError(f"zoo agent {str(directory)!r}: the directory name must be an algorithm, one of "
                              f"{sorted(ALGOS)}")

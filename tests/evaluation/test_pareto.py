@@ -1,0 +1,145 @@
+"""The trade-off fronts (joulegym.evaluation.pareto, docs/tradeoffs.md): pymoo's indicators on hand-checked sets,
+privileged points kept off the deployable front, every family's sweep data, the multi-objective agent path (a
+weight-conditioned agent trained for a few hundred steps through train.py, shipped and put on the front), the CLI
+flag, and the fronts page in headless Chromium (the leaderboard page test's pattern)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym import baselines
+from joulegym.core.family import families, get_family
+from joulegym.evaluation import pareto
+from joulegym.evaluation.tradeoffs import TRADEOFFS, Objective, Sweep, TradeOff, tradeoff
+from tests.evaluation.test_page import _render, needs_browser
+
+TRADE = TradeOff(Objective("e", "energy", minimise=True), Objective("t", "time", minimise=True), "knob", ())
+
+
+def _fronts(rows: list[tuple[str, str, list[tuple[float, float]]]]) -> pareto.FamilyFronts:
+    """A one-scenario family of points ``(label, class, per-seed (energy, time))``."""
+    records = [{"family": "toy", "scenario": "s", "point": label, "policy": label, "class": cls, "setting": "default",
+                "run": -1, "seed": seed, "energy": e, "performance": t}
+               for label, cls, values in rows for seed, (e, t) in enumerate(values)]
+    return pareto.FamilyFronts(get_family("etf"), TRADE, ("s",), (0, 1), pd.DataFrame(records))
+
+
+def test_hypervolume_and_expected_utility_on_a_hand_checked_set():
+    result = _fronts([("a", "heuristic", [(0.0, 1.0)] * 2), ("b", "baseline", [(1.0, 0.0)] * 2),
+                      ("c", "heuristic", [(1.0, 1.0)] * 2)])
+    pareto.indicators(result, resamples=20)
+    row = result.indicators.set_index(["scope", "set"]).loc[("s", "heuristics")]
+    # dominated area up to (1.1, 1.1): 2 x 1.1 x 0.1 - 0.1 x 0.1
+    assert row["hypervolume"] == pytest.approx(0.21) and row["hv_ci_low"] == pytest.approx(0.21)
+    # mean over w = 0, 0.01, ..., 1 of max(w, 1 - w): 7600 / (100 x 101)
+    assert row["expected_utility"] == pytest.approx(7600 / 10100)
+    points = result.points.set_index("point")
+    assert list(points["front_heuristics"]) == [True, True, False]
+    anchors = result.anchors.set_index("objective")
+    assert anchors.loc["e", ["ideal", "nadir"]].tolist() == [0.0, 1.0]
+    assert "agents gain" not in set(result.indicators["set"])  # no agent played: no gain is reported
+
+
+def test_privileged_points_never_join_the_deployable_front_and_agents_gain_is_paired():
+    result = _fronts([("a", "heuristic", [(0.0, 1.0), (0.2, 1.0)]), ("b", "baseline", [(1.0, 0.0), (1.0, 0.2)]),
+                      ("oracle", "privileged", [(-1.0, -1.0)] * 2), ("ppo", "agent", [(0.4, 0.4), (0.4, 0.4)])])
+    pareto.indicators(result, resamples=50)
+    points = result.points.set_index("point")
+    assert not points.loc["oracle", "front_heuristics"] and points.loc["oracle", "front_privileged"]
+    assert points.loc["a", "dominated_by_privileged"] and not points.loc["a", "dominated_by_agent"]
+    table = result.indicators.set_index(["scope", "set"])
+    gain = table.loc[("s", "agents gain")]
+    assert gain["hypervolume"] > 0 and gain["hv_ci_low"] > 0  # the agent's point fills the front's knee
+    assert table.loc[("all", "heuristics+agents"), "hypervolume"] == pytest.approx(
+        table.loc[("s", "heuristics"), "hypervolume"] + gain["hypervolume"])
+
+
+def test_non_dominated_and_bad_anchors():
+    assert pareto.non_dominated(np.array([[0, 1], [1, 0], [1, 1], [0.5, 0.5]])).tolist() == [True, True, False, True]
+    one = _fronts([("a", "heuristic", [(0.0, 1.0)] * 2), ("random", "baseline", [(1.0, 0.0)] * 2)])
+    with pytest.raises(ValueError, match="anchors need >= 2"):
+        pareto.indicators(one)
+
+
+def test_every_benchmark_family_has_a_tradeoff_whose_sweeps_are_registered_policies():
+    for descriptor in families():
+        if descriptor.benchmark is None or descriptor.name not in TRADEOFFS:
+            continue
+        trade = tradeoff(descriptor.name)
+        assert set(trade.scenarios) <= set(descriptor.benchmark.scenarios)
+        for sweep in trade.sweeps:
+            for label, kwargs, env_kwargs in sweep.settings():
+                if not env_kwargs:
+                    baselines.make(sweep.policy, family=descriptor.name, **kwargs)  # the knob is a real kwarg
+                assert label.startswith(sweep.policy + "(")
+    assert {d.name for d in families() if d.benchmark is not None} <= set(TRADEOFFS)
+    with pytest.raises(ValueError, match="reduced_why"):
+        TradeOff(TRADE.energy, TRADE.performance, "k", (), scenarios=("s",))
+    assert Sweep("dream", "alpha,beta", ((0.5, 2.0),)).settings()[0][:2] == ("dream(alpha=0.5, beta=2)",
+                                                                            {"alpha": 0.5, "beta": 2.0})
+
+
+def test_pareto_flag_is_checked():
+    from joulegym.evaluation.cli import parse_args
+
+    assert parse_args(["--suite", "etf", "--pareto"]).pareto
+    for argv in (["--pareto"], ["--suite", "--pareto", "--quick"]):
+        with pytest.raises(SystemExit):
+            parse_args(argv)
+
+
+def test_leaderboard_page_links_the_fronts_page():
+    from joulegym.evaluation import page
+
+    assert f'href="{page.FRONTS_LINK}"' in page.html([], "python evaluate.py --suite", False)
+
+
+@pytest.fixture(scope="module")
+def etf_fronts(tmp_path_factory):
+    """ETF's fronts with a zoo holding one weight-conditioned SAC agent trained for 300 steps through train.py."""
+    from joulegym.evaluation.mo_agents import ship_weight_agent, weight_grid
+    from joulegym.training import train
+
+    base = tmp_path_factory.mktemp("fronts")
+    weights = weight_grid("etf")[1]
+    train("joulegym/ETF-tx2-fig5-v0", "sac", timesteps=300, seed=0, out=base / "run",
+          env_kwargs={"reward_weights": weights}, progress_bar=False, tensorboard=False)
+    ship_weight_agent(base / "run", base / "zoo")
+    written = pareto.run_pareto(["etf"], out=base / "fronts", zoo=base / "zoo")
+    return base / "fronts", written, weights
+
+
+def test_fronts_run_writes_tables_with_the_weight_agent(etf_fronts):
+    out, written, weights = etf_fronts
+    names = {p.name for p in written}
+    assert {"index.html", "points.csv", "indicators.csv", "indicators.json", "anchors.csv", "episodes.csv"} <= names
+    points = pd.read_csv(out / "points.csv")
+    assert "sac[energy_fairness=0.25, etf_objective=0, system_fairness=0, time_fairness=0.75]" in set(points["point"])
+    swept = points[(points["scenario"] == "tx2-fig5") & (points["policy"] == "etf")]
+    assert len(swept) == 12 and swept["energy"].nunique() > 5  # defaults + phi = 0, 0.1, ..., 1
+    episodes = pd.read_csv(out / "episodes.csv")
+    assert episodes["seed"].min() >= 10000 and episodes["seed"].nunique() == 10  # the test seeds
+    data = json.loads((out / "indicators.json").read_text())
+    assert data["reference_point"] == [1.1, 1.1] and data["families"]["etf"]["indicators"]
+    front = points[points["front_heuristics"]]
+    assert set(front["class"]) <= {"heuristic", "baseline"}
+    assert weights["energy_fairness"] == 0.25
+
+
+@needs_browser
+def test_fronts_page_renders_every_front_plot(etf_fronts, tmp_path):
+    out, _, _ = etf_fronts
+    page = out / "index.html"
+    html = page.read_text()
+    dom, console = _render(page, tmp_path)
+    images = len(re.findall(r"<img ", html))
+    assert images == len(tradeoff("etf").scenarios or get_family("etf").benchmark.scenarios) == 5
+    assert f'data-images-loaded="{images}/{images}"' in dom and console == []
+    assert len(re.findall(r'<table class="sortable indicators">', dom)) == 1
+    assert 'class="verdict"' in dom and "evaluate.py --suite etf --pareto" in dom
