@@ -65,16 +65,24 @@ def test_homogeneous_preferences_equal_n_acc_and_late_tasks_get_epsilon_slack():
     assert t["urgency"] == pytest.approx(1e-3 / EPS_SLACK_S)
 
 
-@pytest.mark.parametrize(("scenario", "hw"), [("vr-gaming", "4k-1ws2os"), ("ar-social", "4k-1os2ws")])
-def test_dream_dispatch_is_the_argmax_of_the_pure_mapscore(scenario, hw):
-    sim = DreamSim.from_catalog(scenario, hw, horizon_s=0.3)
-    sched = DreamPolicy("mapscore", "fixed", 0.7, 1.3)
-    sim.reset(np.random.default_rng(2))
+def _decisions(scenario: str, hw: str, variant: str, horizon_s: float, sim_seed: int):
+    """Each decision of a fixed-(0.7, 1.3) DREAM policy over one short episode, with the simulator, its view and the
+    policy as they were when it decided; the decision is applied after the caller's checks."""
+    sim = DreamSim.from_catalog(scenario, hw, horizon_s=horizon_s)
+    sched = DreamPolicy(variant, "fixed", 0.7, 1.3)
+    sim.reset(np.random.default_rng(sim_seed))
     sched.reset(sim, np.random.default_rng(0))
     view = sim.view()
-    checked = 0
     while sim.advance():
         decision = sched.decide(view)
+        yield sim, view, sched, decision
+        sim.apply(decision)
+
+
+@pytest.mark.parametrize(("scenario", "hw"), [("vr-gaming", "4k-1ws2os"), ("ar-social", "4k-1os2ws")])
+def test_dream_dispatch_is_the_argmax_of_the_pure_mapscore(scenario, hw):
+    checked = 0
+    for sim, view, _sched, decision in _decisions(scenario, hw, "mapscore", horizon_s=0.3, sim_seed=2):
         now = sim.now
         best, best_key = None, None
         for i in view.ready:
@@ -90,7 +98,6 @@ def test_dream_dispatch_is_the_argmax_of_the_pure_mapscore(scenario, hw):
                                    view.next_stats(decision.task)[1], decision.acc,
                                    view.switch_energy(decision.task, decision.acc), 0.7, 1.3), rel_tol=1e-12)
         checked += 1
-        sim.apply(decision)
     assert checked > 500
 
 
@@ -99,20 +106,13 @@ def test_dream_dispatch_is_the_argmax_of_the_pure_mapscore(scenario, hw):
 def test_best_pair_loop_is_the_argmax_of_the_score_list(scenario, hw, variant):
     """The dispatch loop keeps the best pair as it scores; it picks what the arg-max over the list of every
     (ready task, idle accelerator) score picks, ties included (earlier release, then lower accelerator)."""
-    sim = DreamSim.from_catalog(scenario, hw, horizon_s=0.4)
-    sched = DreamPolicy(variant, "fixed", 0.7, 1.3)
-    sim.reset(np.random.default_rng(3))
-    sched.reset(sim, np.random.default_rng(0))
-    view = sim.view()
     checked = 0
-    while sim.advance():
-        decision = sched.decide(view)
+    for _sim, view, sched, decision in _decisions(scenario, hw, variant, horizon_s=0.4, sim_seed=3):
         idle = view.idle_accs()
         if type(decision).__name__ == "Dispatch":
             _s, i, a, v = min(sched._scores(view, idle), key=lambda row: (-row[0], view.f_release[row[1]], row[2]))
             assert (decision.task, decision.acc, decision.variant) == (i, a, v)
             checked += 1
-        sim.apply(decision)
     assert checked > 300
 
 
