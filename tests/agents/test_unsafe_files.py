@@ -22,7 +22,7 @@ from joulegym.evaluation import suite
 from joulegym.evaluation.cli import main
 
 ZOO = Path(suite.default_zoo())
-SAC = ZOO / "etf" / "tx2-fig6-random" / "sac"  # a Box agent
+SAC = ZOO / "etf" / "tx2-fig6-random" / "sac" / "seed0"  # a Box agent (one training seed of the shipped SAC)
 QIN = ZOO / "qin" / "paper-rw" / "maskable_ppo"  # a Discrete agent
 SAC_ENV = json.loads((SAC / "provenance.json").read_text())["env_id"]
 
