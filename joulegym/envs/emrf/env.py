@@ -118,6 +118,7 @@ from joulegym.envs.emrf.decisions import (
     normalised,
     spread,
 )
+from joulegym.envs.emrf.metrics import episode_metrics
 from joulegym.envs.emrf.simulator import EMRFSimulator
 from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX
 
@@ -680,33 +681,13 @@ class EMRFEnv(JoulegymEnv):
     def metrics(self) -> dict[str, Any]:
         """The paper's metrics over the episode so far (docs/families/emrf.md §2 "Metrics")."""
         sim = self.sim
-        elapsed = sim.time
-        steps = max(self._steps, 1)
-        ratios = [self._ratio_time[i] / self._active_time[i] for i in range(self.max_users) if self._active_time[i] > 0]
-        times = sim.completion_times()
-        finished = [(sim.work_done[i], t) for i, t in enumerate(times) if not math.isnan(t) and t > 0]
-        metrics: dict[str, Any] = {
-            "throughput_gflops": sim.total_gflop / elapsed if elapsed > 0 else 0.0,
-            "mean_efficiency": self._sum_e / steps,
-            "cpu_utilisation": sim.cpu_gflop / (self.capacities[0] * elapsed) if elapsed > 0 else 0.0,
-            "gpu_utilisation": sim.gpu_gflop / (self.capacities[1] * elapsed) if elapsed > 0 else 0.0,
-            "soft_fairness": self._sum_delta / steps,
-            "delta_bound": self._sum_delta_bound / steps,
-            "floor_violation": self._sum_v / steps,
-            "si_violations": float(self._si_total),
-            "ef_violations": float(self._ef_total),
-            "jain_fairness": (sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))
-                              if ratios and any(ratios) else 1.0),  # Jain's index of mean F_i/S_i
-            "weighted_speedup": self._sum_speedup / elapsed if elapsed > 0 else 0.0,
-            "jobs_completed": float(sum(sim.jobs_done)),
-            "job_throughput_gflops": float(sum(w / t for w, t in finished)),
-            "eta_target": self.eta_target,
-            "per_user_gflops": np.array([w / elapsed if elapsed > 0 else 0.0 for w in sim.work_done]),
-            "completion_times_s": np.array([0.0 if math.isnan(t) else t for t in times]),  # 0: not finished
-        }
-        if sim.done:
-            metrics["makespan_s"] = max((f for f in sim.finished_at if f is not None), default=0.0)
-        return metrics
+        makespan = max((f for f in sim.finished_at if f is not None), default=0.0) if sim.done else None
+        return episode_metrics(
+            elapsed=sim.time, capacities=self.capacities, steps=self._steps,
+            sums=(self._sum_e, self._sum_delta, self._sum_delta_bound, self._sum_v, self._sum_speedup),
+            counts=(self._si_total, self._ef_total), ratio_time=self._ratio_time, active_time=self._active_time,
+            gflop=(sim.total_gflop, sim.cpu_gflop, sim.gpu_gflop), work_done=sim.work_done, jobs_done=sim.jobs_done,
+            completion_times=sim.completion_times(), eta_target=self.eta_target, makespan=makespan)
 
     # --- rendering --------------------------------------------------------------------------------------
     def _render_ansi(self) -> str:
