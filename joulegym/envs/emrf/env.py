@@ -157,10 +157,18 @@ class _EMRFAction(ActionType):
     env: EMRFEnv
 
     def decode(self, action: Any) -> AllocationRule:
-        fn, eta = self._fluid(action)
+        return self.decode_checked(self._checked(action))
+
+    def decode_checked(self, values: Any) -> AllocationRule:
+        """The rule of an action already checked (and clipped) by the batched env's validator: a list of floats for
+        the Box modes, an int level for ``knob_discrete``; the same rule :meth:`decode` gives that action."""
+        fn, eta = self._fluid(values)
         return AllocationRule(self.env._with_task_slices(fn), eta)
 
-    def _fluid(self, action: Any):  # pragma: no cover - every mode overrides
+    def _checked(self, action: Any) -> Any:  # pragma: no cover - every mode overrides
+        raise NotImplementedError
+
+    def _fluid(self, values: Any):  # pragma: no cover - every mode overrides
         raise NotImplementedError
 
 
@@ -173,9 +181,12 @@ class WeightsAction(_EMRFAction):
         super().__init__(env)
         self.space = gym.spaces.Box(0.0, 1.0, (env.max_users,), dtype=np.float32)
 
-    def _fluid(self, action: Any):
+    def _checked(self, action: Any) -> list[float]:
+        return validated_box_list(action, self.space)
+
+    def _fluid(self, values: list[float]):
         env = self.env
-        return env._weights_rule(validated_box_list(action, self.space)), env.eta_target
+        return env._weights_rule(values), env.eta_target
 
     def encode(self, allocation: Any) -> np.ndarray:
         """ω = F / max F for an allocation per slot (0 on inactive slots): reproduces any saturating F."""
@@ -189,9 +200,9 @@ class ResidualWeightsAction(WeightsAction):
 
     name = "residual_weights"
 
-    def _fluid(self, action: Any):
+    def _fluid(self, values: list[float]):
         env = self.env
-        return env._residual_rule(validated_box_list(action, self.space), env.eta_target), env.eta_target
+        return env._residual_rule(values, env.eta_target), env.eta_target
 
     def encode(self, allocation: Any) -> np.ndarray:
         """ω = F'/max F' with F' = F - η_target F^max over the current active users."""
@@ -213,8 +224,11 @@ class KnobAction(_EMRFAction):
         super().__init__(env)
         self.space = gym.spaces.Box(0.0, 1.0, (1,), dtype=np.float32)
 
-    def _fluid(self, action: Any):
-        eta = validated_box_list(action, self.space)[0]
+    def _checked(self, action: Any) -> list[float]:
+        return validated_box_list(action, self.space)
+
+    def _fluid(self, values: list[float]):
+        eta = values[0]
         return self.env._knob_rule(eta), eta
 
     def encode(self, eta: float) -> np.ndarray:
@@ -231,8 +245,10 @@ class KnobDiscreteAction(_EMRFAction):
         super().__init__(env)
         self.space = gym.spaces.Discrete(env.config["knob_levels"])
 
-    def _fluid(self, action: Any):
-        level = validated_discrete_action(action, self.space)
+    def _checked(self, action: Any) -> int:
+        return validated_discrete_action(action, self.space)
+
+    def _fluid(self, level: int):
         eta = level / (self.space.n - 1)
         return self.env._knob_rule(eta), eta
 
@@ -587,6 +603,14 @@ class EMRFEnv(JoulegymEnv):
 
     # --- observation and info ---------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
+        obs = np.array(self._features(), dtype=np.float32)
+        np.maximum(obs, 0.0, out=obs)  # the ufuncs directly: np.clip's dispatch costs more than the clipping
+        np.minimum(obs, 1.0, out=obs)
+        return obs
+
+    def _features(self) -> list[float]:
+        """The observation's values before the float32 conversion and the clipping to [0, 1] (module docstring,
+        "Observation"); the batched env converts and clips several instances' at once."""
         sim = self.sim
         active = self._active_slots()
         ctot = self.c_tot
@@ -611,10 +635,7 @@ class EMRFEnv(JoulegymEnv):
         g = n * SLOT_FEATURES
         feats[g:] = [self.eta_target, delta_norm_bound, self._last_util[0], self._last_util[1],
                      self.capacities[0] / ctot, len(active) / n, min(sim.windows / self.horizon, 1.0)]
-        obs = np.array(feats, dtype=np.float32)
-        np.maximum(obs, 0.0, out=obs)  # the ufuncs directly: np.clip's dispatch costs more than the clipping
-        np.minimum(obs, 1.0, out=obs)
-        return obs
+        return feats
 
     def _max_episode_steps(self) -> int:
         return int(self.config["horizon"])  # one window per step; finite jobs may end it sooner
