@@ -13,9 +13,10 @@ seeds instance ``i`` with ``s + i`` (as ``SyncVectorEnv`` does), and an ended in
 continues from its own random stream (``reset()`` without a seed).
 
 With fewer than :data:`BATCH_FROM` instances the fixed cost of the array operations outweighs what they share, so
-the instances are single envs stepped one by one (the same bits either way). Every row's action is checked before
-any instance steps (:func:`joulegym.core.vector.validated_batch`): a batch rejected for one bad row changes no
-instance.
+the instances are single envs stepped one by one (the same bits either way): each runs its own transition on its
+checked row (``decode_checked``), and the batch converts their observations, flags and rewards once. Every row's
+action is checked before any instance steps (:class:`joulegym.core.vector.BatchValidator`): a batch rejected for one
+bad row changes no instance.
 
 Infos are lean and batched as ``SyncVectorEnv`` batches them: ``reward_parts`` (one array per part) and
 ``repaired``, each with its ``_key`` mask, and ``metrics`` for the instances whose episode ended
