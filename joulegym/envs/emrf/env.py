@@ -157,7 +157,8 @@ class _EMRFAction(ActionType):
     env: EMRFEnv
 
     def decode(self, action: Any) -> AllocationRule:
-        return self.decode_checked(self._checked(action))
+        fn, eta = self._fluid(self._checked(action))
+        return AllocationRule(self.env._with_task_slices(fn), eta)
 
     def decode_checked(self, values: Any) -> AllocationRule:
         """The rule of an action already checked (and clipped) by the batched env's validator: a list of floats for
