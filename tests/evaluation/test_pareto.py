@@ -143,3 +143,43 @@ def test_fronts_page_renders_every_front_plot(etf_fronts, tmp_path):
     assert f'data-images-loaded="{images}/{images}"' in dom and console == []
     assert len(re.findall(r'<table class="sortable indicators">', dom)) == 1
     assert 'class="verdict"' in dom and "evaluate.py --suite etf --pareto" in dom
+
+
+def test_front_labels_do_not_overlap_and_coincident_points_share_one():
+    """The plot's labels (pareto_page.place_labels): a crowded front gets one label per spot, no two text boxes
+    overlap, every one inside the axes; points drawn on the same spot share a label."""
+    from matplotlib.text import Text
+
+    from joulegym.core.plotting import new_figure
+    from joulegym.evaluation.pareto_page import place_labels
+
+    fig, axes = new_figure(size=(7.2, 4.4))
+    ax = axes.flat[0]
+    xs = np.linspace(0.0, 1.0, 12)
+    ax.plot(xs, 1.0 - np.sqrt(xs), "o")
+    labels = [(f"etf(phi={x:.2f})", float(x), float(1.0 - np.sqrt(x))) for x in xs]
+    labels += [("ef", 1.0, 0.0), ("tf", 0.0, 1.0)]  # on the same spots as phi = 1 and phi = 0
+    notes = place_labels(ax, labels)
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for note in notes:
+        note.update_positions(renderer)
+        boxes.append(Text.get_window_extent(note, renderer))
+    frame = ax.get_window_extent(renderer)
+    assert len(notes) == 12 and sum("ef" in n.get_text().split(", ") for n in notes) == 1
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+    assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1 for b in boxes)
+
+
+def test_progress_lines_state_cpu_and_wall_time():
+    import io
+
+    from joulegym.evaluation.suite import Progress
+
+    stream = io.StringIO()
+    progress = Progress(2, stream)
+    progress.step("etf/tx2-fig5 etf x 10 seeds")
+    progress.step("etf/tx2-fig5 tf x 10 seeds")
+    lines = stream.getvalue().splitlines()
+    pattern = r"\[\d/2\] etf/tx2-fig5 \w+ x 10 seeds \(\d+\.\d CPU-s, \d+\.\d s wall; so far \d+ CPU-s, \d+ s wall\)"
+    assert len(lines) == 2 and all(re.fullmatch(pattern, line) for line in lines)
