@@ -350,7 +350,7 @@ def run_pareto(names: Sequence[str] = (), *, out: str | Path | None = None, zoo:
     project's result-directory rules, :class:`joulegym.core.io.ResultDir`). Returns the written paths."""
     import joulegym  # noqa: F401  (registers the ids)
     from joulegym.core.io import ResultDir
-    from joulegym.evaluation import pareto_page
+    from joulegym.evaluation import pareto_page, pareto_verdict
     from joulegym.evaluation.suite import Progress, default_zoo, suite_families
 
     descriptors = suite_families(names)
@@ -378,7 +378,12 @@ def run_pareto(names: Sequence[str] = (), *, out: str | Path | None = None, zoo:
         from joulegym.core.io import write_atomic
 
         written.append(write_atomic(tmp / "index.html", pareto_page.html(results, command)))
+        verdicts = pareto_verdict.markdown(pareto_verdict.verdict_rows(
+            pd.concat([r.points for r in results], ignore_index=True),
+            pd.concat([r.indicators for r in results], ignore_index=True)))
+        written.append(write_atomic(tmp / "verdicts.md", f"Printed by `{command}`:\n\n{verdicts}"))
     written = [result_dir.final(p) for p in written]
+    progress.note(f"does an agent's front dominate part of the heuristics' front?\n{verdicts}")
     progress.note(f"fronts: {time.process_time() - start:.0f} CPU-s in this process, "
                   f"{time.perf_counter() - wall:.0f} s wall; wrote {len(written)} files into "
                   f"{result_dir.out} (open {result_dir.out / 'index.html'})")

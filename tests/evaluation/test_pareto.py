@@ -130,6 +130,9 @@ def test_fronts_run_writes_tables_with_the_weight_agent(etf_fronts):
     front = points[points["front_heuristics"]]
     assert set(front["class"]) <= {"heuristic", "baseline"}
     assert weights["energy_fairness"] == 0.25
+    verdicts = (out / "verdicts.md").read_text()
+    assert verdicts.startswith("Printed by `python evaluate.py --suite etf --pareto")
+    assert len([line for line in verdicts.splitlines() if line.startswith("| etf |")]) == 6  # 5 scenarios + all
 
 
 @needs_browser
@@ -183,3 +186,35 @@ def test_progress_lines_state_cpu_and_wall_time():
     lines = stream.getvalue().splitlines()
     pattern = r"\[\d/2\] etf/tx2-fig5 \w+ x 10 seeds \(\d+\.\d CPU-s, \d+\.\d s wall; so far \d+ CPU-s, \d+ s wall\)"
     assert len(lines) == 2 and all(re.fullmatch(pattern, line) for line in lines)
+
+
+@pytest.mark.parametrize(("agent", "expected", "dominated"), [
+    ((0.3, 0.75), "extends it", "0 of 3"),  # fills a gap of the front: a gain, no front point beaten
+    ((0.4, 0.4), "dominates part", "1 of 3"),  # beats c
+    ((0.0, 0.0), "dominates part", "3 of 3"),  # beats every front point
+    ((1.0, 1.0), "inside", "0 of 3"),  # behind the front
+    (None, "no agent", "0 of 3"),
+])
+def test_verdict_table_says_whether_an_agent_dominates_part_of_the_front(agent, expected, dominated):
+    from joulegym.evaluation import pareto_verdict
+
+    rows = [("a", "heuristic", [(0.0, 1.0), (0.1, 1.0)]), ("b", "baseline", [(1.0, 0.0), (1.0, 0.1)]),
+            ("c", "heuristic", [(0.6, 0.6), (0.7, 0.6)])]
+    if agent is not None:
+        rows.append(("ppo", "agent", [agent, agent]))
+    result = _fronts(rows)
+    pareto.indicators(result, resamples=50)
+    result.points["family"] = result.name  # the toy's episodes borrow ETF's descriptor
+    table = pareto_verdict.verdict_rows(result.points, result.indicators)
+    row = table[table["scenario"] == "s"].iloc[0]
+    assert row["verdict"] == expected and row["front points dominated by an agent"] == dominated
+    assert table.iloc[-1]["scenario"] == "all" and table.iloc[-1]["verdict"] == expected
+    text = pareto_verdict.markdown(table)
+    assert text.count("\n") == 2 + len(table) and f"| {expected} |" in text
+
+
+def test_verdict_table_refuses_a_directory_without_the_tables(tmp_path):
+    from joulegym.evaluation import pareto_verdict
+
+    with pytest.raises(ValueError, match=r"points\.csv, indicators\.csv"):
+        pareto_verdict.from_directory(tmp_path)
