@@ -213,6 +213,32 @@ class DreamEnvBase(JoulegymEnv):
         configured workloads' model count. So ``UXCost`` lies in [0, ux_bound()**2]."""
         return float(self.models_needed)
 
+    def proxy_bound(self) -> float:
+        """The most the ``violations`` or ``energy_proxy`` part can lose in one step: ``sum_m F_m / N_m`` over the
+        models of the worst configured workload, ``F_m`` the most frames of ``m`` an episode can count and ``N_m`` the
+        part's per-model scale (``frames_per_horizon``). A model's per-step loss is at most its counted frames over
+        ``N_m`` (each violated frame once; a frame's energy at most its worst case, which is the model's own on one
+        SoC, tables.Variant.worst_energy). Periodic (root) releases in a phase of length ``d`` number at most
+        ``d fps + 1``; a cascade child releases at most once per completed frame, so at most once per root frame."""
+        c = self.config
+        switch = None if self.switch_to is None else (float(c["switch_at_s"]), self.switch_to)
+        worst = 0.0
+        for workload in self.workloads:
+            phases = [(0.0, self.horizon_s if switch is None else switch[0], workload)]
+            if switch is not None:
+                phases.append((switch[0], self.horizon_s, switch[1]))
+            frames: dict[str, float] = {}
+            first_fps: dict[str, float] = {}
+            roots = sum((t1 - t0) * m.fps + 1.0 for t0, t1, wl in phases for m in wl.models if m.parent is None)
+            for t0, t1, wl in phases:
+                for m in wl.models:
+                    first_fps.setdefault(m.name, float(m.fps))
+                    frames[m.name] = frames.get(m.name, 0.0) + ((t1 - t0) * m.fps + 1.0 if m.parent is None else 0.0)
+            children = {m.name for _, _, wl in phases for m in wl.models if m.parent is not None}
+            worst = max(worst, sum((frames[n] + (roots if n in children else 0.0))
+                                   / max(self.horizon_s * first_fps[n], 1.0) for n in frames))
+        return worst
+
     def make_sim(self, workload: Any = None, hw: Any = None) -> DreamSim:
         """A fresh simulator of this env's config (``workload`` / ``hw``: one of the configured ones; default the
         first). Policies use it to run candidates offline."""
@@ -351,10 +377,10 @@ class DreamEnv(SlotRows, DreamEnvBase):
                    "-(X_t - X_{t-1}) Y_{t-1}: the DLV share of -dUXCost; within +-b^2 (b: the workloads' model count)"),
         RewardPart("energy", -math.inf, math.inf, "-X_t (Y_t - Y_{t-1}): the energy share of -dUXCost; within +-b^2"),
         RewardPart("uxcost_terminal", -math.inf, 0.0, "-UXCost of the episode, on the last step; in [-b^2, 0]"),
-        RewardPart("violations", -math.inf, 0.0, "-1/N_m per frame of model m violated or dropped; no per-step "
-                   "bound derived (it needs each model's counted frames under cascades and switches)"),
-        RewardPart("energy_proxy", -math.inf, 0.0, "-dE_m / (N_m E_worst,m): energy per worst-case frame; no "
-                   "per-step bound derived (as violations)"),
+        RewardPart("violations", -math.inf, 0.0, "-1/N_m per frame of model m violated or dropped; at least "
+                   "-sum_m F_m / N_m (F_m: the most frames of m an episode counts; proxy_bound)"),
+        RewardPart("energy_proxy", -math.inf, 0.0, "-dE_m / (N_m E_worst,m): energy per worst-case frame; at "
+                   "least -sum_m F_m / N_m (proxy_bound)"),
         RewardPart("invalid", -INVALID_PENALTY, 0.0, "-0.01 per masked-out (repaired) action"),
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {
@@ -367,7 +393,9 @@ class DreamEnv(SlotRows, DreamEnvBase):
     def _reward_spec(self) -> RewardSpec:
         # X and Y lie in [0, b] (ux_bound), so each product-rule share and the episode's UXCost lie within b**2
         b = self.ux_bound()
-        bounds = {"dlv": (-b * b, b * b), "energy": (-b * b, b * b), "uxcost_terminal": (-b * b, 0.0)}
+        proxy = (-self.proxy_bound(), 0.0)
+        bounds = {"dlv": (-b * b, b * b), "energy": (-b * b, b * b), "uxcost_terminal": (-b * b, 0.0),
+                  "violations": proxy, "energy_proxy": proxy}
         return RewardSpec(tuple(RewardPart(p.name, *bounds.get(p.name, (p.low, p.high)), p.description)
                                 for p in self.reward_parts), self.reward_presets)
 
