@@ -5,7 +5,8 @@ from a finished run's files (``python -m joulegym.evaluation.pareto_verdict resu
 
 Verdict per scope, from the paired "agents gain" (hypervolume of heuristics+agents minus heuristics, bootstrap CI
 over the test seeds) and the heuristic-front points an agent dominates: ``dominates part`` when an agent dominates at
-least one heuristic-front point and the gain's CI lies above 0; ``extends it`` when the gain's CI lies above 0 but no
+least one heuristic-front point and the gain's CI lies above 0 (with the gain as a share of the heuristic front's
+hypervolume); ``extends it`` when the gain's CI lies above 0 but no
 front point is dominated (an agent adds a point beyond the front's ends or in a gap); ``inside`` when the gain is 0
 or its CI reaches 0; ``no agent`` when none played the scope.
 """
@@ -28,10 +29,17 @@ def _interval(row: pd.Series | None) -> str:
     return f"{row['hypervolume']:.3f} [{row['hv_ci_low']:.3f}, {row['hv_ci_high']:.3f}]"
 
 
+def _signed(value: float) -> str:
+    """A gain with its sign, small ones in scientific notation (a 1e-5 gain must not print as +0.0000)."""
+    if value == 0:
+        return "0"
+    return f"{value:+.1e}" if abs(value) < 1e-3 else f"{value:+.4f}"
+
+
 def _gain(row: pd.Series | None) -> str:
     if row is None:
         return "-"
-    return f"{row['hypervolume']:+.4f} [{row['hv_ci_low']:+.4f}, {row['hv_ci_high']:+.4f}]"
+    return f"{_signed(row['hypervolume'])} [{_signed(row['hv_ci_low'])}, {_signed(row['hv_ci_high'])}]"
 
 
 def _pick(indicators: pd.DataFrame, family: str, scope: str, name: str) -> pd.Series | None:
@@ -39,14 +47,17 @@ def _pick(indicators: pd.DataFrame, family: str, scope: str, name: str) -> pd.Se
     return rows.iloc[0] if len(rows) else None
 
 
-def verdict(gain: pd.Series | None, dominated: int, agents: int) -> str:
-    """The verdict word of one scope (module docstring)."""
+def verdict(gain: pd.Series | None, dominated: int, agents: int, front_hv: float = float("nan")) -> str:
+    """The verdict of one scope (module docstring), with the gain relative to the heuristic front's hypervolume
+    ``front_hv`` when the gain's CI lies above 0."""
     if agents == 0 or gain is None:
         return "no agent"
-    above = bool(gain["hv_ci_low"] > GAIN_TOLERANCE)
-    if dominated and above:
-        return "dominates part"
-    return "extends it" if above else "inside"
+    if not gain["hv_ci_low"] > GAIN_TOLERANCE:
+        return "inside"
+    word = "dominates part" if dominated else "extends it"
+    if front_hv > 0:
+        word += f" (+{100 * gain['hypervolume'] / front_hv:.2g} % HV)"
+    return word
 
 
 def verdict_rows(points: pd.DataFrame, indicators: pd.DataFrame) -> pd.DataFrame:
@@ -60,11 +71,14 @@ def verdict_rows(points: pd.DataFrame, indicators: pd.DataFrame) -> pd.DataFrame
             dominated = int(front["dominated_by_agent"].astype(bool).sum())
             agents = chosen[chosen["class"] == "agent"]
             gain = _pick(indicators, family, scenario, "agents gain") if len(agents) else None
+            heuristics = _pick(indicators, family, scenario, "heuristics")
+            front_hv = float("nan") if heuristics is None else float(heuristics["hypervolume"])
             labels = ", ".join(dict.fromkeys(agents["point"])) if scenario != "all" else f"{len(agents)} points"
             rows.append(dict(zip(COLUMNS, (
-                family, scenario, _interval(_pick(indicators, family, scenario, "heuristics")),
+                family, scenario, _interval(heuristics),
                 _interval(_pick(indicators, family, scenario, "agents")), labels or "none",
-                f"{dominated} of {len(front)}", _gain(gain), verdict(gain, dominated, len(agents))), strict=True)))
+                f"{dominated} of {len(front)}", _gain(gain),
+                verdict(gain, dominated, len(agents), front_hv)), strict=True)))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 

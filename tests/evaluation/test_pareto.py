@@ -207,10 +207,11 @@ def test_verdict_table_says_whether_an_agent_dominates_part_of_the_front(agent, 
     result.points["family"] = result.name  # the toy's episodes borrow ETF's descriptor
     table = pareto_verdict.verdict_rows(result.points, result.indicators)
     row = table[table["scenario"] == "s"].iloc[0]
-    assert row["verdict"] == expected and row["front points dominated by an agent"] == dominated
-    assert table.iloc[-1]["scenario"] == "all" and table.iloc[-1]["verdict"] == expected
+    assert row["verdict"].split(" (")[0] == expected and row["front points dominated by an agent"] == dominated
+    assert table.iloc[-1]["scenario"] == "all" and table.iloc[-1]["verdict"] == row["verdict"]
+    assert ("% HV)" in row["verdict"]) == (expected in ("extends it", "dominates part"))
     text = pareto_verdict.markdown(table)
-    assert text.count("\n") == 2 + len(table) and f"| {expected} |" in text
+    assert text.count("\n") == 2 + len(table) and f"| {row['verdict']} |" in text
 
 
 def test_verdict_table_refuses_a_directory_without_the_tables(tmp_path):
@@ -218,3 +219,30 @@ def test_verdict_table_refuses_a_directory_without_the_tables(tmp_path):
 
     with pytest.raises(ValueError, match=r"points\.csv, indicators\.csv"):
         pareto_verdict.from_directory(tmp_path)
+
+
+def test_weight_agent_plan_prints_one_train_command_per_family_weight_and_seed(capsys):
+    """docs/tradeoffs.md's commands: per planned family, the zoo's algorithm on a benchmark scenario, the weight grid
+    as the env's reward_weights, the protocol's seeds, a step count that is set; the command line is train.py's."""
+    import shlex
+
+    from joulegym.evaluation import mo_agents
+    from joulegym.training import parse_args
+
+    commands = mo_agents.plan_commands()
+    assert len(commands) == len(mo_agents.PLAN) * len(mo_agents.DEFAULT_GRID) * len(mo_agents.DEFAULT_SEEDS)
+    for family, (scenario, steps) in mo_agents.PLAN.items():
+        bench = get_family(family).benchmark
+        assert scenario in bench.scenarios and steps > 0
+        mine = [c for c in commands if f"--out runs/mo/{family}-w" in c]
+        grid = {json.dumps(w, sort_keys=True) for w in mo_agents.weight_grid(family)}
+        parsed = [parse_args(shlex.split(c)[2:]) for c in mine]
+        assert {json.dumps(json.loads(a.env_kwargs)["reward_weights"], sort_keys=True) for a in parsed} == grid
+        assert {a.algo for a in parsed} == {bench.zoo_algo} and {a.timesteps for a in parsed} == {steps}
+        assert {a.seed for a in parsed} == set(mo_agents.DEFAULT_SEEDS) and len({a.out for a in parsed}) == 15
+    assert mo_agents.main(["commands", "etf", "--seeds", "4", "--timesteps", "300"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 5 and all("--seed 4 --timesteps 300" in c for c in printed)
+    with pytest.raises(SystemExit):
+        mo_agents.main(["commands", "nosuchfamily"])
+    assert "no weight-conditioned agent plan" in capsys.readouterr().err
