@@ -22,7 +22,9 @@ from joulegym.core.rollout import rollout
 from joulegym.scenarios.qin import SPLASH2
 
 PAPER_BASELINES = ("kubernetes", "paragon", "mage")
-DEPLOYABLE = ("least-loaded", "drain-time")  # the simple rules a practitioner tries first (not in the paper)
+DEPLOYABLE = ("drain-time",)  # the simple size-blind rule a practitioner tries first (not in the paper)
+# rules on L_i, built on the jobs' size estimates (within 5 % of the truth): privileged upper references
+SIZE_INFORMED = ("least-loaded", "drain-time-sized")
 VARIANTS = {"perf": ("qin-perf", "makespan", "makespan_s"), "energy": ("qin-energy", "energy", "energy_j"),
             "edp": ("qin-edp", "edp", "edp_js")}
 OTHER_RULE = "least-loaded-of-d"
@@ -31,7 +33,7 @@ MIXES = ("rw", "lc", "tb")
 D_VALUES = (1, 2, 3, 4, 6)  # Fig. 10b
 NODE_MIXES = (("fft", "barnes", "lu_cb"), ("fft", "water_nsquared"), ("ocean_cp", "radix", "fmm"))
 NODE_MIX_THREADS = 3  # threads per app of the node-level mixes: more threads than the i5-4690's 4 cores
-LARGE_N_POLICIES = ("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE)
+LARGE_N_POLICIES = ("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE, *SIZE_INFORMED)
 LEADERBOARD_SCENARIOS = ("paper-rw", "paper-lc", "paper-tb")  # the family's benchmark (scenarios/qin.py)
 
 
@@ -65,7 +67,7 @@ def _cluster_cases() -> list[tuple[str, str, dict, str]]:
     """(label, policy, env kwargs, objective) of every Table 4 / Fig. 7 episode."""
     cases = [(policy, policy, {}, objective) for policy, objective, _ in VARIANTS.values()]
     cases.append((QIN_OTHER_RULE, "qin-perf", {"dchoice_rule": OTHER_RULE}, "makespan"))
-    cases += [(policy, policy, {}, "makespan") for policy in (*PAPER_BASELINES, *DEPLOYABLE)]
+    cases += [(policy, policy, {}, "makespan") for policy in (*PAPER_BASELINES, *DEPLOYABLE, *SIZE_INFORMED)]
     return cases
 
 
@@ -123,7 +125,7 @@ def rw_at_largest_m(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("makespan_s").reset_index(drop=True)
 
 
-def gain_by_m(runs: pd.DataFrame, baselines=(*PAPER_BASELINES, *DEPLOYABLE)) -> pd.DataFrame:
+def gain_by_m(runs: pd.DataFrame, baselines=(*PAPER_BASELINES, *DEPLOYABLE, *SIZE_INFORMED)) -> pd.DataFrame:
     """Fig. 7: RW, per M, Qin-perf's mean paired makespan gain (%) over each baseline (and the other rule's)."""
     rw = runs[runs["mix"] == "rw"]
     rows = []
@@ -301,7 +303,7 @@ def large_n(n_servers: int = 1000, seeds=(0,), policies=LARGE_N_POLICIES, stages
 
 
 def leaderboard(scenarios=LEADERBOARD_SCENARIOS, seeds=tuple(range(10_000, 10_010)),
-                policies=("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE)) -> pd.DataFrame:
+                policies=("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE, *SIZE_INFORMED)) -> pd.DataFrame:
     """The leaderboard's heuristics (``evaluate.py --suite qin``: makespan on the held-out seeds of the benchmark's
     scenarios): every reference policy's makespan per scenario and seed (the shipped agents are ranked by the
     suite)."""

@@ -19,7 +19,7 @@ register_family(qin_scenarios.FAMILY)
 def test_table4_and_fig7_smoke():
     runs = ex.cluster_runs(mixes=("rw",), sizes=(10,), seeds=(0,))
     assert set(runs.policy) == {"qin-perf", "qin-energy", "qin-edp", ex.QIN_OTHER_RULE, "kubernetes", "paragon",
-                                "mage", "least-loaded", "drain-time"}
+                                "mage", "drain-time", "least-loaded", "drain-time-sized"}
     assert (runs.jobs_done == 10).all()
     table = ex.table4(runs, paper=evaluation.PAPER_TABLE4)
     assert list(table.baseline) == ["kubernetes", "paragon", "mage"]
