@@ -87,3 +87,26 @@ def test_drain_time_counts_jobs_over_the_measured_rate():
         obs, _, terminated, truncated, info = env.step(action)
         done = terminated or truncated
     assert chosen[:5] == [0, 1, 2, 3, 4]
+
+
+def test_size_estimate_app_mean_knows_no_job_size():
+    """``size_estimate="app-mean"``: every job of an app gets the app's mean size (energy and runtime predictions
+    rescaled with it); the default keeps the profiled per-job estimate."""
+    from joulegym.workloads.qin_jobs import MEAN_RUNTIME_S
+
+    def inputs(**kw):
+        env = gym.make(ENV, **SMALL, **kw).unwrapped
+        return env.episode_inputs(np_random(5)[0])[1]
+
+    profiled, app_mean = inputs(), inputs(size_estimate="app-mean")
+    jobs = app_mean.jobs
+    assert np.array_equal(profiled.jobs.size_instr, jobs.size_instr)
+    expected = MEAN_RUNTIME_S / jobs.catalog.reference_seconds_per_instruction[np.asarray(jobs.app)]
+    assert np.allclose(app_mean.predictions.size_instr, expected, rtol=1e-12)
+    assert not np.allclose(profiled.predictions.size_instr, expected, rtol=1e-3)
+    ratio = (app_mean.predictions.size_instr / profiled.predictions.size_instr)[:, None]
+    assert np.allclose(app_mean.predictions.energy_j, profiled.predictions.energy_j * ratio, rtol=1e-12)
+    assert np.allclose(app_mean.predictions.runtime_s, profiled.predictions.runtime_s * ratio, rtol=1e-12)
+    assert np.array_equal(app_mean.predictions.mips, profiled.predictions.mips)
+    with pytest.raises(ValueError, match="size_estimate"):
+        gym.make(ENV, size_estimate="oracle")
