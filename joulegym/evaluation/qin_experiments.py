@@ -302,6 +302,44 @@ def large_n(n_servers: int = 1000, seeds=(0,), policies=LARGE_N_POLICIES, stages
     return pd.DataFrame(rows)
 
 
+#: What each rule reads and where Qin's placement loses to the size-blind drain-time rule (docs §6.1): (label,
+#: policy, env kwargs); every row is paired per seed with ``drain-time`` at the same ``smt_yield``.
+RULE_GAP_CASES = (
+    ("qin", "qin", {}),
+    ("qin, eq. 16 hinge", "qin", {"interference_mode": "hinge"}),
+    ("qin, least-loaded-of-d", "qin", {"dchoice_rule": "least-loaded-of-d"}),
+    ("round-robin", "round-robin", {}),
+    ("drain-time-sized (privileged)", "drain-time-sized", {}),
+    ("drain-time-sized, app-mean sizes", "drain-time-sized", {"size_estimate": "app-mean"}),
+    ("least-loaded (privileged)", "least-loaded", {}),
+    ("qin, smt_yield 1", "qin", {"smt_yield": 1.0}),
+    ("round-robin, smt_yield 1", "round-robin", {"smt_yield": 1.0}),
+)
+
+
+def rules_gap(seeds=tuple(range(10_000, 10_040)), num_jobs: int = 100, cases=RULE_GAP_CASES) -> pd.DataFrame:
+    """RW on the five workers: each case's mean makespan and its paired difference from ``drain-time`` (assigned
+    jobs over the measured rate, size-blind) at the same ``smt_yield``: mean, 95 % half-width (1.96 standard
+    errors) and the seeds on which drain-time is faster."""
+    def spans(policy: str, kw: dict) -> np.ndarray:
+        return np.array([run("joulegym/QinCluster-paper-rw-v0", policy, seed, {**kw, "workload": {"num_jobs": num_jobs}})
+                         ["makespan_s"] for seed in seeds])
+
+    refs: dict[float, np.ndarray] = {}
+    rows = []
+    for label, policy, kw in cases:
+        smt = float(kw.get("smt_yield", 1.3))
+        if smt not in refs:
+            refs[smt] = spans("drain-time", {"smt_yield": smt} if "smt_yield" in kw else {})
+        gap = spans(policy, kw) - refs[smt]
+        n = gap.size
+        rows.append({"case": label, "smt_yield": smt, "seeds": n, "makespan_s": float((refs[smt] + gap).mean()),
+                     "drain_time_s": float(refs[smt].mean()), "minus_drain_time_s": float(gap.mean()),
+                     "ci95_s": float(1.96 * gap.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan"),
+                     "drain_time_faster": int((gap > 0).sum())})
+    return pd.DataFrame(rows)
+
+
 def leaderboard(scenarios=LEADERBOARD_SCENARIOS, seeds=tuple(range(10_000, 10_010)),
                 policies=("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE, *SIZE_INFORMED)) -> pd.DataFrame:
     """The leaderboard's heuristics (``evaluate.py --suite qin``: makespan on the held-out seeds of the benchmark's
