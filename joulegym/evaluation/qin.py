@@ -62,11 +62,12 @@ def _budget(quick: bool) -> dict[str, Any]:
         return {"sizes": (50, 100), "seeds": (0, 1, 2), "d_values": (1, 2, 4), "dac_seeds": (0, 1),
                 "t5_jobs": 30, "t5_seeds": (0, 1), "apps": ex.SPLASH2[:2], "node_seeds": (0,),
                 "mixes": ex.NODE_MIXES[:1], "n_servers": 100, "board": ("paper-rw",), "board_seeds": (10_000, 10_001),
-                "gap_seeds": tuple(range(10_000, 10_010))}
+                "gap_seeds": tuple(range(10_000, 10_010)), "large_seeds": (0,)}
     return {"sizes": tuple(range(10, 101, 10)), "seeds": tuple(range(10)), "d_values": ex.D_VALUES,
             "dac_seeds": tuple(range(10)), "t5_jobs": 100, "t5_seeds": tuple(range(5)), "apps": ex.SPLASH2,
             "node_seeds": (0, 1, 2), "mixes": ex.NODE_MIXES, "n_servers": 1000, "board": ex.LEADERBOARD_SCENARIOS,
-            "board_seeds": tuple(range(10_000, 10_010)), "gap_seeds": tuple(range(10_000, 10_040))}
+            "board_seeds": tuple(range(10_000, 10_010)), "gap_seeds": tuple(range(10_000, 10_040)),
+            "large_seeds": (0, 1)}
 
 
 def _stages(budget: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
@@ -90,7 +91,7 @@ def _stages(budget: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict[str
         "table 5": table_5,
         "fig 14": lambda: tables.update(t14=ex.fig14(apps=budget["apps"], seeds=budget["node_seeds"]),
                                         mixes=ex.node_mixes(budget["mixes"], seeds=budget["node_seeds"])),
-        "large n": lambda: tables.update(large_n=ex.large_n(budget["n_servers"])),
+        "large n": lambda: tables.update(large_n=ex.large_n(budget["n_servers"], seeds=budget["large_seeds"])),
         "leaderboard": lambda: tables.update(board=ex.leaderboard(budget["board"], budget["board_seeds"])),
         "rules gap": lambda: tables.update(gap=ex.rules_gap(budget["gap_seeds"])),
     }

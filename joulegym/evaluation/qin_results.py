@@ -114,11 +114,12 @@ def _node_section(tables: dict[str, pd.DataFrame]) -> list[str]:
 def _scale_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     large = tables["large_n"]
     n = int(large.n_servers.iloc[0])
-    shown = large[["decision_mode", "decision_latency_s", "policy", "makespan_s", "mean_jct_s", "mean_util",
+    shown = large[["decision_mode", "decision_latency_s", "seed", "policy", "makespan_s", "mean_jct_s", "mean_util",
                    "dispatch_overhead_s"]]
+    seeds = ", ".join(str(int(seed)) for seed in large.seed.unique())
     return ["## Scale", "",
             f"N = {n:,} servers, M = {10 * n:,} jobs (§7.4): {n} servers drawn from the Table 2 types, "
-            f"{10 * n} RW jobs at t = 0, seed 0; profiling in one slot per two servers. `decision_mode` `serial` is "
+            f"{10 * n} RW jobs at t = 0, seeds {seeds}; profiling in one slot per two servers. `decision_mode` `serial` is "
             "Alg. 1's one loop (a decision waits for the previous one), `overlapped` lets the decision latencies of "
             "different jobs overlap (each delays its own job only); `decision_latency_s` is that of the "
             "profiling-based schedulers (0.09 s: A27; 0.005 s: Kubernetes' own, run as a sensitivity; Kubernetes "

@@ -76,7 +76,7 @@ def test_reproduce_writes_the_results_page_and_the_verdicts(tmp_path, monkeypatc
              "table5_power_terms": lambda seeds, num_jobs: _power(seeds=(0,), num_jobs=4, control_period_ms=100.0),
              "fig14": lambda apps, seeds: _fig14(apps=("fft",)),
              "node_mixes": lambda mixes, seeds: _mixes(ex.NODE_MIXES[:1]),
-             "large_n": lambda n: _large_n(10, policies=("qin", "kubernetes", "drain-time")),
+             "large_n": lambda n, seeds: _large_n(10, seeds=seeds, policies=("qin", "kubernetes", "drain-time")),
              "leaderboard": lambda scenarios, seeds: _board(("tiny",), (10_000,), ("qin", "drain-time")),
              "rules_gap": lambda seeds: _gap((10_000, 10_001), num_jobs=10, cases=ex.RULE_GAP_CASES[:2])}
     for name, function in small.items():
