@@ -93,7 +93,8 @@ class QinPolicy(ClusterPolicy):
         p = view.prediction()
         # the load (tie-break and the least-loaded-of-d pick) is the size-blind one a deployed scheduler has
         return scheduling.qin_cluster_choose(p.tolerated, p.caused, p.mips, p.energy_j, p.runtime_s, view.t_server,
-                                             view.c_server, view.jobs_drain_s, self._rng, focus=self.focus or view.focus,
+                                             view.c_server, view.jobs_drain_s, self._rng,
+                                             focus=self.focus or view.focus,
                                              d=self.d, p_frac=self.p_frac, mode=view.interference_mode,
                                              rule=view.dchoice_rule)
 

@@ -322,8 +322,8 @@ def rules_gap(seeds=tuple(range(10_000, 10_040)), num_jobs: int = 100, cases=RUL
     jobs over the measured rate, size-blind) at the same ``smt_yield``: mean, 95 % half-width (1.96 standard
     errors) and the seeds on which drain-time is faster."""
     def spans(policy: str, kw: dict) -> np.ndarray:
-        return np.array([run("joulegym/QinCluster-paper-rw-v0", policy, seed, {**kw, "workload": {"num_jobs": num_jobs}})
-                         ["makespan_s"] for seed in seeds])
+        kwargs = {**kw, "workload": {"num_jobs": num_jobs}}
+        return np.array([run("joulegym/QinCluster-paper-rw-v0", policy, seed, kwargs)["makespan_s"] for seed in seeds])
 
     refs: dict[float, np.ndarray] = {}
     rows = []

@@ -119,7 +119,8 @@ def _scale_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     seeds = ", ".join(str(int(seed)) for seed in large.seed.unique())
     return ["## Scale", "",
             f"N = {n:,} servers, M = {10 * n:,} jobs (§7.4): {n} servers drawn from the Table 2 types, "
-            f"{10 * n} RW jobs at t = 0, seeds {seeds}; profiling in one slot per two servers. `decision_mode` `serial` is "
+            f"{10 * n} RW jobs at t = 0, seeds {seeds}; profiling in one slot per two servers. `decision_mode` "
+            "`serial` is "
             "Alg. 1's one loop (a decision waits for the previous one), `overlapped` lets the decision latencies of "
             "different jobs overlap (each delays its own job only); `decision_latency_s` is that of the "
             "profiling-based schedulers (0.09 s: A27; 0.005 s: Kubernetes' own, run as a sensitivity; Kubernetes "
@@ -143,7 +144,8 @@ def _rules_gap_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     gap = tables["gap"]
     seeds = int(gap.seeds.iloc[0])
     shown = gap.rename(columns={"makespan_s": "mean makespan (s)", "minus_drain_time_s": "minus drain-time (s)",
-                                "ci95_s": "95 % half-width (s)", "drain_time_faster": f"drain-time faster (of {seeds})"})[
+                                "ci95_s": "95 % half-width (s)",
+                                "drain_time_faster": f"drain-time faster (of {seeds})"})[
         ["case", "smt_yield", "mean makespan (s)", "minus drain-time (s)", "95 % half-width (s)",
          f"drain-time faster (of {seeds})"]]
     return ["## What the simple rules read", "",
