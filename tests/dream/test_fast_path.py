@@ -93,3 +93,15 @@ def test_a_task_level_change_is_the_same_on_both_paths(name):
     _same(env_path, fast)
     assert [{k: v for k, v in i.items() if k != "action_mask"} for i in env_path.infos] == fast.infos
     assert any(i["overflow"] for i in fast.infos)
+
+
+@pytest.mark.reproduce
+@pytest.mark.parametrize("scenario", ["vr-gaming", "ar-call", "drone-outdoor", "drone-indoor", "ar-social",
+                                      "random-mix"])
+def test_simulator_path_equals_the_env_path_on_the_benchmark(scenario):
+    """Every benchmark scenario at its full horizon, every inner policy, two held-out seeds (long)."""
+    for name in sorted(INNER):
+        policy = baselines.make(name, family="dream")
+        env = gym.make(f"joulegym/DREAM-{scenario}-v0", **env_config_for(policy))
+        for seed in (10000, 10009):
+            _same(rollout(env, policy, seed), rollout_inner(env, policy, seed))
