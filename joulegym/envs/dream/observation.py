@@ -61,7 +61,7 @@ class DispatchObservation:
     accelerators, ``V`` sub-net choices per dispatch)."""
 
     _VIEWS = ("slots", "accs", "models", "glob", "mask_dispatch", "mask_drop", "_dispatch_2d", "base", "slope",
-              "_ready_col", "_dyn_view")
+              "_ready_col", "_dyn_view", "_slack", "_togo", "_min_togo", "_urgency")
 
     def __init__(self, K: int, M: int, A: int, V: int) -> None:
         self.K, self.M, self.A, self.V = K, M, A, V
@@ -113,6 +113,8 @@ class DispatchObservation:
         self.base, self.slope = self.affine[:, :6], self.affine[:, 6:]
         self._ready_col = self.ready[:, None]
         self._dyn_view = self.slots[:, self.c_dyn]
+        dyn = self._dyn  # its columns, viewed once (dynamic() runs at every decision)
+        self._slack, self._togo, self._min_togo, self._urgency = dyn[:, 1], dyn[:, 2], dyn[:, 3], dyn[:, 4]
 
     def __getstate__(self) -> dict[str, Any]:  # the unit rows are keyed by object ids: a copy starts afresh
         return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS and k != "_unit_rows"}
@@ -223,9 +225,10 @@ class DispatchObservation:
         dyn, floor = self._dyn, self._slack_floor
         np.multiply(self.slope, now, out=dyn)
         np.add(self.base, dyn, out=dyn)
-        np.subtract(dyn[:, 3], dyn[:, 1], out=self._late)  # minimum_to_go - slack, before the clipping below
-        np.maximum(dyn[:, 1], TINY_SLACK, out=floor)  # a passed deadline gives a huge ratio, clipped below
-        np.divide(dyn[:, 2], floor, out=dyn[:, 4])  # the period cancels; an empty slot's is 0 / TINY_SLACK
+        slack = self._slack
+        np.subtract(self._min_togo, slack, out=self._late)  # minimum_to_go - slack, before the clipping below
+        np.maximum(slack, TINY_SLACK, out=floor)  # a passed deadline gives a huge ratio, clipped below
+        np.divide(self._togo, floor, out=self._urgency)  # the period cancels; an empty slot's is 0 / TINY_SLACK
         np.minimum(dyn, OBS_BOUND, out=dyn)
         np.maximum(dyn, -OBS_BOUND, out=self._dyn_view)  # clamped into the slot rows of the buffer
 
