@@ -105,3 +105,17 @@ def test_simulator_path_equals_the_env_path_on_the_benchmark(scenario):
         env = gym.make(f"joulegym/DREAM-{scenario}-v0", **env_config_for(policy))
         for seed in (10000, 10009):
             _same(rollout(env, policy, seed), rollout_inner(env, policy, seed))
+
+
+def test_a_smaller_soc_after_a_larger_one_masks_the_missing_accelerator():
+    """``DREAM-random-mix`` draws the SoC per episode: after a 3-accelerator episode, a 2-accelerator one offers
+    no dispatch to accelerator 2 (a stale idle flag offered it, and the dispatch raised)."""
+    env = gym.make("joulegym/DREAM-v0", workload="ar-call", hw=["8k-1ws2os", "8k-2ws"], horizon_s=0.05)
+    base, policy, seen = env.unwrapped, baselines.make("random"), set()
+    for seed in range(8):
+        rollout(env, policy, seed)
+        seen.add(base.n_acc)
+        if base.n_acc == 2:
+            env.reset(seed=seed)
+            assert not base.action_masks()[: base.K * base.A].reshape(base.K, base.A)[:, 2].any()
+    assert seen == {2, 3}

@@ -128,6 +128,7 @@ class DispatchObservation:
         """Start an episode on a SoC of ``n_acc`` accelerators."""
         self._zeros, self._pad = (0.0,) * n_acc, (0.0,) * (self.A - n_acc)
         self.mask_dispatch[:] = self.mask_drop[:] = False
+        self._idle[:] = False  # a smaller SoC than the last episode's: its missing accelerators are never idle
         self._dyn_now, self._accs_at = None, ()
         self.buf[:] = 0.0
         self.valid[:] = self.ready[:] = self.var_ok[:] = self.drop_ok[:] = False
