@@ -22,6 +22,8 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from joulegym.evaluation import agent_verdict
+
 if TYPE_CHECKING:
     from joulegym.evaluation.suite import FamilyResult
 
@@ -255,6 +257,8 @@ def markdown(results: Sequence[FamilyResult], command: str, quick: bool,
     out = ["# joulegym leaderboard", "", f"Regenerate every number here: `{command}`", "", METHOD, ""]
     if quick:
         out += ["**Quick run** (`--quick`): a subset of scenarios and seeds; not the leaderboard.", ""]
+    out += ["## The verdict", "", agent_verdict.NOTE, ""]
+    out += _md_table(agent_verdict.HEADERS, agent_verdict.rows(results))
     for result in results:
         bench = result.benchmark
         out += [f"## {result.name}: {result.descriptor.title}", ""]
@@ -402,6 +406,9 @@ def html(results: Sequence[FamilyResult], command: str, quick: bool,
     if quick:
         body.append("<p><strong>Quick run</strong> (<code>--quick</code>): a subset of scenarios and seeds; not the "
                     "leaderboard.</p>")
+    body += ["<h2>The verdict</h2>", f'<p class="note">{_e(agent_verdict.NOTE)}</p>']
+    body += _table("verdict", agent_verdict.HEADERS,
+                   [("verdict", [(c, None) for c in r]) for r in agent_verdict.rows(results)])
     body.append("<p>Families: " + ", ".join(f'<a href="#{_e(r.name)}">{_e(r.name)}</a>' for r in results) + "</p>")
     body.append(f'<p class="fronts">The energy-performance trade-off of every family (each paper\'s knob swept, '
                 f'hypervolume and expected utility): <a href="{FRONTS_LINK}">{FRONTS_LINK}</a>, made by <code>python '

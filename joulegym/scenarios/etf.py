@@ -42,7 +42,9 @@ FIG11_APPS = [{**R50_MAX, "weight": 2.0}, {**MNV2_726, "weight": 1.0}]
 A10G_APPS = [{"model": "gpt2", "frequency_mhz": A10G_MAX_MHZ}, {"model": "mobilenetv2", "frequency_mhz": A10G_MAX_MHZ}]
 RANDOM_MIX = {"models": ["resnet18", "resnet50", "mobilenetv2"], "weights": [1.0, 2.0],
               "initial_apps": [2, 3, 4], "arrival_rate": 0.05, "mean_lifetime": 20.0}
-
+# Fig. 9's dynamics as a distribution (joulegym choice): Fig. 9 runs 1-3 tenants whose lifetimes are 40-100 of
+# its 100 epochs, so tenants start 1-3 and live 50 epochs on average, with 5 arrivals per 100 epochs.
+DYNAMIC_MIX = {**RANDOM_MIX, "initial_apps": [1, 2, 3], "arrival_rate": 0.05, "mean_lifetime": 50.0}
 
 PAPER = {"guarantee_mode": "none"}
 # The paper's toy has one interval. Every epoch of a static scenario repeats the same interval, so two epochs
@@ -96,6 +98,10 @@ def _build() -> list[Scenario]:
         Scenario("tx2-fig11-weights", "Fig. 11: Fig. 5 apps with weights 2:1, phi = 0.7 (the sweep: phi=)",
                  {"apps": FIG11_APPS}, ALL),
     ]
+    scenarios.append(Scenario(
+        "tx2-mix-dynamic", "Fig. 9's setting drawn per reset: 1-3 TX2 tenants at t = 0 and Poisson arrivals "
+        "(R18/R50/MNv2 x 13 levels, w 1|2) living 50 epochs on average, over 100 epochs; phi = 0.7",
+        {"mix": DYNAMIC_MIX, "horizon": 100}, NO_DVFS))
     scenarios = [_paper(s) for s in scenarios]
     scenarios.append(Scenario(
         "random-mix", "training mix: 2-4 TX2 tenants (R18/R50/MNv2 x 13 levels, w 1|2), arrivals, random phi",

@@ -43,7 +43,7 @@ def observed(env, name_or_policy="random", seed: int = 0):
 def test_one_class_per_decision_problem():
     """Each kind is its own env class on the template (docs/architecture.md); its action type only encodes."""
     classes = {"ETF": ETFEnv, "ETFPhi": ETFPhiEnv, "ETFDVFS": ETFDVFSEnv}
-    assert len(ETF_IDS) == len(set(ETF_IDS)) == 39
+    assert len(ETF_IDS) == len(set(ETF_IDS)) == 41  # 3 kinds + 14 scenarios x their kinds
     for kind, mode in KINDS.items():
         env_id = f"joulegym/{kind}-v0"
         assert env_id in ETF_IDS and gym.spec(env_id).entry_point == f"joulegym.envs.etf.env:{classes[kind].__name__}"
@@ -744,3 +744,23 @@ def test_simulator_direct_use_and_errors():
     crowded = [InferenceApp("resnet50", 1300.5), InferenceApp("resnet50", 1300.5), InferenceApp("resnet50", 1300.5)]
     with pytest.raises(ValueError, match="max_apps"):
         sim.reset(None, crowded)
+
+
+def test_mix_dynamic_draws_tenants_that_arrive_and_leave():
+    """tx2-mix-dynamic is Fig. 9's setting as a distribution: instances differ per seed, tenants come and go, and
+    the agent's spaces equal the paper scenarios' (one agent plays them all)."""
+    env = make_env("joulegym/ETF-tx2-mix-dynamic-v0")
+    paper = make_env("joulegym/ETF-tx2-fig9-dynamic-v0")
+    assert env.observation_space == paper.observation_space and env.action_space == paper.action_space
+    counts = []
+    for seed in (0, 1):
+        env.reset(seed=seed)
+        active = []
+        for _ in range(100):
+            obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            active.append(int(obs[[0, 9, 18, 27]].sum()))
+            if terminated or truncated:
+                break
+        counts.append(active)
+    assert counts[0] != counts[1]
+    assert all(len(set(c)) > 1 for c in counts)  # the number of active tenants changes within an episode

@@ -13,7 +13,7 @@ from tests.etf.helpers import make_env
 
 EXPECTED = ["toy-fig3", "toy-fig3-lemma2", "tx2-fig5", "tx2-fig5-text4x", "tx2-fig6", "tx2-fig6-random",
             "tx2-phi-random", "a10g-fig8", "tx2-fig9-dynamic", "tx2-fig10-incentive", "tx2-fig10-same",
-            "tx2-fig11-weights", "random-mix", "open-loop"]
+            "tx2-fig11-weights", "random-mix", "open-loop", "tx2-mix-dynamic"]
 
 
 def test_catalogue():

@@ -16,7 +16,7 @@ import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
 from joulegym.core.benchmark import DEFAULT_EVAL_SEEDS, TRAINING_SEED_LIMIT, Benchmark
 from joulegym.core.family import env_id, families, get_family
-from joulegym.evaluation import suite
+from joulegym.evaluation import agent_verdict, suite
 from joulegym.evaluation.cli import main
 from joulegym.evaluation.page import FRONTS_LINK
 
@@ -416,3 +416,33 @@ def test_suite_errors_exit_2(tmp_path, capsys, args, message):
     assert main([*args, *quick, "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_verdict_row_is_read_from_the_ranking(quick_run):
+    """The page's first table (and the README's) says, per family, whether the agent beats every deployable
+    non-learned policy; its numbers are the CSV's, and the verdict follows the stated rule."""
+    board = pd.read_csv(quick_run / "leaderboard.csv")
+    overall = board[board["scope"] == "all"].set_index("policy")
+    agent = overall.loc["ppo"]
+    non_learned = overall[overall["class"].isin(["heuristic", "baseline"])]
+    best_other = non_learned["score_mean"].idxmax()
+    md = (quick_run / "leaderboard.md").read_text()
+    section = md.split("## The verdict", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in section.splitlines() if line.startswith("| etf |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "ppo" and cells[4] == best_other
+    assert cells[3].startswith(f"{agent['score_mean']:.3f} [{agent['score_ci_low']:.3f}")
+    expected = agent_verdict.classify(agent["vs_bnl_diff_ci_low"], agent["vs_bnl_diff_ci_high"],
+                                      agent["score_ci_low"], non_learned.loc[best_other, "score_ci_high"])
+    assert cells[-1] == expected
+    assert '<table class="sortable verdict">' in (quick_run / "index.html").read_text()
+
+
+@pytest.mark.parametrize("diff, agent_low, other_high, verdict", [
+    ((0.1, 0.3), 1.2, 1.1, "wins"),
+    ((0.1, 0.3), 1.0, 1.1, "inconclusive"),  # paired CI above zero, but the headline CIs overlap
+    ((-0.1, 0.3), 1.2, 1.1, "inconclusive"),
+    ((-0.3, -0.1), 0.5, 1.1, "loses"),
+])
+def test_verdict_rule(diff, agent_low, other_high, verdict):
+    assert agent_verdict.classify(*diff, agent_low, other_high) == verdict
