@@ -22,8 +22,6 @@ KINDS = [(d.name, env_id(k.name, version=k.version)) for d in families() for k i
 # bounding a part fails this test until the part leaves the list (docs/tradeoffs.md, "Reward spaces").
 UNBOUNDED_PARTS = {
     ("PowerFlow", "power_violation"), ("PowerFlow", "energy"),
-    ("DREAM", "dlv"), ("DREAM", "energy"), ("DREAM", "uxcost_terminal"), ("DREAM", "violations"),
-    ("DREAM", "energy_proxy"), ("DREAMParams", "uxcost_window"), ("DREAMParams", "log_uxcost_window"),
     ("QinCluster", "makespan"), ("QinCluster", "flowtime"), ("QinCluster", "energy"), ("QinCluster", "edp"),
     ("Qin", "makespan"), ("Qin", "flowtime"), ("Qin", "energy"), ("Qin", "edp"),
     ("QinNode", "energy"), ("QinNode", "perf"), ("QinNode", "edp"),
@@ -98,3 +96,57 @@ def test_mo_gymnasium_wrappers_and_vector_env(family):
     _, rewards, _, _, _ = vec.step(actions)
     assert rewards.shape == (2, dim) and np.all(np.isfinite(rewards))
     vec.close()
+
+
+ROLLOUT_STEPS = 100
+SCENARIO_IDS = [env_id(k.name, s, k.version) for d in families() for k in d.kinds
+                for s in (None, *(s.name for s in d.scenarios.values() if s.applies_to(k.name)))]
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIO_IDS)
+def test_random_rollouts_keep_every_part_inside_reward_space(scenario_id):
+    """Every part of every step of a random rollout of every kind and scenario lies inside the declared
+    ``reward_space``, whose finite bounds are derived from the config (docs/tradeoffs.md, "Reward spaces")."""
+    try:
+        env = gym.make(scenario_id, vector_reward=True)
+    except ValueError as err:
+        if "trace_path" not in str(err):
+            raise
+        pytest.skip(f"{scenario_id} replays a real trace file that the tests do not ship")
+    space = env.unwrapped.reward_space
+    rewards = _steps(env, seed=1, steps=ROLLOUT_STEPS)
+    env.close()
+    outside = [r for r in rewards if not space.contains(np.asarray(r, dtype=np.float32))]
+    assert rewards and not outside, (outside[:3], space)
+
+
+HORIZONS = {"vr-gaming-to-ar-social": {"horizon_s": 0.5, "switch_at_s": 0.25}}  # short episodes, the switch kept
+
+
+@pytest.mark.parametrize("scenario", ["tiny", "ar-call", "vr-gaming-to-ar-social", "random-mix"])
+def test_dream_uxcost_factors_stay_within_the_model_count(scenario):
+    """The premises of DREAM's bounds (``DreamEnvBase.ux_bound``, ``proxy_bound``): per model the violated frames
+    never exceed the counted ones and the energy never exceeds the counted frames' worst case, so X and Y each lie in
+    [0, b], and a whole episode's ``violations`` and ``energy_proxy`` lose no more than one step's bound; every step's
+    parts (the terminal UXCost included) stay inside ``reward_space``."""
+    env = gym.make(f"joulegym/DREAM-{scenario}-v0", vector_reward=True, **HORIZONS.get(scenario, {"horizon_s": 0.5}))
+    base = env.unwrapped
+    space, bound, names = base.reward_space, base.ux_bound(), base.reward_spec.names
+    assert space.low[names.index("uxcost_terminal")] == pytest.approx(-bound * bound)
+    assert space.low[names.index("violations")] == pytest.approx(-base.proxy_bound(), rel=1e-6)
+    proxies = [names.index("violations"), names.index("energy_proxy")]
+    policy = baselines.make("random")
+    obs, info = env.reset(seed=2)
+    policy.reset(env, seed=2)
+    done, steps, totals = False, 0, np.zeros(2)
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
+        done, steps = terminated or truncated, steps + 1
+        totals += reward[proxies]
+        assert space.contains(reward.astype(np.float32)), reward
+        sim = base.sim
+        assert all(v <= f for v, f in zip(sim.acc_violated, sim.acc_frames))
+        assert all(e <= w * (1 + 1e-9) for e, w in zip(sim.acc_energy, sim.acc_worst))
+    assert steps > 10 and reward[names.index("uxcost_terminal")] < 0
+    assert np.all(totals >= -base.proxy_bound())  # a whole episode loses no more than the bound of one step
+    assert totals[0] < 0 and totals[1] < 0

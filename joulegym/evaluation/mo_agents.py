@@ -23,6 +23,15 @@ from joulegym.evaluation.tradeoffs import tradeoff
 from joulegym.evaluation.zoo import MO_DIR, PROVENANCE_FILE, ZooAgent, _read_run, benchmark_scenario, default_zoo
 
 DEFAULT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)  # the energy part's weight; the performance part weighs 1 - w
+DEFAULT_SEEDS = (0, 1, 2)  # the protocol's three training seeds per agent (docs/leaderboard.md)
+# Per family, the scenario a weight-conditioned agent trains on and its steps: the scenario of the family's
+# single-objective zoo agent (its tuned hyperparameters apply) and the steps that fill 80 % of the benchmark's training
+# budget of one CPU-hour at the CPU time per step of the smoke runs in docs/tradeoffs.md ("Multi-objective agents"),
+# rounded down to 100k.
+PLAN: dict[str, tuple[str, int]] = {
+    "etf": ("tx2-fig6-random", 800_000), "emrf": ("apu-m2", 700_000), "powerflow": ("tiny", 400_000),
+    "dream": ("ar-call", 2_600_000), "qin": ("paper-rw", 2_100_000),
+}
 
 
 def weight_grid(family: str, grid: tuple[float, ...] = DEFAULT_GRID) -> list[dict[str, float]]:
@@ -138,3 +147,64 @@ def describe(agent: ZooAgent) -> dict[str, Any]:
     """The weights and runs of a weight-conditioned agent (for the fronts' notes)."""
     return {"algo": agent.algo, "reward_weights": agent.provenance["env_kwargs"]["reward_weights"],
             "seeds": [r.seed for r in agent.runs]}
+
+
+def plan_commands(families: tuple[str, ...] = (), seeds: tuple[int, ...] = DEFAULT_SEEDS,
+                  grid: tuple[float, ...] = DEFAULT_GRID, out: str = "runs/mo",
+                  timesteps: int | None = None) -> list[str]:
+    """Every ``train.py`` command of the weight grid for ``families`` (default: every family of :data:`PLAN`), one per
+    (family, weight, seed), into ``<out>/<family>-w<energy weight>-s<seed>``; ``timesteps`` overrides the plan's
+    (a smoke run).
+
+    :raises ValueError: for a family without a plan.
+    """
+    from joulegym.core.family import env_id, get_family
+
+    commands = []
+    for family in families or tuple(PLAN):
+        if family not in PLAN:
+            raise ValueError(f"family {family!r} has no weight-conditioned agent plan; planned: {sorted(PLAN)}")
+        scenario, steps = PLAN[family]
+        bench = get_family(family).benchmark
+        assert bench is not None
+        scenario_id = env_id(bench.kind, scenario, get_family(family).kind(bench.kind).version)
+        for weights in weight_grid(family, grid):
+            for seed in seeds:
+                run = f"{out}/{family}-{tag(weights, family)}-s{seed}"
+                commands.append(train_command(scenario_id, bench.zoo_algo, weights, seed,
+                                              timesteps if timesteps is not None else steps, run))
+    return commands
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m joulegym.evaluation.mo_agents commands [FAMILY ...]`` prints the grid's ``train.py`` commands;
+    ``python -m joulegym.evaluation.mo_agents ship RUN_DIR ...`` ships finished runs into the zoo's ``mo`` directory."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m joulegym.evaluation.mo_agents",
+                                     description="Weight-conditioned agents for the trade-off fronts "
+                                                 "(docs/tradeoffs.md).")
+    sub = parser.add_subparsers(dest="what", required=True)
+    cmd = sub.add_parser("commands", help="print the train.py command of every (family, weight, seed)")
+    cmd.add_argument("families", nargs="*", help=f"families (default: {' '.join(PLAN)})")
+    cmd.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS))
+    cmd.add_argument("--out", default="runs/mo", help="parent directory of the runs (default runs/mo)")
+    cmd.add_argument("--timesteps", type=int, default=None, help="override the plan's steps (a smoke run)")
+    ship = sub.add_parser("ship", help="copy finished weight-conditioned train.py runs into the zoo")
+    ship.add_argument("runs", nargs="+")
+    ship.add_argument("--zoo", default=None, help="zoo directory (default: the package's)")
+    args = parser.parse_args(argv)
+    try:
+        if args.what == "commands":
+            print("\n".join(plan_commands(tuple(args.families), tuple(args.seeds), out=args.out,
+                                          timesteps=args.timesteps)))
+        else:
+            for run in args.runs:
+                print(ship_weight_agent(run, args.zoo))
+    except ValueError as err:
+        parser.exit(2, f"error: {err}\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

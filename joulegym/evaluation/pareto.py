@@ -126,7 +126,6 @@ def run_family_fronts(descriptor: FamilyDescriptor, zoo: Path | None, progress: 
             runs += [(PolicyEntry(label, "agent", e.name, path=e.path), "agent", {}, "trained", seed)
                      for seed, e in agent.entries()]
         for entry, cls, env_kwargs, setting, run in runs:
-            start = time.process_time()
             rows = _episodes(scenario_id, entry, seeds, env_kwargs, trade)
             if rows is None:
                 notes.append(f"{scenario}: {entry.label} cannot drive {scenario_id}; no point")
@@ -134,8 +133,7 @@ def run_family_fronts(descriptor: FamilyDescriptor, zoo: Path | None, progress: 
                 frames.append(rows.assign(family=descriptor.name, scenario=scenario, point=entry.label,
                                           policy=entry.name, **{"class": cls}, setting=setting, run=run))
             if progress is not None:
-                progress.step(f"{descriptor.name}/{scenario} {entry.label} x {len(seeds)} seeds",
-                              time.process_time() - start)
+                progress.step(f"{descriptor.name}/{scenario} {entry.label} x {len(seeds)} seeds")
     episodes = pd.concat(frames, ignore_index=True)
     notes += [f"{name} is not on the front: {why}" for name, why in trade.skip.items()]
     if trade.reduced_why:
@@ -352,7 +350,7 @@ def run_pareto(names: Sequence[str] = (), *, out: str | Path | None = None, zoo:
     project's result-directory rules, :class:`joulegym.core.io.ResultDir`). Returns the written paths."""
     import joulegym  # noqa: F401  (registers the ids)
     from joulegym.core.io import ResultDir
-    from joulegym.evaluation import pareto_page
+    from joulegym.evaluation import pareto_page, pareto_verdict
     from joulegym.evaluation.suite import Progress, default_zoo, suite_families
 
     descriptors = suite_families(names)
@@ -367,7 +365,7 @@ def run_pareto(names: Sequence[str] = (), *, out: str | Path | None = None, zoo:
     total = sum(_count(d, zoo_path) for d in descriptors)
     progress = Progress(total, stream)
     progress.note(f"fronts: {', '.join(d.name for d in descriptors)}: {total} point runs")
-    start = time.process_time()
+    start, wall = time.process_time(), time.perf_counter()
     results = []
     for descriptor in descriptors:
         result = run_family_fronts(descriptor, zoo_path, progress)
@@ -380,8 +378,14 @@ def run_pareto(names: Sequence[str] = (), *, out: str | Path | None = None, zoo:
         from joulegym.core.io import write_atomic
 
         written.append(write_atomic(tmp / "index.html", pareto_page.html(results, command)))
+        verdicts = pareto_verdict.markdown(pareto_verdict.verdict_rows(
+            pd.concat([r.points for r in results], ignore_index=True),
+            pd.concat([r.indicators for r in results], ignore_index=True)))
+        written.append(write_atomic(tmp / "verdicts.md", f"Printed by `{command}`:\n\n{verdicts}"))
     written = [result_dir.final(p) for p in written]
-    progress.note(f"fronts: {time.process_time() - start:.0f} CPU-s in this process; wrote {len(written)} files into "
+    progress.note(f"does an agent's front dominate part of the heuristics' front?\n{verdicts}")
+    progress.note(f"fronts: {time.process_time() - start:.0f} CPU-s in this process, "
+                  f"{time.perf_counter() - wall:.0f} s wall; wrote {len(written)} files into "
                   f"{result_dir.out} (open {result_dir.out / 'index.html'})")
     return written
 

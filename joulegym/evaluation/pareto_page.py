@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from joulegym.evaluation.page import _SCRIPT, _STYLE, _e, _figure, _num, _table
 
 if TYPE_CHECKING:
@@ -49,15 +51,63 @@ def front_plot(result: FamilyFronts, scenario: str) -> Any:
                        else 28, label=cls + (" (upper bound)" if cls == "privileged" else ""), zorder=3)
     front = points[points["front_heuristics"]].sort_values("energy")
     ax.plot(front["energy"], front["performance"], "-", color="#1f77b4", alpha=0.6, label="heuristic front", zorder=2)
-    for _, row in front.iterrows():
-        ax.annotate(str(row["point"]), (row["energy"], row["performance"]), fontsize=6, xytext=(3, 3),
-                    textcoords="offset points")
+    place_labels(ax, [(str(r["point"]), float(r["energy"]), float(r["performance"])) for _, r in front.iterrows()])
     energy, performance = result.tradeoff.objectives
     ax.set_xlabel(f"{energy.label} ({'lower' if energy.minimise else 'higher'} is better)")
     ax.set_ylabel(f"{performance.label} ({'lower' if performance.minimise else 'higher'} is better)")
     ax.set_title(f"{result.name} / {scenario}: {len(result.seeds)} test seeds", fontsize=9)
     legend_outside(ax)
     return fig
+
+
+SAME_SPOT_PX = 3.0  # points drawn this close (pixels) share one label
+# label offsets (points) tried in turn; the farther ones draw a leader line back to the point
+LABEL_OFFSETS = ((4, 4), (4, -10), (-4, 4), (-4, -10), (10, 16), (10, -22), (-10, 16), (-10, -22), (16, 30),
+                 (16, -36), (-16, 30), (-16, -36), (-24, 48), (24, 48), (-24, -54), (24, -54), (-36, 68), (36, 68))
+
+
+def place_labels(ax: Any, labels: Sequence[tuple[str, float, float]]) -> list[Any]:
+    """Annotate each ``(text, x, y)``: points drawn within :data:`SAME_SPOT_PX` of each other share one label (their
+    texts joined, three per line); each label takes the first offset of :data:`LABEL_OFFSETS` whose text box
+    overlaps no label placed before it and stays inside the axes (measured with the figure's renderer), else the
+    offset with the fewest overlaps. Returns the annotations."""
+    from matplotlib.text import Text
+
+    ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits before measuring
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    groups: list[tuple[list[str], float, float, Any]] = []
+    for text, x, y in labels:
+        spot = ax.transData.transform((x, y))
+        near = next((g for g in groups if np.hypot(*(g[3] - spot)) <= SAME_SPOT_PX), None)
+        if near is None:
+            groups.append(([text], x, y, spot))
+        else:
+            near[0].append(text)
+    placed: list[Any] = []
+    out = []
+    for texts, x, y, _ in groups:
+        text = "\n".join(", ".join(texts[k:k + 3]) for k in range(0, len(texts), 3))
+        best = None
+        for k, (dx, dy) in enumerate(LABEL_OFFSETS):
+            note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=6,
+                               ha="left" if dx > 0 else "right", va="bottom" if dy > 0 else "top",
+                               arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "#555555"} if k >= 4 else None)
+            note.update_positions(renderer)
+            box = Text.get_window_extent(note, renderer)  # the text alone, not its leader line
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            clashes = sum(box.overlaps(other) for other in placed) + (0 if inside else len(placed) + 1)
+            if best is None or clashes < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (clashes, note, box)
+            else:
+                note.remove()
+            if clashes == 0:
+                break
+        placed.append(best[2])
+        out.append(best[1])
+    return out
 
 
 def write_plots(results: Sequence[FamilyFronts], out: Path) -> list[Path]:

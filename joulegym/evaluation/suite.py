@@ -129,17 +129,24 @@ def ship_agent(run_dir: str | Path, zoo: str | Path | None = None, commit: str |
 
 # --- progress ---------------------------------------------------------------------------------------------------
 class Progress:
-    """``[k/n] what (seconds)`` lines; on a terminal one line rewritten in place."""
+    """``[k/n] what (CPU-s, wall s; totals so far)`` lines; on a terminal one line rewritten in place. CPU time is
+    this process's (``time.process_time``), wall time the elapsed time (``time.perf_counter``): on a shared machine
+    the two differ by the process's CPU share, so each line states both."""
 
     def __init__(self, total: int, stream: IO[str] | None = None) -> None:
         self.total, self.done = total, 0
         self.stream = stream if stream is not None else sys.stdout
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.start = time.perf_counter()
+        self.start = self.last = (time.process_time(), time.perf_counter())
 
-    def step(self, what: str, seconds: float) -> None:
+    def step(self, what: str) -> None:
+        """One finished unit of work: its CPU and wall seconds since the previous step (or the start)."""
         self.done += 1
-        line = f"[{self.done}/{self.total}] {what} ({seconds:.1f} s; {time.perf_counter() - self.start:.0f} s total)"
+        now = (time.process_time(), time.perf_counter())
+        cpu, wall = now[0] - self.last[0], now[1] - self.last[1]
+        self.last = now
+        line = (f"[{self.done}/{self.total}] {what} ({cpu:.1f} CPU-s, {wall:.1f} s wall; so far "
+                f"{now[0] - self.start[0]:.0f} CPU-s, {now[1] - self.start[1]:.0f} s wall)")
         if self.tty:
             self.stream.write("\r\033[K" + line + ("\n" if self.done == self.total else ""))
         else:
@@ -371,7 +378,6 @@ def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, prog
                              for e, cls, _, _ in runs if cls != "agent"})
         traces[scenario] = {}
         for entry, cls, run, trained_on in runs:
-            start = time.perf_counter()
             episodes, recorded, skipped = _run_entry(evaluate_fn, scenario_id, entry, seeds,
                                                      record=record and run in (NO_RUN,
                                                                                _first_run(agents[scenario], entry)))
@@ -385,7 +391,7 @@ def run_family(descriptor: FamilyDescriptor, quick: bool, zoo: Path | None, prog
             if progress is not None:
                 label = entry.label + (f" (training seed {run}, trained on {trained_on})" if run != NO_RUN else "")
                 progress.step(f"{descriptor.name}/{scenario} {label}"
-                              f"{' skipped' if skipped else f' x {len(seeds)} seeds'}", time.perf_counter() - start)
+                              f"{' skipped' if skipped else f' x {len(seeds)} seeds'}")
     episodes = pd.concat(rows, ignore_index=True)
     episodes, anchors, anchor_notes = scoring.normalise(episodes, bench, scenarios)
     notes += anchor_notes + truncation_notes(episodes) + budget_notes(episodes, bench)

@@ -448,10 +448,10 @@ def test_slot_streams_are_created_on_first_use_with_the_same_draws():
              UserSpec("BT", 0.0, 1.0, job_gflop=100.0, jobs=1)]
     sim.reset(np.random.default_rng(7), users)
     seeds = seed_rng.integers(0, 2**63 - 1, size=3 * 4 + 1).tolist()  # what reset drew from the same generator
-    assert set(sim._size_rng) == {0}  # only the lognormal job sizes drew (slot 0); no arrivals, phases or noise
-    assert not sim._arrival_rng and not sim._phase_rng and not sim._noise_rng
+    assert set(sim.streams.size) == {0}  # only the lognormal job sizes drew (slot 0); no arrivals, phases or noise
+    assert not sim.streams.arrival and not sim.streams.phase and not sim.streams.noise
     eager = np.random.default_rng(seeds[0])
     expected = 100.0 * np.exp(0.5 * eager.standard_normal() - 0.125)
     assert sim.current_size[0] == pytest.approx(expected, rel=1e-15)
-    assert sim._size_rng[0].standard_normal() == eager.standard_normal()  # the stream continues as the eager one
-    assert sim._phase_rng[3].random() == np.random.default_rng(seeds[2 * 4 + 3]).random()
+    assert sim.streams.size[0].standard_normal() == eager.standard_normal()  # the stream continues as the eager one
+    assert sim.streams.phase[3].random() == np.random.default_rng(seeds[2 * 4 + 3]).random()

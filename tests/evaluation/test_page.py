@@ -142,8 +142,9 @@ def test_the_checks_catch_a_broken_page(quick_page, tmp_path):
 def test_page_escapes_text_and_prints_the_command(quick_page):
     html = quick_page.read_text()
     assert "python evaluate.py --suite etf powerflow --quick" in html
-    # anchors, ranking, per scenario per family; PowerFlow's upper bounds; ETF's agents on every scenario played
-    assert html.count("<table") == html.count("</table>") == 8 and "<script>" in html
+    # the verdict; anchors, ranking, per scenario per family; PowerFlow's upper bounds; ETF's agents on every
+    # scenario played
+    assert html.count("<table") == html.count("</table>") == 9 and "<script>" in html
     [agents] = re.findall(r'<table class="sortable agents">(.*?)</table>', html, re.S)
     played = re.findall(r'<tr class="agent"><td>([^<]+)</td><td>ppo</td><td>tx2-fig6-random</td><td>([^<]+)</td>',
                         agents)

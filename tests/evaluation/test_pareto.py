@@ -130,6 +130,9 @@ def test_fronts_run_writes_tables_with_the_weight_agent(etf_fronts):
     front = points[points["front_heuristics"]]
     assert set(front["class"]) <= {"heuristic", "baseline"}
     assert weights["energy_fairness"] == 0.25
+    verdicts = (out / "verdicts.md").read_text()
+    assert verdicts.startswith("Printed by `python evaluate.py --suite etf --pareto")
+    assert len([line for line in verdicts.splitlines() if line.startswith("| etf |")]) == 6  # 5 scenarios + all
 
 
 @needs_browser
@@ -143,3 +146,103 @@ def test_fronts_page_renders_every_front_plot(etf_fronts, tmp_path):
     assert f'data-images-loaded="{images}/{images}"' in dom and console == []
     assert len(re.findall(r'<table class="sortable indicators">', dom)) == 1
     assert 'class="verdict"' in dom and "evaluate.py --suite etf --pareto" in dom
+
+
+def test_front_labels_do_not_overlap_and_coincident_points_share_one():
+    """The plot's labels (pareto_page.place_labels): a crowded front gets one label per spot, no two text boxes
+    overlap, every one inside the axes; points drawn on the same spot share a label."""
+    from matplotlib.text import Text
+
+    from joulegym.core.plotting import new_figure
+    from joulegym.evaluation.pareto_page import place_labels
+
+    fig, axes = new_figure(size=(7.2, 4.4))
+    ax = axes.flat[0]
+    xs = np.linspace(0.0, 1.0, 12)
+    ax.plot(xs, 1.0 - np.sqrt(xs), "o")
+    labels = [(f"etf(phi={x:.2f})", float(x), float(1.0 - np.sqrt(x))) for x in xs]
+    labels += [("ef", 1.0, 0.0), ("tf", 0.0, 1.0)]  # on the same spots as phi = 1 and phi = 0
+    notes = place_labels(ax, labels)
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for note in notes:
+        note.update_positions(renderer)
+        boxes.append(Text.get_window_extent(note, renderer))
+    frame = ax.get_window_extent(renderer)
+    assert len(notes) == 12 and sum("ef" in n.get_text().split(", ") for n in notes) == 1
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+    assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1 for b in boxes)
+
+
+def test_progress_lines_state_cpu_and_wall_time():
+    import io
+
+    from joulegym.evaluation.suite import Progress
+
+    stream = io.StringIO()
+    progress = Progress(2, stream)
+    progress.step("etf/tx2-fig5 etf x 10 seeds")
+    progress.step("etf/tx2-fig5 tf x 10 seeds")
+    lines = stream.getvalue().splitlines()
+    pattern = r"\[\d/2\] etf/tx2-fig5 \w+ x 10 seeds \(\d+\.\d CPU-s, \d+\.\d s wall; so far \d+ CPU-s, \d+ s wall\)"
+    assert len(lines) == 2 and all(re.fullmatch(pattern, line) for line in lines)
+
+
+@pytest.mark.parametrize(("agent", "expected", "dominated"), [
+    ((0.3, 0.75), "extends it", "0 of 3"),  # fills a gap of the front: a gain, no front point beaten
+    ((0.4, 0.4), "dominates part", "1 of 3"),  # beats c
+    ((0.0, 0.0), "dominates part", "3 of 3"),  # beats every front point
+    ((1.0, 1.0), "inside", "0 of 3"),  # behind the front
+    (None, "no agent", "0 of 3"),
+])
+def test_verdict_table_says_whether_an_agent_dominates_part_of_the_front(agent, expected, dominated):
+    from joulegym.evaluation import pareto_verdict
+
+    rows = [("a", "heuristic", [(0.0, 1.0), (0.1, 1.0)]), ("b", "baseline", [(1.0, 0.0), (1.0, 0.1)]),
+            ("c", "heuristic", [(0.6, 0.6), (0.7, 0.6)])]
+    if agent is not None:
+        rows.append(("ppo", "agent", [agent, agent]))
+    result = _fronts(rows)
+    pareto.indicators(result, resamples=50)
+    result.points["family"] = result.name  # the toy's episodes borrow ETF's descriptor
+    table = pareto_verdict.verdict_rows(result.points, result.indicators)
+    row = table[table["scenario"] == "s"].iloc[0]
+    assert row["verdict"].split(" (")[0] == expected and row["front points dominated by an agent"] == dominated
+    assert table.iloc[-1]["scenario"] == "all" and table.iloc[-1]["verdict"] == row["verdict"]
+    assert ("% HV)" in row["verdict"]) == (expected in ("extends it", "dominates part"))
+    text = pareto_verdict.markdown(table)
+    assert text.count("\n") == 2 + len(table) and f"| {row['verdict']} |" in text
+
+
+def test_verdict_table_refuses_a_directory_without_the_tables(tmp_path):
+    from joulegym.evaluation import pareto_verdict
+
+    with pytest.raises(ValueError, match=r"points\.csv, indicators\.csv"):
+        pareto_verdict.from_directory(tmp_path)
+
+
+def test_weight_agent_plan_prints_one_train_command_per_family_weight_and_seed(capsys):
+    """docs/tradeoffs.md's commands: per planned family, the zoo's algorithm on a benchmark scenario, the weight grid
+    as the env's reward_weights, the protocol's seeds, a step count that is set; the command line is train.py's."""
+    import shlex
+
+    from joulegym.evaluation import mo_agents
+    from joulegym.training import parse_args
+
+    commands = mo_agents.plan_commands()
+    assert len(commands) == len(mo_agents.PLAN) * len(mo_agents.DEFAULT_GRID) * len(mo_agents.DEFAULT_SEEDS)
+    for family, (scenario, steps) in mo_agents.PLAN.items():
+        bench = get_family(family).benchmark
+        assert scenario in bench.scenarios and steps > 0
+        mine = [c for c in commands if f"--out runs/mo/{family}-w" in c]
+        grid = {json.dumps(w, sort_keys=True) for w in mo_agents.weight_grid(family)}
+        parsed = [parse_args(shlex.split(c)[2:]) for c in mine]
+        assert {json.dumps(json.loads(a.env_kwargs)["reward_weights"], sort_keys=True) for a in parsed} == grid
+        assert {a.algo for a in parsed} == {bench.zoo_algo} and {a.timesteps for a in parsed} == {steps}
+        assert {a.seed for a in parsed} == set(mo_agents.DEFAULT_SEEDS) and len({a.out for a in parsed}) == 15
+    assert mo_agents.main(["commands", "etf", "--seeds", "4", "--timesteps", "300"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 5 and all("--seed 4 --timesteps 300" in c for c in printed)
+    with pytest.raises(SystemExit):
+        mo_agents.main(["commands", "nosuchfamily"])
+    assert "no weight-conditioned agent plan" in capsys.readouterr().err

@@ -80,7 +80,7 @@ import numpy as np
 from joulegym.core.actions import ActionType, validated_discrete_action
 from joulegym.core.config import check_bool, check_choice, check_int, check_number, check_positive
 from joulegym.core.env import JoulegymEnv
-from joulegym.core.rewards import RewardPart
+from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.core.slots import SlotRows, SlotTable
 from joulegym.envs.dream.mapscore import SUPERNET_RULES, supernet_variant
 from joulegym.envs.dream.observation import (
@@ -192,6 +192,7 @@ class DreamEnvBase(JoulegymEnv):
         needed_m = max(len({*w.model_names, *(self.switch_to.model_names if self.switch_to else ())})
                        for w in self.workloads)
         needed_a = max(soc.n_acc for soc in self.hws)
+        self.models_needed = needed_m  # the most models an episode counts: the UXCost bounds (ux_bound)
         for key, needed, default, most in (("max_models", needed_m, M_DEFAULT, MAX_MODELS),
                                            ("max_accelerators", needed_a, A_DEFAULT, MAX_ACCELERATORS)):
             if needed > most:
@@ -203,6 +204,40 @@ class DreamEnvBase(JoulegymEnv):
             if value < needed:
                 raise ValueError(f"{key}={value} is too small: the configured workloads / SoCs need {needed}")
             setattr(self, "M" if key == "max_models" else "A", value)
+
+    def ux_bound(self) -> float:
+        """The largest value either factor of Alg. 2's ``UXCost = X * Y`` can take in any episode of this config:
+        ``X`` sums one DLV rate in [0, 1] per counted model and ``Y`` one normalised energy ``E_m / E_worst,m`` in
+        [0, 1] per model (a frame's energy is at most its worst case, tables.Variant.worst_energy: every layer at
+        its most expensive accelerator, its input fetched and output flushed once), over at most the
+        configured workloads' model count. So ``UXCost`` lies in [0, ux_bound()**2]."""
+        return float(self.models_needed)
+
+    def proxy_bound(self) -> float:
+        """The most the ``violations`` or ``energy_proxy`` part can lose in one step: ``sum_m F_m / N_m`` over the
+        models of the worst configured workload, ``F_m`` the most frames of ``m`` an episode can count and ``N_m`` the
+        part's per-model scale (``frames_per_horizon``). A model's per-step loss is at most its counted frames over
+        ``N_m`` (each violated frame once; a frame's energy at most its worst case, which is the model's own on one
+        SoC, tables.Variant.worst_energy). Periodic (root) releases in a phase of length ``d`` number at most
+        ``d fps + 1``; a cascade child releases at most once per completed frame, so at most once per root frame."""
+        c = self.config
+        switch = None if self.switch_to is None else (float(c["switch_at_s"]), self.switch_to)
+        worst = 0.0
+        for workload in self.workloads:
+            phases = [(0.0, self.horizon_s if switch is None else switch[0], workload)]
+            if switch is not None:
+                phases.append((switch[0], self.horizon_s, switch[1]))
+            frames: dict[str, float] = {}
+            first_fps: dict[str, float] = {}
+            roots = sum((t1 - t0) * m.fps + 1.0 for t0, t1, wl in phases for m in wl.models if m.parent is None)
+            for t0, t1, wl in phases:
+                for m in wl.models:
+                    first_fps.setdefault(m.name, float(m.fps))
+                    frames[m.name] = frames.get(m.name, 0.0) + ((t1 - t0) * m.fps + 1.0 if m.parent is None else 0.0)
+            children = {m.name for _, _, wl in phases for m in wl.models if m.parent is not None}
+            worst = max(worst, sum((frames[n] + (roots if n in children else 0.0))
+                                   / max(self.horizon_s * first_fps[n], 1.0) for n in frames))
+        return worst
 
     def make_sim(self, workload: Any = None, hw: Any = None) -> DreamSim:
         """A fresh simulator of this env's config (``workload`` / ``hw``: one of the configured ones; default the
@@ -337,12 +372,15 @@ class DreamEnv(SlotRows, DreamEnvBase):
     action_types: ClassVar[dict[str, type[ActionType]]] = {"dispatch": DispatchAction}
     lean_info_keys: ClassVar[tuple[str, ...]] = ("t_s", "overflow")
     full_info_keys: ClassVar[tuple[str, ...]] = (*DreamEnvBase.full_info_keys, "overflow_steps")
-    reward_parts = (
-        RewardPart("dlv", -math.inf, math.inf, "-(X_t - X_{t-1}) Y_{t-1}: the DLV share of -dUXCost"),
-        RewardPart("energy", -math.inf, math.inf, "-X_t (Y_t - Y_{t-1}): the energy share of -dUXCost"),
-        RewardPart("uxcost_terminal", -math.inf, 0.0, "-UXCost of the episode, on the last step"),
-        RewardPart("violations", -math.inf, 0.0, "-1/N_m per frame of model m violated or dropped"),
-        RewardPart("energy_proxy", -math.inf, 0.0, "-dE_m / (N_m E_worst,m): energy per worst-case frame"),
+    reward_parts = (  # the finite bounds are per config (_reward_spec, ux_bound: b = the workloads' model count)
+        RewardPart("dlv", -math.inf, math.inf,
+                   "-(X_t - X_{t-1}) Y_{t-1}: the DLV share of -dUXCost; within +-b^2 (b: the workloads' model count)"),
+        RewardPart("energy", -math.inf, math.inf, "-X_t (Y_t - Y_{t-1}): the energy share of -dUXCost; within +-b^2"),
+        RewardPart("uxcost_terminal", -math.inf, 0.0, "-UXCost of the episode, on the last step; in [-b^2, 0]"),
+        RewardPart("violations", -math.inf, 0.0, "-1/N_m per frame of model m violated or dropped; at least "
+                   "-sum_m F_m / N_m (F_m: the most frames of m an episode counts; proxy_bound)"),
+        RewardPart("energy_proxy", -math.inf, 0.0, "-dE_m / (N_m E_worst,m): energy per worst-case frame; at "
+                   "least -sum_m F_m / N_m (proxy_bound)"),
         RewardPart("invalid", -INVALID_PENALTY, 0.0, "-0.01 per masked-out (repaired) action"),
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {
@@ -351,6 +389,15 @@ class DreamEnv(SlotRows, DreamEnvBase):
         "proxy": {"violations": 1.0, "energy_proxy": 1.0},
         "uxcost-penalty": {"dlv": 1.0, "energy": 1.0, "invalid": 1.0},
     }
+
+    def _reward_spec(self) -> RewardSpec:
+        # X and Y lie in [0, b] (ux_bound), so each product-rule share and the episode's UXCost lie within b**2
+        b = self.ux_bound()
+        proxy = (-self.proxy_bound(), 0.0)
+        bounds = {"dlv": (-b * b, b * b), "energy": (-b * b, b * b), "uxcost_terminal": (-b * b, 0.0),
+                  "violations": proxy, "energy_proxy": proxy}
+        return RewardSpec(tuple(RewardPart(p.name, *bounds.get(p.name, (p.low, p.high)), p.description)
+                                for p in self.reward_parts), self.reward_presets)
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:

@@ -36,7 +36,7 @@ import numpy as np
 from joulegym.core.actions import ActionType, validated_box_list
 from joulegym.core.config import check_choice, check_number, check_positive
 from joulegym.core.env import row_names
-from joulegym.core.rewards import RewardPart
+from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.envs.dream.env import MAX_HORIZON_S, WORKLOADS, DreamEnvBase
 from joulegym.envs.dream.mapscore import DreamPolicy
 from joulegym.envs.dream.observation import OBS_BOUND
@@ -74,12 +74,22 @@ class DreamParamsEnv(DreamEnvBase):
 
     action_types: ClassVar[dict[str, type[ActionType]]] = {"params": ParamsAction}
     lean_info_keys: ClassVar[tuple[str, ...]] = ("alpha", "beta", "window_uxcost")
-    reward_parts = (
-        RewardPart("uxcost_window", -math.inf, 0.0, "-UXCost over the frames due in the window (Alg. 2)"),
-        RewardPart("log_uxcost_window", -math.inf, math.inf, "-log UXCost of the window (floor 1e-6)"),
+    reward_parts = (  # the finite bounds are per config (_reward_spec, ux_bound: b = the workloads' model count)
+        RewardPart("uxcost_window", -math.inf, 0.0,
+                   "-UXCost over the frames due in the window (Alg. 2); in [-b^2, 0] (b: the workloads' model count)"),
+        RewardPart("log_uxcost_window", -math.inf, math.inf,
+                   "-log UXCost of the window (floor 1e-6); in [-log b^2, -log 1e-6]"),
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {"uxcost": {"uxcost_window": 1.0},
                                                               "log": {"log_uxcost_window": 1.0}}
+
+    def _reward_spec(self) -> RewardSpec:
+        # a window's UXCost lies in [0, b**2] (ux_bound); its log is floored at LOG_UX_FLOOR
+        top = self.ux_bound() ** 2
+        bounds = {"uxcost_window": (-top, 0.0),
+                  "log_uxcost_window": (-math.log(max(top, LOG_UX_FLOOR)), -math.log(LOG_UX_FLOOR))}
+        return RewardSpec(tuple(RewardPart(p.name, *bounds[p.name], p.description) for p in self.reward_parts),
+                          self.reward_presets)
 
     @classmethod
     def default_config(cls) -> dict[str, Any]:

@@ -12,7 +12,8 @@ takes no more.
 **Bits.** Every float is computed with the scalar simulator's operations in its order: elementwise numpy
 operations are the IEEE operations Python's floats do, and every sum over slots is accumulated slot by slot from
 0.0 (:func:`rowsum`, ``np.add.accumulate``), as ``sum()`` and ``+=`` over a list do. Events (completions, arrivals,
-phase switches, noise) touch single slots and run in Python, row by row, as the scalar simulator runs them.
+phase switches, noise) touch single slots and run in Python, row by row, through the simulator's own functions
+(:mod:`joulegym.envs.emrf.events` on a :class:`~joulegym.envs.emrf.events.BatchRow` of numpy views).
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from joulegym.envs.emrf.simulator import ARRIVAL_EPS, EPS_WORK, MAX_SEGMENTS, QUEUE_NORM, UserSpec, _Streams
+from joulegym.envs.emrf.events import (
+    ARRIVAL_EPS,
+    BatchRow,
+    SlotStreams,
+    admit_due,
+    arrive,
+    complete,
+    noise,
+    switch_phases,
+)
+from joulegym.envs.emrf.simulator import EPS_WORK, MAX_SEGMENTS, QUEUE_NORM, UserSpec
 
 
 def rowsum(term: np.ndarray) -> np.ndarray:
@@ -42,19 +53,6 @@ def selection(rows: int, sel: Any) -> tuple[np.ndarray, int]:
     """The row indices a selection (a slice or an index array) of ``rows`` rows picks, and how many."""
     index = np.arange(rows)[sel] if isinstance(sel, slice) else sel
     return index, index.size
-
-
-class _RowStreams:
-    """The four kinds of stream of one row: job sizes, Poisson arrivals and phases per slot, one noise stream."""
-
-    __slots__ = ("arrival", "noise", "phase", "size")
-
-    def __init__(self, rng: np.random.Generator, n: int) -> None:
-        # common random numbers: each slot draws from its own streams, so under one seed every policy sees the
-        # same jobs at the same times (the draws do not depend on the order in which a policy finishes jobs)
-        seeds = rng.integers(0, 2**63 - 1, size=3 * n + 1).tolist()
-        self.size, self.arrival = _Streams(seeds[0:n]), _Streams(seeds[n:2 * n])
-        self.phase, self.noise = _Streams(seeds[2 * n:3 * n]), _Streams(seeds[3 * n:])
 
 
 # the per-slot state, (rows, max_users) each: float, int and bool arrays
@@ -108,7 +106,8 @@ class EMRFBatch:
         self.has_events = np.zeros(rows, dtype=bool)  # some user arrives later or gets Poisson jobs
         self.users: list[list[UserSpec | None]] = [[None] * n for _ in range(rows)]
         self.event_slots: list[tuple[int, ...]] = [()] * rows
-        self.streams: list[_RowStreams | None] = [None] * rows
+        self.streams: list[SlotStreams | None] = [None] * rows
+        self.slots = [BatchRow(self, r) for r in range(rows)]  # each row as an instance of the events module
 
     # --- episodes ------------------------------------------------------------------------------------------
     def reset_row(self, r: int, users: list[UserSpec], rng: np.random.Generator) -> None:
@@ -116,7 +115,7 @@ class EMRFBatch:
         n = self.max_users
         if len(users) > n:
             raise ValueError(f"{len(users)} users do not fit in max_users={n} slots")
-        self.streams[r] = _RowStreams(rng, n)
+        self.streams[r] = SlotStreams(rng, n)
         for name in SLOT_FLOATS:
             getattr(self, name)[r] = 0.0
         for name in SLOT_INTS + SLOT_BOOLS:
@@ -140,6 +139,7 @@ class EMRFBatch:
             self.xi_cpu[r, slot] = user.xi_cpu
             self.xi_alt[r, slot] = math.nan if user.xi_alt is None else user.xi_alt
             self.co_run[r, slot] = user.co_run
+            self.w[r, slot] = user.weight / self.weight_unit  # used where the slot is active (after its arrival)
             self.open_loop[r, slot] = user.arrival_rate > 0
             # slots that can get work later: users not yet arrived and open-loop (Poisson) users
             self.events[r, slot] = user.arrival > 0 or user.arrival_rate > 0
@@ -147,8 +147,10 @@ class EMRFBatch:
         self.event_slots[r] = tuple(np.flatnonzero(self.events[r]).tolist())
         self.has_events[r] = bool(self.event_slots[r])
         self.phased[r] = any(user.xi_alt is not None for user in users)
+        row = self.slots[r]
+        row.bind(self, r)
         for slot in range(len(users)):
-            self._arrive(r, slot, ARRIVAL_EPS)
+            arrive(row, slot, ARRIVAL_EPS)
 
     def active_mask(self, r: Any = slice(None)) -> np.ndarray:
         """Slots with unfinished work that run (present, queued, not waiting), ``(rows, n)``."""
@@ -162,61 +164,6 @@ class EMRFBatch:
     def truncated_rows(self) -> np.ndarray:
         return self.windows >= self.horizon
 
-    # --- arrivals (Python, one slot at a time) -------------------------------------------------------------------
-    def _job_size(self, r: int, slot: int) -> float:
-        sigma = self.job_sigma[r, slot].item()
-        mean = self.job_gflop[r, slot].item()
-        if sigma > 0:
-            return mean * math.exp(sigma * float(self.streams[r].size[slot].standard_normal()) - 0.5 * sigma * sigma)
-        return mean
-
-    def _start_job(self, r: int, slot: int) -> None:
-        size = self._job_size(r, slot)
-        self.size[r, slot] = size
-        self.remaining[r, slot] = size
-
-    def _arrive(self, r: int, slot: int, now: float) -> bool:
-        """Process ``slot``'s arrivals up to ``now`` (its own, its Poisson jobs); True if it got work it lacked."""
-        user = self.users[r][slot]
-        present = bool(self.present[r, slot])
-        queue = self.queue[r, slot].item()
-        had_work = present and queue > 0
-        if not present:
-            if user.arrival > now:
-                return False
-            self.present[r, slot] = True
-            self.arrived_at[r, slot] = user.arrival
-            self.xi[r, slot] = self.xi_hat[r, slot] = user.xi_cpu
-            self.weight[r, slot] = user.weight
-            self.w[r, slot] = user.weight / self.weight_unit
-            backlogged = user.jobs is None and user.arrival_rate <= 0
-            self.backlogged[r, slot] = backlogged
-            queue = 1 if backlogged else int(user.jobs or 0)
-            self.queue[r, slot] = self.jobs_total[r, slot] = queue
-            if user.arrival_rate > 0:
-                self.next_arrival[r, slot] = user.arrival + float(
-                    self.streams[r].arrival[slot].exponential(1.0 / user.arrival_rate))
-            if user.xi_alt is not None:
-                self.next_switch[r, slot] = user.arrival + float(
-                    self.streams[r].phase[slot].uniform(*self.phase_period))
-            if queue > 0:
-                self._start_job(r, slot)
-        if user.arrival_rate > 0:
-            stream = self.streams[r].arrival[slot]
-            while self.next_arrival[r, slot] <= now:
-                if self.queue[r, slot] == 0:
-                    self._start_job(r, slot)
-                self.queue[r, slot] += 1
-                self.jobs_total[r, slot] += 1
-                self.next_arrival[r, slot] += float(stream.exponential(1.0 / user.arrival_rate))
-        return not had_work and self.queue[r, slot] > 0
-
-    def _due(self, r: int, now: float) -> list[int]:
-        """Event slots of row ``r`` with an arrival (the user's own or a Poisson job) at or before ``now``."""
-        present, next_arrival, users = self.present[r], self.next_arrival[r], self.users[r]
-        return [slot for slot in self.event_slots[r]
-                if next_arrival[slot] <= now or (not present[slot] and users[slot].arrival <= now)]
-
     def next_arrival_event(self, r: Any) -> np.ndarray:
         """Per row, the time of the next arrival that can change the active set (a user arriving, a job at an empty
         queue); jobs arriving at a busy queue change nothing then (queued; absorbed by its completion)."""
@@ -228,9 +175,7 @@ class EMRFBatch:
     def admit(self, rows: list[int]) -> None:
         """At a window boundary: every arrival up to now (the next decision sees them all)."""
         for r in rows:
-            now = self.time[r].item() + ARRIVAL_EPS
-            for slot in self._due(r, now):
-                self._arrive(r, slot, now)
+            admit_due(self.slots[r], self.time[r].item() + ARRIVAL_EPS)
 
     # --- the window -------------------------------------------------------------------------------------------------
     def window(self, sel: Any, rule: Any, measures: Any = None,
@@ -343,16 +288,17 @@ class EMRFBatch:
             row = index[p].item()
             t = now[k].item()
             departed = False
+            instance = self.slots[row]
             for slot in np.flatnonzero(finished[k]).tolist():
                 if in_window[p] and self.open_loop[row, slot]:
-                    self._arrive(row, slot, t + ARRIVAL_EPS)  # jobs that arrived while this one ran are queued behind
-                departed |= self._complete(row, slot, t)
+                    arrive(instance, slot, t + ARRIVAL_EPS)  # jobs that arrived while this one ran are queued behind
+                departed |= complete(instance, slot, t)
             if phased and switching[k]:
-                self._switch_phases(row, t)  # every slot's switches, active or not (module docstring)
+                switch_phases(instance, t)  # every slot's switches, active or not (module docstring)
             if in_window[p]:
                 if t < end[p] - 1e-12 and (arrival_at[p] <= t + 1e-12 or (departed and self.waiting[row].any())):
                     at = t + ARRIVAL_EPS
-                    admitting.append((p, row, t, [slot for slot in self._due(row, at) if self._arrive(row, slot, at)]))
+                    admitting.append((p, row, t, admit_due(instance, at)))
                     moved.append(p)
                 elif departed:
                     moved.append(p)
@@ -392,32 +338,14 @@ class EMRFBatch:
         if self.xi_noise > 0:
             noisy = ran & self.co_run[r]
             for p in np.flatnonzero(noisy.any(axis=1)).tolist():
-                stream = self.streams[index[p]].noise[0]
+                instance = self.slots[index[p]]
                 for slot in np.flatnonzero(noisy[p]).tolist():  # one stream, drawn in slot order
-                    estimate[p, slot] = estimate[p, slot] + self.xi_noise * float(stream.standard_normal())
+                    estimate[p, slot] = estimate[p, slot] + noise(instance, self.xi_noise)
         estimate = np.where(0.0 > estimate, 0.0, estimate)
         estimate = np.where(1.0 < estimate, 1.0, estimate)
         self.xi_hat[r] = np.where(ran, estimate, self.xi_hat[r])
 
-    # --- events (Python, one row at a time) ------------------------------------------------------------------------
-    def _switch_phases(self, r: int, now: float) -> None:
-        """Apply every xi phase switch of row ``r`` due by ``now``, of every slot, active or not.
-
-        A switch happens at its scheduled time and the next one is drawn from that time, so a slot's phase timeline
-        is a function of its own random stream only: it does not depend on when the slot had work (common random
-        numbers across policies). Only an active slot's switch ends a segment (its rate's split changes); an idle or
-        waiting slot's switch is applied at the end of the segment it falls in, which is early enough: its ``xi``
-        is not used before it is active again.
-        """
-        lo, hi = self.phase_period
-        users = self.users[r]
-        for slot in np.flatnonzero(self.next_switch[r] <= now + 1e-12).tolist():
-            user, stream = users[slot], self.streams[r].phase[slot]
-            while self.next_switch[r, slot] <= now + 1e-12:
-                self.phase[r, slot] ^= 1
-                self.xi[r, slot] = user.xi_alt if self.phase[r, slot] else user.xi_cpu
-                self.next_switch[r, slot] += float(stream.uniform(lo, hi))
-
+    # --- events inside the window ----------------------------------------------------------------------------------
     def _admit_in_window(self, admitting: list[tuple[int, int, float, list[int]]], rule: Any) -> None:
         """Arrivals inside the window, and waiting slots tested again (module docstring, "Admission"), for every row
         of ``admitting`` (``(position, row, time, slots that got work they lacked)``) with one rule application.
@@ -433,20 +361,6 @@ class EMRFBatch:
             for slot in arrived:
                 self.waiting[row, slot] = not alloc[k, slot]
         self.waiting[rows] &= ~(retry & alloc)  # a waiting slot that now gets F > 0 joins
-
-    def _complete(self, r: int, slot: int, now: float) -> bool:
-        """The current job of ``slot`` is done: start the next one (closed loop) or let the user depart (True)."""
-        self.jobs_done[r, slot] += 1
-        if self.backlogged[r, slot]:
-            self._start_job(r, slot)
-            return False
-        self.queue[r, slot] -= 1
-        if self.queue[r, slot] > 0:
-            self._start_job(r, slot)
-            return False
-        self.remaining[r, slot] = 0.0
-        self.finished_at[r, slot] = now
-        return True
 
     # --- summaries ----------------------------------------------------------------------------------------------
     def jobs_left(self, r: Any) -> np.ndarray:

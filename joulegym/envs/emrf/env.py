@@ -118,6 +118,7 @@ from joulegym.envs.emrf.decisions import (
     normalised,
     spread,
 )
+from joulegym.envs.emrf.metrics import episode_metrics
 from joulegym.envs.emrf.simulator import EMRFSimulator
 from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX
 
@@ -156,10 +157,19 @@ class _EMRFAction(ActionType):
     env: EMRFEnv
 
     def decode(self, action: Any) -> AllocationRule:
-        fn, eta = self._fluid(action)
+        fn, eta = self._fluid(self._checked(action))
         return AllocationRule(self.env._with_task_slices(fn), eta)
 
-    def _fluid(self, action: Any):  # pragma: no cover - every mode overrides
+    def decode_checked(self, values: Any) -> AllocationRule:
+        """The rule of an action already checked (and clipped) by the batched env's validator: a list of floats for
+        the Box modes, an int level for ``knob_discrete``; the same rule :meth:`decode` gives that action."""
+        fn, eta = self._fluid(values)
+        return AllocationRule(self.env._with_task_slices(fn), eta)
+
+    def _checked(self, action: Any) -> Any:  # pragma: no cover - every mode overrides
+        raise NotImplementedError
+
+    def _fluid(self, values: Any):  # pragma: no cover - every mode overrides
         raise NotImplementedError
 
 
@@ -172,9 +182,12 @@ class WeightsAction(_EMRFAction):
         super().__init__(env)
         self.space = gym.spaces.Box(0.0, 1.0, (env.max_users,), dtype=np.float32)
 
-    def _fluid(self, action: Any):
+    def _checked(self, action: Any) -> list[float]:
+        return validated_box_list(action, self.space)
+
+    def _fluid(self, values: list[float]):
         env = self.env
-        return env._weights_rule(validated_box_list(action, self.space)), env.eta_target
+        return env._weights_rule(values), env.eta_target
 
     def encode(self, allocation: Any) -> np.ndarray:
         """ω = F / max F for an allocation per slot (0 on inactive slots): reproduces any saturating F."""
@@ -188,9 +201,9 @@ class ResidualWeightsAction(WeightsAction):
 
     name = "residual_weights"
 
-    def _fluid(self, action: Any):
+    def _fluid(self, values: list[float]):
         env = self.env
-        return env._residual_rule(validated_box_list(action, self.space), env.eta_target), env.eta_target
+        return env._residual_rule(values, env.eta_target), env.eta_target
 
     def encode(self, allocation: Any) -> np.ndarray:
         """ω = F'/max F' with F' = F - η_target F^max over the current active users."""
@@ -212,8 +225,11 @@ class KnobAction(_EMRFAction):
         super().__init__(env)
         self.space = gym.spaces.Box(0.0, 1.0, (1,), dtype=np.float32)
 
-    def _fluid(self, action: Any):
-        eta = validated_box_list(action, self.space)[0]
+    def _checked(self, action: Any) -> list[float]:
+        return validated_box_list(action, self.space)
+
+    def _fluid(self, values: list[float]):
+        eta = values[0]
         return self.env._knob_rule(eta), eta
 
     def encode(self, eta: float) -> np.ndarray:
@@ -230,8 +246,10 @@ class KnobDiscreteAction(_EMRFAction):
         super().__init__(env)
         self.space = gym.spaces.Discrete(env.config["knob_levels"])
 
-    def _fluid(self, action: Any):
-        level = validated_discrete_action(action, self.space)
+    def _checked(self, action: Any) -> int:
+        return validated_discrete_action(action, self.space)
+
+    def _fluid(self, level: int):
         eta = level / (self.space.n - 1)
         return self.env._knob_rule(eta), eta
 
@@ -586,6 +604,14 @@ class EMRFEnv(JoulegymEnv):
 
     # --- observation and info ---------------------------------------------------------------------------
     def _observe(self) -> np.ndarray:
+        obs = np.array(self._features(), dtype=np.float32)
+        np.maximum(obs, 0.0, out=obs)  # the ufuncs directly: np.clip's dispatch costs more than the clipping
+        np.minimum(obs, 1.0, out=obs)
+        return obs
+
+    def _features(self) -> list[float]:
+        """The observation's values before the float32 conversion and the clipping to [0, 1] (module docstring,
+        "Observation"); the batched env converts and clips several instances' at once."""
         sim = self.sim
         active = self._active_slots()
         ctot = self.c_tot
@@ -610,10 +636,7 @@ class EMRFEnv(JoulegymEnv):
         g = n * SLOT_FEATURES
         feats[g:] = [self.eta_target, delta_norm_bound, self._last_util[0], self._last_util[1],
                      self.capacities[0] / ctot, len(active) / n, min(sim.windows / self.horizon, 1.0)]
-        obs = np.array(feats, dtype=np.float32)
-        np.maximum(obs, 0.0, out=obs)  # the ufuncs directly: np.clip's dispatch costs more than the clipping
-        np.minimum(obs, 1.0, out=obs)
-        return obs
+        return feats
 
     def _max_episode_steps(self) -> int:
         return int(self.config["horizon"])  # one window per step; finite jobs may end it sooner
@@ -680,33 +703,13 @@ class EMRFEnv(JoulegymEnv):
     def metrics(self) -> dict[str, Any]:
         """The paper's metrics over the episode so far (docs/families/emrf.md §2 "Metrics")."""
         sim = self.sim
-        elapsed = sim.time
-        steps = max(self._steps, 1)
-        ratios = [self._ratio_time[i] / self._active_time[i] for i in range(self.max_users) if self._active_time[i] > 0]
-        times = sim.completion_times()
-        finished = [(sim.work_done[i], t) for i, t in enumerate(times) if not math.isnan(t) and t > 0]
-        metrics: dict[str, Any] = {
-            "throughput_gflops": sim.total_gflop / elapsed if elapsed > 0 else 0.0,
-            "mean_efficiency": self._sum_e / steps,
-            "cpu_utilisation": sim.cpu_gflop / (self.capacities[0] * elapsed) if elapsed > 0 else 0.0,
-            "gpu_utilisation": sim.gpu_gflop / (self.capacities[1] * elapsed) if elapsed > 0 else 0.0,
-            "soft_fairness": self._sum_delta / steps,
-            "delta_bound": self._sum_delta_bound / steps,
-            "floor_violation": self._sum_v / steps,
-            "si_violations": float(self._si_total),
-            "ef_violations": float(self._ef_total),
-            "jain_fairness": (sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))
-                              if ratios and any(ratios) else 1.0),  # Jain's index of mean F_i/S_i
-            "weighted_speedup": self._sum_speedup / elapsed if elapsed > 0 else 0.0,
-            "jobs_completed": float(sum(sim.jobs_done)),
-            "job_throughput_gflops": float(sum(w / t for w, t in finished)),
-            "eta_target": self.eta_target,
-            "per_user_gflops": np.array([w / elapsed if elapsed > 0 else 0.0 for w in sim.work_done]),
-            "completion_times_s": np.array([0.0 if math.isnan(t) else t for t in times]),  # 0: not finished
-        }
-        if sim.done:
-            metrics["makespan_s"] = max((f for f in sim.finished_at if f is not None), default=0.0)
-        return metrics
+        makespan = max((f for f in sim.finished_at if f is not None), default=0.0) if sim.done else None
+        return episode_metrics(
+            elapsed=sim.time, capacities=self.capacities, steps=self._steps,
+            sums=(self._sum_e, self._sum_delta, self._sum_delta_bound, self._sum_v, self._sum_speedup),
+            counts=(self._si_total, self._ef_total), ratio_time=self._ratio_time, active_time=self._active_time,
+            gflop=(sim.total_gflop, sim.cpu_gflop, sim.gpu_gflop), work_done=sim.work_done, jobs_done=sim.jobs_done,
+            completion_times=sim.completion_times(), eta_target=self.eta_target, makespan=makespan)
 
     # --- rendering --------------------------------------------------------------------------------------
     def _render_ansi(self) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 
 from joulegym.envs.emrf.batch import EMRFBatch, rowsum, selection
 from joulegym.envs.emrf.decisions import SLOT_FEATURES
+from joulegym.envs.emrf.metrics import episode_metrics
 from joulegym.envs.emrf.rules import RowRule, derived
 
 DIAGNOSTIC_RTOL = 1e-9  # SI and envy count against round-off (allocation.CHECK_RTOL)
@@ -205,34 +206,15 @@ class EMRFEpisodes:
     def metrics(self, r: int) -> dict[str, Any]:
         """The paper's metrics of row ``r``'s episode so far (docs/families/emrf.md §2 "Metrics")."""
         batch = self.batch
-        elapsed = batch.time[r].item()
-        c_cpu, c_gpu = batch.capacities
-        steps = max(self.steps[r].item(), 1)
-        ratio_time, active_time = self.ratio_time[r].tolist(), self.active_time[r].tolist()
-        ratios = [rt / at for rt, at in zip(ratio_time, active_time) if at > 0]
-        times = batch.completion_times(r)
-        work_done = batch.work_done[r].tolist()
-        finished = [(work_done[i], t) for i, t in enumerate(times) if not math.isnan(t) and t > 0]
-        metrics: dict[str, Any] = {
-            "throughput_gflops": batch.total_gflop[r].item() / elapsed if elapsed > 0 else 0.0,
-            "mean_efficiency": self.sum_e[r].item() / steps,
-            "cpu_utilisation": batch.cpu_gflop[r].item() / (c_cpu * elapsed) if elapsed > 0 else 0.0,
-            "gpu_utilisation": batch.gpu_gflop[r].item() / (c_gpu * elapsed) if elapsed > 0 else 0.0,
-            "soft_fairness": self.sum_delta[r].item() / steps,
-            "delta_bound": self.sum_bound[r].item() / steps,
-            "floor_violation": self.sum_v[r].item() / steps,
-            "si_violations": float(self.si_total[r]),
-            "ef_violations": float(self.ef_total[r]),
-            "jain_fairness": (sum(ratios) ** 2 / (len(ratios) * sum(x * x for x in ratios))
-                              if ratios and any(ratios) else 1.0),  # Jain's index of mean F_i/S_i
-            "weighted_speedup": self.sum_speedup[r].item() / elapsed if elapsed > 0 else 0.0,
-            "jobs_completed": float(sum(batch.jobs_done[r].tolist())),
-            "job_throughput_gflops": float(sum(w / t for w, t in finished)),
-            "eta_target": self.eta_target[r].item(),
-            "per_user_gflops": np.array([w / elapsed if elapsed > 0 else 0.0 for w in work_done]),
-            "completion_times_s": np.array([0.0 if math.isnan(t) else t for t in times]),  # 0: not finished
-        }
+        makespan = None
         if batch.done_rows()[r]:
-            finish = [f for f in batch.finished_at[r].tolist() if not math.isnan(f)]
-            metrics["makespan_s"] = max(finish, default=0.0)
-        return metrics
+            makespan = max((f for f in batch.finished_at[r].tolist() if not math.isnan(f)), default=0.0)
+        return episode_metrics(
+            elapsed=batch.time[r].item(), capacities=batch.capacities, steps=self.steps[r].item(),
+            sums=(self.sum_e[r].item(), self.sum_delta[r].item(), self.sum_bound[r].item(), self.sum_v[r].item(),
+                  self.sum_speedup[r].item()),
+            counts=(self.si_total[r].item(), self.ef_total[r].item()), ratio_time=self.ratio_time[r].tolist(),
+            active_time=self.active_time[r].tolist(),
+            gflop=(batch.total_gflop[r].item(), batch.cpu_gflop[r].item(), batch.gpu_gflop[r].item()),
+            work_done=batch.work_done[r].tolist(), jobs_done=batch.jobs_done[r].tolist(),
+            completion_times=batch.completion_times(r), eta_target=self.eta_target[r].item(), makespan=makespan)

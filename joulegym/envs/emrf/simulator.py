@@ -3,8 +3,10 @@
 No Gymnasium here. :class:`EMRFSimulator` is a core :class:`~joulegym.core.simulator.Simulator`: ``reset(rng,
 users)`` (a list of :class:`UserSpec`; ``None``: the same users again), ``apply(rule)`` (the window's allocation
 rule), ``advance()`` (run the window), ``view()`` (a read-only :class:`APUView`), ``metrics()``, ``done``,
-``truncated``; :meth:`EMRFSimulator.window` runs one window directly. The batched vector env runs the same model
-for N instances as arrays (:mod:`joulegym.envs.emrf.batch`; a test per kind proves the bits equal).
+``truncated``; :meth:`EMRFSimulator.window` runs one window directly. The events of a window (arrivals, job starts
+and completions, xi phase switches, measurement noise) are :mod:`joulegym.envs.emrf.events`, shared with the batched
+vector env, which runs the rest of the window for N instances as arrays (:mod:`joulegym.envs.emrf.batch`; a test per
+kind proves the bits equal).
 
 ``max_users`` user slots share an APU of capacities ``(C_cpu, C_gpu)`` GFLOPS. Each occupied slot
 is a user with an app split ``xi`` (true) and ``xi_hat`` (what the scheduler measured over the last
@@ -68,12 +70,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from joulegym.core.simulator import Simulator
+from joulegym.envs.emrf.events import ARRIVAL_EPS, SlotStreams, admit_due, arrive, complete, noise, switch_phases
 
 EPS_WORK = 1e-9  # relative remaining work below which a job counts as finished (fp round-off)
 MAX_SEGMENTS = 100_000  # events in one window: beyond this the window would run for seconds; raise instead of hanging
 #                        (the env bounds the implied events at config time; this catches the rest)
 QUEUE_NORM = 4.0  # open-loop users: queue feature = min(queued jobs / 4, 1) (joulegym choice, observation only)
-ARRIVAL_EPS = 1e-12  # s: an arrival at t counts as due at t + ARRIVAL_EPS (round-off of the window ends)
 
 
 @dataclass(frozen=True)
@@ -138,20 +140,6 @@ class WindowResult:
     readmitted: list[tuple[float, int]] = field(default_factory=list)
 
 
-class _Streams(dict):
-    """Per-slot generators seeded from ``seeds``, each created on first use (``__missing__``; later lookups are plain
-    dict hits): the same streams as creating them all at reset, without the cost of the ones never drawn from
-    (empty slots, users without phases or arrivals)."""
-
-    def __init__(self, seeds: list[int]) -> None:
-        super().__init__()
-        self.seeds = seeds
-
-    def __missing__(self, slot: int) -> np.random.Generator:
-        generator = self[slot] = np.random.default_rng(self.seeds[slot])
-        return generator
-
-
 class EMRFSimulator(Simulator):
     """Fluid APU-sharing simulator; see the module docstring."""
 
@@ -185,14 +173,7 @@ class EMRFSimulator(Simulator):
         self._rule = None
         self.last_window = WindowResult()
         n = self.max_users
-        # common random numbers: each slot draws its job sizes, job arrivals and xi phases from its own
-        # stream, so under one seed every policy sees the same jobs at the same times (the draws do not
-        # depend on the order in which a policy finishes jobs); the measurement noise has its own stream
-        seeds = rng.integers(0, 2**63 - 1, size=3 * n + 1).tolist()
-        self._size_rng = _Streams(seeds[0:n])
-        self._arrival_rng = _Streams(seeds[n:2 * n])
-        self._phase_rng = _Streams(seeds[2 * n:3 * n])
-        self._noise_rng = _Streams(seeds[3 * n:])  # one stream: [0]
+        self.streams = SlotStreams(rng, n)  # common random numbers (events.SlotStreams)
         self.time = 0.0
         self.windows = 0
         self.users: list[UserSpec | None] = [None] * n
@@ -223,11 +204,11 @@ class EMRFSimulator(Simulator):
         for slot, user in enumerate(users):
             self.users[slot] = user
         # slots that can get work later: users not yet arrived and open-loop (Poisson) users
-        self._event_slots = tuple(slot for slot, user in enumerate(users) if user.arrival > 0 or user.arrival_rate > 0)
+        self.event_slots = tuple(slot for slot, user in enumerate(users) if user.arrival > 0 or user.arrival_rate > 0)
         self._open_loop = [user is not None and user.arrival_rate > 0 for user in self.users]
         self._phased = any(user.xi_alt is not None for user in users)
         for slot in range(len(users)):
-            self._arrive(slot, ARRIVAL_EPS)
+            arrive(self, slot, ARRIVAL_EPS)
 
     @property
     def active(self) -> list[bool]:
@@ -248,60 +229,15 @@ class EMRFSimulator(Simulator):
         return self.windows >= self.horizon
 
     # --- arrivals ----------------------------------------------------------------------------------
-    def _job_size(self, slot: int) -> float:
-        user = self.users[slot]
-        if user.job_sigma > 0:
-            s = user.job_sigma
-            return user.job_gflop * math.exp(s * float(self._size_rng[slot].standard_normal()) - 0.5 * s * s)
-        return user.job_gflop
-
     def _admit(self) -> None:
         """At a window boundary: process every arrival up to now (the next decision sees them all)."""
-        now = self.time + ARRIVAL_EPS
-        for slot in self._due(now):
-            self._arrive(slot, now)
-
-    def _due(self, now: float) -> list[int]:
-        """Event slots with an arrival (the user's own or a Poisson job) at or before ``now``."""
-        present, users, next_arrival = self.present, self.users, self.next_arrival
-        return [slot for slot in self._event_slots
-                if next_arrival[slot] <= now or (not present[slot] and users[slot].arrival <= now)]
-
-    def _arrive(self, slot: int, now: float) -> bool:
-        """Process ``slot``'s arrivals up to ``now`` (its own, its Poisson jobs); True if it got work it lacked."""
-        user = self.users[slot]
-        had_work = self.present[slot] and self.queue[slot] > 0
-        if not self.present[slot]:
-            if user.arrival > now:
-                return False
-            self.present[slot] = True
-            self.arrived_at[slot] = user.arrival
-            self.xi[slot] = self.xi_hat[slot] = user.xi_cpu
-            self.weight[slot] = user.weight
-            self.backlogged[slot] = user.jobs is None and user.arrival_rate <= 0
-            self.queue[slot] = 1 if self.backlogged[slot] else int(user.jobs or 0)
-            self.jobs_total[slot] = self.queue[slot]
-            if user.arrival_rate > 0:
-                self.next_arrival[slot] = user.arrival + float(
-                    self._arrival_rng[slot].exponential(1.0 / user.arrival_rate))
-            if user.xi_alt is not None:
-                self.next_switch[slot] = user.arrival + float(self._phase_rng[slot].uniform(*self.phase_period))
-            if self.queue[slot] > 0:
-                self._start_job(slot)
-        if user.arrival_rate > 0:
-            while self.next_arrival[slot] <= now:
-                if self.queue[slot] == 0:
-                    self._start_job(slot)
-                self.queue[slot] += 1
-                self.jobs_total[slot] += 1
-                self.next_arrival[slot] += float(self._arrival_rng[slot].exponential(1.0 / user.arrival_rate))
-        return not had_work and self.queue[slot] > 0
+        admit_due(self, self.time + ARRIVAL_EPS)
 
     def _next_arrival_event(self) -> float:
         """Time of the next arrival that can change the active set (a user arriving, a job at an empty queue)."""
         t = math.inf
         present, queue = self.present, self.queue
-        for slot in self._event_slots:
+        for slot in self.event_slots:
             if not present[slot]:
                 ts = self.users[slot].arrival
             elif queue[slot] == 0:
@@ -311,11 +247,6 @@ class EMRFSimulator(Simulator):
             if ts < t:
                 t = ts
         return t
-
-    def _start_job(self, slot: int) -> None:
-        size = self._job_size(slot)
-        self.current_size[slot] = size
-        self.remaining[slot] = size
 
     # --- the Simulator protocol ----------------------------------------------------------------------
     def _apply(self, rule: AllocationRuleFn) -> None:
@@ -361,7 +292,7 @@ class EMRFSimulator(Simulator):
         cpu_window = self.cpu_ops_window = [0.0] * n
         gpu_window = 0.0
         planned: dict[tuple[int, ...], list[float]] = {}
-        in_window = bool(self._event_slots) and not self.admit_at_window  # arrivals are events in the window
+        in_window = bool(self.event_slots) and not self.admit_at_window  # arrivals are events in the window
         # the next arrival that can change the active set; recomputed only when an arrival or a departure
         # happened (no per-segment scan while nothing is pending)
         arrival_at = self._next_arrival_event() if in_window else math.inf
@@ -418,10 +349,10 @@ class EMRFSimulator(Simulator):
         for i in active:
             if remaining[i] <= EPS_WORK * size[i]:
                 if in_window and open_loop[i]:
-                    self._arrive(i, now + ARRIVAL_EPS)  # jobs that arrived while this one ran are queued behind it
+                    arrive(self, i, now + ARRIVAL_EPS)  # jobs that arrived while this one ran are queued behind it
                 self._complete(i, result)
         if self._phased:
-            self._switch_phases(now)  # every slot's switches, active or not (module docstring)
+            switch_phases(self, now)  # every slot's switches, active or not (module docstring)
         if in_window:
             departed = len(result.departures) > departures  # a departed open-loop slot waits for jobs again
             if now < end - 1e-12 and (arrival_at <= now + 1e-12 or (departed and any(self.waiting))):
@@ -445,26 +376,8 @@ class EMRFSimulator(Simulator):
         self.last_utilisation = (cpu_total / (c_cpu * self.window_s), gpu_window / (c_gpu * self.window_s))
         self._measure()
         self.last_rates = [w / self.window_s for w in work_window]
-        if self._event_slots:
+        if self.event_slots:
             self._admit()
-
-    def _switch_phases(self, now: float) -> None:
-        """Apply every xi phase switch due by ``now``, of every slot, active or not.
-
-        A switch happens at its scheduled time and the next one is drawn from that time, so a slot's phase
-        timeline is a function of its own random stream only: it does not depend on when the slot had work
-        (common random numbers across policies). Only an active slot's switch ends a segment (its rate's
-        split changes); an idle or waiting slot's switch is applied at the end of the segment it falls in,
-        which is early enough: its ``xi`` is not used before it is active again.
-        """
-        next_switch, users, xi, phase = self.next_switch, self.users, self.xi, self.phase
-        lo, hi = self.phase_period
-        for i in range(self.max_users):
-            while next_switch[i] <= now + 1e-12:
-                user = users[i]
-                phase[i] ^= 1
-                xi[i] = user.xi_alt if phase[i] else user.xi_cpu
-                next_switch[i] += float(self._phase_rng[i].uniform(lo, hi))
 
     def _admit_in_window(self, now: float, rule: AllocationRuleFn,
                          planned: dict[tuple[int, ...], list[float]], result: WindowResult) -> None:
@@ -474,7 +387,7 @@ class EMRFSimulator(Simulator):
         outcome does not depend on the slot order of simultaneous arrivals.
         """
         at = now + ARRIVAL_EPS
-        arrived = [slot for slot in self._due(at) if self._arrive(slot, at)]
+        arrived = admit_due(self, at)
         waiting = self.waiting
         retry = [slot for slot in range(self.max_users) if waiting[slot]]
         if not arrived and not retry:
@@ -496,16 +409,7 @@ class EMRFSimulator(Simulator):
     def _complete(self, i: int, result: WindowResult) -> None:
         """User ``i``'s current job is done: start the next one (closed loop) or let the user depart."""
         result.completed_jobs += 1
-        self.jobs_done[i] += 1
-        if self.backlogged[i]:
-            self._start_job(i)
-            return
-        self.queue[i] -= 1
-        if self.queue[i] > 0:
-            self._start_job(i)
-        else:
-            self.remaining[i] = 0.0
-            self.finished_at[i] = self.time
+        if complete(self, i, self.time):
             result.departures.append(i)
 
     def _measure(self) -> None:
@@ -515,7 +419,7 @@ class EMRFSimulator(Simulator):
                 continue
             estimate = self.cpu_ops_window[i] / self.work_window[i]
             if self.xi_noise > 0 and user.co_run:
-                estimate += self.xi_noise * float(self._noise_rng[0].standard_normal())
+                estimate += noise(self, self.xi_noise)
             self.xi_hat[i] = min(max(estimate, 0.0), 1.0)
 
     # --- summaries ------------------------------------------------------------------------------------

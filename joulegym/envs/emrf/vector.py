@@ -13,9 +13,10 @@ seeds instance ``i`` with ``s + i`` (as ``SyncVectorEnv`` does), and an ended in
 continues from its own random stream (``reset()`` without a seed).
 
 With fewer than :data:`BATCH_FROM` instances the fixed cost of the array operations outweighs what they share, so
-the instances are single envs stepped one by one (the same bits either way). Every row's action is checked before
-any instance steps (:func:`joulegym.core.vector.validated_batch`): a batch rejected for one bad row changes no
-instance.
+the instances are single envs stepped one by one (the same bits either way): each runs its own transition on its
+checked row (``decode_checked``), and the batch converts their observations, flags and rewards once. Every row's
+action is checked before any instance steps (:class:`joulegym.core.vector.BatchValidator`): a batch rejected for one
+bad row changes no instance.
 
 Infos are lean and batched as ``SyncVectorEnv`` batches them: ``reward_parts`` (one array per part) and
 ``repaired``, each with its ``_key`` mask, and ``metrics`` for the instances whose episode ended
@@ -56,6 +57,7 @@ class EMRFVectorEnv(BatchedVectorEnv):
         self._obs = np.zeros((num_envs, *self.single_observation_space.shape), dtype=np.float32)
         self._validated = BatchValidator(self.single_action_space, num_envs)  # every row, before any steps
         self.envs: list[EMRFEnv] = []
+        self._everyone = np.ones(num_envs, dtype=bool)
         if num_envs < BATCH_FROM:  # single envs, stepped one by one (module docstring)
             self.envs = [template] + [EMRFEnv(**kwargs) for _ in range(num_envs - 1)]
             return
@@ -67,20 +69,16 @@ class EMRFVectorEnv(BatchedVectorEnv):
     def step(self, actions: Any):
         """Step every live instance in one batch and reset the ended ones (next-step autoreset)."""
         self._check_started()
+        if self.envs:
+            return self._step_instances(actions)
         N = self.num_envs
-        # every row, before any instance steps (single envs clip in their own decode)
-        batch = self._validated(actions, self._autoreset, clip=not self.envs)
+        batch = self._validated(actions, self._autoreset)  # every row, before any instance steps
         resetting = self._autoreset
         live = ~resetting
         parts = np.zeros((N, len(self.reward_spec.names)))
         terminated = np.zeros(N, dtype=bool)
         truncated = np.zeros(N, dtype=bool)
-        if self.envs:
-            for n, env in enumerate(self.envs):
-                if live[n]:
-                    parts[n], terminated[n], truncated[n] = env._advance(batch[n])
-                    self._obs[n] = env._observe()
-        elif np.count_nonzero(live):
+        if np.count_nonzero(live):
             rows: Any = slice(None) if np.count_nonzero(live) == N else np.flatnonzero(live)  # all: views, not copies
             parts[rows] = self.episodes.step(rows, self._rule(batch))
             sim = self.episodes.batch
@@ -97,6 +95,37 @@ class EMRFVectorEnv(BatchedVectorEnv):
         ended = terminated | truncated
         self._autoreset = ended
         return self._obs.copy(), reward, terminated, truncated, self._info(np.ones(N, dtype=bool), ended & live)
+
+    def _step_instances(self, actions: Any):
+        """:meth:`step` below :data:`BATCH_FROM` instances: each instance runs the single env's own transition on its
+        row of the checked batch (the action type's ``decode_checked``: no second check); the batch stacks the
+        results (Python values converted once)."""
+        checked = self._validated.rows(actions, self._autoreset)  # every row, before any instance steps
+        resetting = self._autoreset.tolist()
+        weights, vector, zeros = self.reward_weights, self._vector_reward, self._template._zero_parts
+        parts, rewards, terminated, truncated, features = [], [], [], [], []
+        for n, env in enumerate(self.envs):
+            if resetting[n]:
+                env.reset()  # from its own random stream (next-step autoreset)
+                step = zeros, False, False
+            else:
+                step = env._advance_decision(env.action_type.decode_checked(checked[n]))
+            features.append(env._features())
+            parts.append(step[0])
+            rewards.append(0.0 if vector else weighted_sum(weights, step[0]))
+            terminated.append(step[1])
+            truncated.append(step[2])
+        ended = [te or tr for te, tr in zip(terminated, truncated)]
+        final = [e and not r for e, r in zip(ended, resetting)]  # the episodes this step ended
+        flags = np.array((terminated, truncated, ended, final))  # one conversion, a row each
+        self._parts = np.array(parts, dtype=np.float64)
+        self._autoreset = flags[2]
+        reward = self._parts.copy() if vector else np.array(rewards)
+        obs = np.array(features, dtype=np.float32)  # as each instance's _observe converts and clips its row
+        np.maximum(obs, 0.0, out=obs)
+        np.minimum(obs, 1.0, out=obs)
+        self._obs[:] = obs
+        return obs, reward, flags[0], flags[1], self._info(self._everyone, flags[3])
 
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs or [self._template]:

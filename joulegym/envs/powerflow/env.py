@@ -127,8 +127,10 @@ class PowerFlowEnv(SlotRows, JoulegymEnv):
     action_types = ACTION_TYPES
     reward_parts = (
         RewardPart("jct", -math.inf, 0.0, "-N_active dt / (3600 N_total): sums to minus the average JCT in hours"),
-        RewardPart("power_violation", -math.inf, 0.0, "-(job power above PL) dt / (3600 PL)"),
-        RewardPart("energy", -math.inf, 0.0, "-dE / (3600 G P_max): the energy in hours at full power"),
+        RewardPart("power_violation", -math.inf, 0.0, "-(job power above PL) dt / (3600 PL); unbounded: the peak job "
+                   "draw is a maximum over every profile's lognormal truth factor, not computed"),
+        RewardPart("energy", -math.inf, 0.0, "-dE / (3600 G P_max): the energy in hours at full power; unbounded "
+                   "(the peak draw is not computed, as power_violation; pre-runs land on one step)"),
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {"jct": {"jct": 1.0},
                                                              "penalty": {"jct": 1.0, "power_violation": 1.0}}

@@ -192,16 +192,24 @@ class ServerVFAction(ServerAction):
 
 
 # --- QinCluster-v0 -------------------------------------------------------------------------------------------------
+# why the parts stay unbounded per step (docs/tradeoffs.md, "Reward spaces")
+UNBOUNDED = "; unbounded: scaled by the episode's own jobs (T_ref, E_ref), no config bound derived"
+
+
 class QinClusterEnv(JoulegymEnv):
     """One job placement per step on heterogeneous servers (module docstring; docs §7.1)."""
 
     family = "qin"
     action_types: ClassVar[dict[str, type[ActionType]]] = {"server": ServerAction, "server_vf": ServerVFAction}
     reward_parts = (
-        RewardPart("makespan", -math.inf, math.inf, "-d max(now, projected server finish) / T_ref: -makespan / T_ref"),
-        RewardPart("flowtime", -math.inf, 0.0, "-(jobs in system) dt / (M t_job): -mean JCT / t_job"),
-        RewardPart("energy", -math.inf, 0.0, "-dE / E_ref: cluster energy (CPU + DRAM)"),
-        RewardPart("edp", -math.inf, math.inf, "-d((E + projected E) Phi) / (E_ref T_ref): -E x makespan"),
+        RewardPart("makespan", -math.inf, math.inf,
+                   "-d max(now, projected server finish) / T_ref: -makespan / T_ref" + UNBOUNDED),
+        RewardPart("flowtime", -math.inf, 0.0,
+                   "-(jobs in system) dt / (M t_job): -mean JCT / t_job" + UNBOUNDED),
+        RewardPart("energy", -math.inf, 0.0,
+                   "-dE / E_ref: cluster energy (CPU + DRAM)" + UNBOUNDED),
+        RewardPart("edp", -math.inf, math.inf,
+                   "-d((E + projected E) Phi) / (E_ref T_ref): -E x makespan" + UNBOUNDED),
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {name: {name: 1.0} for name in OBJECTIVES}
     option_keys = ("jobs",)

@@ -115,6 +115,10 @@ class NodeAction(ActionType):
 
 
 
+# why the parts stay unbounded per step (docs/tradeoffs.md, "Reward spaces")
+UNBOUNDED = "; unbounded: scaled by the episode's own T0 and E_ref, no config bound derived"
+
+
 class QinNodeEnv(JoulegymEnv):
     """Thread-to-core mapping and per-core V/F on one server, one control period per step (module docstring;
     docs §7.2)."""
@@ -122,9 +126,12 @@ class QinNodeEnv(JoulegymEnv):
     family = "qin"
     action_types: ClassVar[dict[str, type[ActionType]]] = {"node": NodeAction}
     reward_parts = (
-        RewardPart("energy", -math.inf, 0.0, "-E_dt / E_ref - kappa max(0, pl - PL) dt / T0"),
-        RewardPart("perf", -math.inf, 0.0, "-(alive threads) dt / (K T0): -mean thread completion time / T0"),
-        RewardPart("edp", -math.inf, math.inf, "-d((E + projected E) (now + drain)) / (E_ref T0): -E x T"),
+        RewardPart("energy", -math.inf, 0.0,
+                   "-E_dt / E_ref - kappa max(0, pl - PL) dt / T0" + UNBOUNDED),
+        RewardPart("perf", -math.inf, 0.0,
+                   "-(alive threads) dt / (K T0): -mean thread completion time / T0" + UNBOUNDED),
+        RewardPart("edp", -math.inf, math.inf,
+                   "-d((E + projected E) (now + drain)) / (E_ref T0): -E x T" + UNBOUNDED),
     )
     reward_presets: ClassVar[dict[str, dict[str, float]]] = {name: {name: 1.0} for name in NODE_OBJECTIVES}
     option_keys = ()
