@@ -71,7 +71,8 @@ INNER: dict[str, tuple[Callable[..., Any], str]] = {
                     "static FCFS: offline worst-case reservation of (start, accelerator) per job (Fig. 2)"),
     "veltair": (VeltairScheduler, "Veltair: threshold layer blocks, earliest deadline first, heterogeneity-unaware"),
     "planaria": (PlanariaScheduler,
-                 "Planaria: per layer the smallest idle accelerator that meets the deadline, else the fastest (§5)"),
+                 "Planaria (§5; MICRO'20's scheduler): frames by slack x minimal resource, late ones last; per layer "
+                 "the smallest idle accelerator that meets the deadline, else the fastest"),
     "edf": (EDFScheduler, "earliest deadline first per layer on the fastest idle accelerator (not in the paper)"),
     "random-dispatch": (RandomDispatch,
                         "a random ready frame's next layer on a random idle accelerator (not in the paper)"),

@@ -17,11 +17,17 @@ alone with the same metrics (``tests/qin/test_policies.py``).
 - ``kubernetes``: v1.14 LeastRequested + BalancedAllocation over BestEffort pods, 5 ms scheduling latency (A27).
 - ``paragon``: interference-feasible servers, then the best predicted heterogeneity score (greedy, d = 1).
 - ``mage``: argmax of predicted performance under co-location (greedy, d = 1).
-- ``round-robin``, ``least-loaded`` (min L_i) and ``drain-time`` (min L_i / rate_i, the env's repair rule): the
-  simple deployable rules a practitioner tries first, not in the paper; ``random`` is the generic one.
+- ``round-robin`` and ``drain-time`` (the server whose assigned jobs drain first at the rate its threads run now,
+  every job counted as one of the same size): the simple deployable rules a practitioner tries first, not in the
+  paper; ``random`` is the generic one.
+- ``least-loaded`` (min L_i, qin.md §5.1) and ``drain-time-sized`` (min L_i / rate_i, the env's repair rule):
+  **privileged**. L_i is built on each job's size estimate alpha_hat, within 5 % of its true instruction count
+  (docs §2.1), i.e. the job's duration; a deployed scheduler does not know a new job's instruction count (Qin's
+  Alg. 1 + 3 never read alpha_m: it profiles rates for 0.05 s and predicts E, I and H). They are upper references.
 
-None is privileged: the view holds what a scheduler on the paper's cluster knows (predicted scores, predicted
-loads, pods, measured rates).
+The others are not privileged: they read the job's CF-predicted scores, the servers' predicted interference
+state, pods, threads and measured rates. Qin's load tie-break and its ``least-loaded-of-d`` pick read the same
+size-blind load as ``drain-time`` (assigned jobs over the measured rate, :attr:`QinView.jobs_drain_s`).
 
 Node level (``QinNode-v0``; also the cluster envs' ``node_policy`` key): the node-level inner policies of
 :mod:`joulegym.envs.qin.node_policies`, ``qin-node`` (Alg. 2 + 4 with the Kalman + DVFS controller of §3.6;
@@ -85,8 +91,10 @@ class QinPolicy(ClusterPolicy):
 
     def _decide(self, view: Any) -> tuple[int, int | None]:
         p = view.prediction()
+        # the load (tie-break and the least-loaded-of-d pick) is the size-blind one a deployed scheduler has
         return scheduling.qin_cluster_choose(p.tolerated, p.caused, p.mips, p.energy_j, p.runtime_s, view.t_server,
-                                             view.c_server, view.load_instr, self._rng, focus=self.focus or view.focus,
+                                             view.c_server, view.jobs_drain_s, self._rng,
+                                             focus=self.focus or view.focus,
                                              d=self.d, p_frac=self.p_frac, mode=view.interference_mode,
                                              rule=view.dchoice_rule)
 
@@ -133,21 +141,34 @@ class RoundRobinPolicy(ClusterPolicy):
 
 
 class LeastLoadedPolicy(ClusterPolicy):
-    """The server with the least assigned unfinished work L_i (ties: the lowest index). Not in the paper: the first
-    deployable rule a practitioner tries."""
+    """The server with the least assigned unfinished work L_i (qin.md §5.1; ties: the lowest index). Not in the paper.
+    Privileged: L_i sums the jobs' size estimates, each within 5 % of the job's true instruction count."""
 
     name = "least-loaded"
+    privileged = True
 
     def _decide(self, view: Any) -> tuple[int, int | None]:
         return int(np.argmin(view.load_instr)), None
 
 
 class DrainTimePolicy(ClusterPolicy):
-    """The server that would drain its assigned work soonest at the rate its threads run now, ``L_i / rate_i`` (an
-    idle server drains at once; ties: the lowest index). Not in the paper: the env's one-line repair rule
-    (``QinClusterEnv.repair_server``), a deployable baseline a learned agent must beat."""
+    """The server whose assigned unfinished jobs drain soonest at the rate its threads run now, every job counted
+    as one of the same size: ``jobs_i / rate_i`` (an idle server drains at once; ties: the lowest index). Not in the
+    paper: the deployable one-line greedy a learned agent must beat. It reads pods and measured rates only."""
 
     name = "drain-time"
+
+    def _decide(self, view: Any) -> tuple[int, int | None]:
+        return int(np.argmin(view.jobs_drain_s)), None
+
+
+class SizedDrainTimePolicy(ClusterPolicy):
+    """``L_i / rate_i``: the drain time of each server's known work (the env's repair rule,
+    ``QinClusterEnv.repair_server``). Privileged: L_i sums the jobs' size estimates, each within 5 % of the job's
+    true instruction count (a per-job duration a deployed scheduler does not have)."""
+
+    name = "drain-time-sized"
+    privileged = True
 
     def _decide(self, view: Any) -> tuple[int, int | None]:
         return int(np.argmin(view.drain_s)), None
@@ -179,8 +200,12 @@ def _register() -> None:
     _cluster("paragon", ParagonPolicy, "Paragon: interference-feasible, best heterogeneity (greedy)")
     _cluster("mage", MagePolicy, "Mage: best predicted performance under co-location (greedy)")
     _cluster("round-robin", RoundRobinPolicy, "servers in turn")
-    _cluster("least-loaded", LeastLoadedPolicy, "least assigned unfinished work (not in the paper)")
-    _cluster("drain-time", DrainTimePolicy, "shortest predicted drain time, load / current rate (not in the paper)")
+    _cluster("least-loaded", LeastLoadedPolicy,
+             "least assigned unfinished work from the jobs' size estimates (privileged; not in the paper)")
+    _cluster("drain-time", DrainTimePolicy,
+             "shortest drain time of the assigned jobs at the measured rate, sizes unknown (not in the paper)")
+    _cluster("drain-time-sized", SizedDrainTimePolicy,
+             "shortest drain time of the known work, load / current rate, the env's repair rule (privileged)")
     _node("qin-node", lambda focus="energy", remap="period", **kw: QinNodePolicy(focus=focus, remap=remap, **kw),
           "Qin's node level (Alg. 2 + 4, Kalman + DVFS), energy focus PL 0.5")
     _node("sniper-pinned", SniperPinnedPolicy, "Sniper's default pinned scheduler at f_max")

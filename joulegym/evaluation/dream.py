@@ -674,9 +674,10 @@ REDUCTION_TOL, REDUCTION_EXACT = 0.10, 0.0005
 RATIO_TOL, RATIO_EXACT = 0.3, 0.005
 WHY_LOAD = ("the load of our calibration (offered load 0.7 on 4K-1WS2OS, docs/families/dream-cost-model.md §4.4): "
             "the gaps depend on it (Fig. 2: 71 % at 0.61, 21 % at 1.0)")
-WHY_BASELINES = ("Planaria as we read it (§3 #22: the smallest accelerator that still meets the deadline) keeps small "
-                 "models off the accelerator a heavy one needs almost alone (TrailNet on 4K-1OS2WS, SkipNet on "
-                 "4K-1WS2OS), which MapScore's latency preference does not in some release-phase alignments (docs §7)")
+WHY_BASELINES = ("Planaria's published rule (§3 #22: the smallest accelerator that still meets the deadline, late "
+                 "frames last) keeps small models off the accelerator a heavy one needs almost alone (TrailNet on "
+                 "4K-1OS2WS, SkipNet on 4K-1WS2OS), which MapScore's latency preference does not in some release-phase "
+                 "alignments, whatever (alpha, beta) (docs §7)")
 WHY_VELTAIR = ("Veltair as we read it (§3 #22: 1 ms layer blocks, earliest deadline first, the lowest-id idle "
                "accelerator) ignores which accelerator suits a block: DREAM-Full's gain is larger than the paper's on "
                "heterogeneous SoCs and small on homogeneous ones at our calibration (docs §7)")

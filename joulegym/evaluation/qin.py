@@ -61,11 +61,13 @@ def _budget(quick: bool) -> dict[str, Any]:
     if quick:
         return {"sizes": (50, 100), "seeds": (0, 1, 2), "d_values": (1, 2, 4), "dac_seeds": (0, 1),
                 "t5_jobs": 30, "t5_seeds": (0, 1), "apps": ex.SPLASH2[:2], "node_seeds": (0,),
-                "mixes": ex.NODE_MIXES[:1], "n_servers": 100, "board": ("paper-rw",), "board_seeds": (10_000, 10_001)}
+                "mixes": ex.NODE_MIXES[:1], "n_servers": 100, "board": ("paper-rw",), "board_seeds": (10_000, 10_001),
+                "gap_seeds": tuple(range(10_000, 10_010)), "large_seeds": (0,)}
     return {"sizes": tuple(range(10, 101, 10)), "seeds": tuple(range(10)), "d_values": ex.D_VALUES,
             "dac_seeds": tuple(range(10)), "t5_jobs": 100, "t5_seeds": tuple(range(5)), "apps": ex.SPLASH2,
             "node_seeds": (0, 1, 2), "mixes": ex.NODE_MIXES, "n_servers": 1000, "board": ex.LEADERBOARD_SCENARIOS,
-            "board_seeds": tuple(range(10_000, 10_010))}
+            "board_seeds": tuple(range(10_000, 10_010)), "gap_seeds": tuple(range(10_000, 10_040)),
+            "large_seeds": (0, 1)}
 
 
 def _stages(budget: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
@@ -89,8 +91,9 @@ def _stages(budget: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict[str
         "table 5": table_5,
         "fig 14": lambda: tables.update(t14=ex.fig14(apps=budget["apps"], seeds=budget["node_seeds"]),
                                         mixes=ex.node_mixes(budget["mixes"], seeds=budget["node_seeds"])),
-        "large n": lambda: tables.update(large_n=ex.large_n(budget["n_servers"])),
+        "large n": lambda: tables.update(large_n=ex.large_n(budget["n_servers"], seeds=budget["large_seeds"])),
         "leaderboard": lambda: tables.update(board=ex.leaderboard(budget["board"], budget["board_seeds"])),
+        "rules gap": lambda: tables.update(gap=ex.rules_gap(budget["gap_seeds"])),
     }
 
 
@@ -108,7 +111,7 @@ def reproduce(out_dir, quick: bool = True) -> list[Path]:
     written = [write_csv(tables[key], out_dir / f"{name}.csv") for key, name in (
         ("runs", "cluster_runs"), ("t4", "table4"), ("gain_by_m", "fig7"), ("t10", "fig10b"), ("t12", "fig12"),
         ("t5", "table5"), ("t5_power", "table5_power"), ("t14", "fig14"), ("mixes", "node_mixes"),
-        ("large_n", "large_n"), ("board", "leaderboard"))]
+        ("large_n", "large_n"), ("board", "leaderboard"), ("gap", "rules_gap"))]
     written += [save_figure(fig7_plot(tables["runs"]), out_dir / "fig7.png"),
                 save_figure(fig10b_plot(tables["t10"]), out_dir / "fig10b.png"),
                 save_figure(fig14_plot(tables["t14"]), out_dir / "fig14.png")]

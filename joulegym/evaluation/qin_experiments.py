@@ -22,7 +22,9 @@ from joulegym.core.rollout import rollout
 from joulegym.scenarios.qin import SPLASH2
 
 PAPER_BASELINES = ("kubernetes", "paragon", "mage")
-DEPLOYABLE = ("least-loaded", "drain-time")  # the simple rules a practitioner tries first (not in the paper)
+DEPLOYABLE = ("drain-time",)  # the simple size-blind rule a practitioner tries first (not in the paper)
+# rules on L_i, built on the jobs' size estimates (within 5 % of the truth): privileged upper references
+SIZE_INFORMED = ("least-loaded", "drain-time-sized")
 VARIANTS = {"perf": ("qin-perf", "makespan", "makespan_s"), "energy": ("qin-energy", "energy", "energy_j"),
             "edp": ("qin-edp", "edp", "edp_js")}
 OTHER_RULE = "least-loaded-of-d"
@@ -31,7 +33,7 @@ MIXES = ("rw", "lc", "tb")
 D_VALUES = (1, 2, 3, 4, 6)  # Fig. 10b
 NODE_MIXES = (("fft", "barnes", "lu_cb"), ("fft", "water_nsquared"), ("ocean_cp", "radix", "fmm"))
 NODE_MIX_THREADS = 3  # threads per app of the node-level mixes: more threads than the i5-4690's 4 cores
-LARGE_N_POLICIES = ("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE)
+LARGE_N_POLICIES = ("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE, *SIZE_INFORMED)
 LEADERBOARD_SCENARIOS = ("paper-rw", "paper-lc", "paper-tb")  # the family's benchmark (scenarios/qin.py)
 
 
@@ -65,7 +67,7 @@ def _cluster_cases() -> list[tuple[str, str, dict, str]]:
     """(label, policy, env kwargs, objective) of every Table 4 / Fig. 7 episode."""
     cases = [(policy, policy, {}, objective) for policy, objective, _ in VARIANTS.values()]
     cases.append((QIN_OTHER_RULE, "qin-perf", {"dchoice_rule": OTHER_RULE}, "makespan"))
-    cases += [(policy, policy, {}, "makespan") for policy in (*PAPER_BASELINES, *DEPLOYABLE)]
+    cases += [(policy, policy, {}, "makespan") for policy in (*PAPER_BASELINES, *DEPLOYABLE, *SIZE_INFORMED)]
     return cases
 
 
@@ -123,7 +125,7 @@ def rw_at_largest_m(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("makespan_s").reset_index(drop=True)
 
 
-def gain_by_m(runs: pd.DataFrame, baselines=(*PAPER_BASELINES, *DEPLOYABLE)) -> pd.DataFrame:
+def gain_by_m(runs: pd.DataFrame, baselines=(*PAPER_BASELINES, *DEPLOYABLE, *SIZE_INFORMED)) -> pd.DataFrame:
     """Fig. 7: RW, per M, Qin-perf's mean paired makespan gain (%) over each baseline (and the other rule's)."""
     rw = runs[runs["mix"] == "rw"]
     rows = []
@@ -300,8 +302,46 @@ def large_n(n_servers: int = 1000, seeds=(0,), policies=LARGE_N_POLICIES, stages
     return pd.DataFrame(rows)
 
 
+#: What each rule reads and where Qin's placement loses to the size-blind drain-time rule (docs §6.1): (label,
+#: policy, env kwargs); every row is paired per seed with ``drain-time`` at the same ``smt_yield``.
+RULE_GAP_CASES = (
+    ("qin", "qin", {}),
+    ("qin, eq. 16 hinge", "qin", {"interference_mode": "hinge"}),
+    ("qin, least-loaded-of-d", "qin", {"dchoice_rule": "least-loaded-of-d"}),
+    ("round-robin", "round-robin", {}),
+    ("drain-time-sized (privileged)", "drain-time-sized", {}),
+    ("drain-time-sized, app-mean sizes", "drain-time-sized", {"size_estimate": "app-mean"}),
+    ("least-loaded (privileged)", "least-loaded", {}),
+    ("qin, smt_yield 1", "qin", {"smt_yield": 1.0}),
+    ("round-robin, smt_yield 1", "round-robin", {"smt_yield": 1.0}),
+)
+
+
+def rules_gap(seeds=tuple(range(10_000, 10_040)), num_jobs: int = 100, cases=RULE_GAP_CASES) -> pd.DataFrame:
+    """RW on the five workers: each case's mean makespan and its paired difference from ``drain-time`` (assigned
+    jobs over the measured rate, size-blind) at the same ``smt_yield``: mean, 95 % half-width (1.96 standard
+    errors) and the seeds on which drain-time is faster."""
+    def spans(policy: str, kw: dict) -> np.ndarray:
+        kwargs = {**kw, "workload": {"num_jobs": num_jobs}}
+        return np.array([run("joulegym/QinCluster-paper-rw-v0", policy, seed, kwargs)["makespan_s"] for seed in seeds])
+
+    refs: dict[float, np.ndarray] = {}
+    rows = []
+    for label, policy, kw in cases:
+        smt = float(kw.get("smt_yield", 1.3))
+        if smt not in refs:
+            refs[smt] = spans("drain-time", {"smt_yield": smt} if "smt_yield" in kw else {})
+        gap = spans(policy, kw) - refs[smt]
+        n = gap.size
+        rows.append({"case": label, "smt_yield": smt, "seeds": n, "makespan_s": float((refs[smt] + gap).mean()),
+                     "drain_time_s": float(refs[smt].mean()), "minus_drain_time_s": float(gap.mean()),
+                     "ci95_s": float(1.96 * gap.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan"),
+                     "drain_time_faster": int((gap > 0).sum())})
+    return pd.DataFrame(rows)
+
+
 def leaderboard(scenarios=LEADERBOARD_SCENARIOS, seeds=tuple(range(10_000, 10_010)),
-                policies=("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE)) -> pd.DataFrame:
+                policies=("qin", *PAPER_BASELINES, "round-robin", *DEPLOYABLE, *SIZE_INFORMED)) -> pd.DataFrame:
     """The leaderboard's heuristics (``evaluate.py --suite qin``: makespan on the held-out seeds of the benchmark's
     scenarios): every reference policy's makespan per scenario and seed (the shipped agents are ranked by the
     suite)."""

@@ -11,7 +11,8 @@ import pytest
 from joulegym.core.inner import run_inner
 from joulegym.envs.dream.mapscore import DreamPolicy, episode_evaluator, map_score, map_score_terms, run_shared
 from joulegym.envs.dream.search import optimize
-from joulegym.envs.dream.simulator import EPS_SLACK_S, DreamSim
+from joulegym.envs.dream.simulator import EPS_SLACK_S, App, DreamSim
+from tests.dream import toy
 
 # task A: ToGo 6 ms, Slack 12 ms, waited 2 ms; next layer 1/2/4 ms, energy 10/5/5; a switch to acc 1 costs 5
 # task B: ToGo 9 ms, Slack 6 ms, waited 0; next layer 3/3/3 ms, energy 2/4/8; no switch cost anywhere
@@ -58,11 +59,32 @@ def test_mapscore_table_by_hand_and_its_argmax():
     assert max(no_energy, key=no_energy.get) in {("B", 0), ("B", 1), ("B", 2)}
 
 
-def test_homogeneous_preferences_equal_n_acc_and_late_tasks_get_epsilon_slack():
-    t = map_score_terms(to_go=1e-3, slack=-5e-3, t_queue=0.0, lat_next=(2e-3, 2e-3), energy_next=(3.0, 3.0),
-                        acc=0, switch_energy=0.0)
+def test_homogeneous_preferences_equal_n_acc_and_late_tasks_get_negative_urgency():
+    """Algorithm 1 lines 3 and 7 as written: a late frame's slack is negative and so is its urgency; the earlier
+    reading (``late_urgency="clamp"``, docs §3 #5) replaced it by 1 us, the largest urgency there is."""
+    late = {"to_go": 1e-3, "t_queue": 0.0, "lat_next": (2e-3, 2e-3), "energy_next": (3.0, 3.0), "acc": 0,
+            "switch_energy": 0.0}
+    t = map_score_terms(slack=-5e-3, **late)
     assert t["lat_pref"] == pytest.approx(2.0) and t["pref_energy"] == pytest.approx(2.0)
-    assert t["urgency"] == pytest.approx(1e-3 / EPS_SLACK_S)
+    assert t["urgency"] == pytest.approx(-0.2)
+    assert map_score_terms(slack=0.0, **late)["urgency"] == pytest.approx(1e-3 / EPS_SLACK_S)
+    assert map_score_terms(slack=-5e-3, late_urgency="clamp", **late)["urgency"] == pytest.approx(1e-3 / EPS_SLACK_S)
+    with pytest.raises(ValueError, match="late_urgency"):
+        map_score_terms(slack=1.0, late_urgency="max", **late)
+
+
+def test_a_late_frame_waits_behind_frames_that_can_still_make_their_deadline():
+    """One accelerator, L (two 60 ms layers) and F (one 50 ms layer) at 10 FPS: L runs [0, 120 ms] and F's first
+    frame is late at 120 ms, when L's and F's second frames (released at 100 ms) are ready too. With Algorithm 1's
+    signed slack the late frame scores below both; the clamped reading serves it first."""
+    tabs = {"L": toy.model("L", toy.table("L", [[60.0], [60.0]])), "F": toy.model("F", toy.table("F", [[50.0]]))}
+    s = toy.reset(toy.sim(tabs, [App("L", 10), App("F", 10)], horizon_s=0.3), 0)
+    toy.run_until(s, DreamPolicy("mapscore", "fixed", 0.0, 0.0), 0.12)
+    assert s.advance() and s.now == pytest.approx(0.12)
+    view = s.view()
+    late = next(i for i in view.ready if view.f_deadline[i] < s.now)
+    assert DreamPolicy("mapscore", "fixed", 0.0, 0.0).decide(view).task != late
+    assert DreamPolicy("mapscore", "fixed", 0.0, 0.0, late_urgency="clamp").decide(view).task == late
 
 
 def _decisions(scenario: str, hw: str, variant: str, horizon_s: float, sim_seed: int):

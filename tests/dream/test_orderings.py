@@ -75,20 +75,21 @@ def configs(hws):
     return [(s, h) for h in hws for s in SCENARIOS]
 
 
-WHY_PLANARIA = ("measured over the 10 cells (5 seeds): DREAM-Full's geomean UXCost is 1.81x Planaria's (-80.8 %). It "
+WHY_PLANARIA = ("measured over the 10 cells (5 seeds): DREAM-Full's geomean UXCost is 1.79x Planaria's (-78.7 %). It "
                 "loses where one model needs the big accelerator almost alone: TrailNet takes 16.0 ms of its 16.7 ms "
-                "period on 4K-1OS2WS's OS array (29.3 ms on either WS array) and in 2 of 5 release-phase alignments "
-                "MapScore's latency preference sends SSD and SOSNet layers there (Drone_Outdoor 21x, Drone_Indoor 15x "
-                "on 1OS+2WS; AR_Call 3x on 1WS+2OS), where Planaria's smallest-accelerator-that-meets-the-deadline "
-                "rule keeps them off; (alpha, beta) = (0, 2) protects those episodes (Drone_Outdoor 1OS+2WS 0.029, "
-                "Planaria 0.028) but the §3.6 search from (1, 1) locks (1.48, 1.0), and online tuning, the MapScore "
-                "table over every accelerator and more tuning episodes do no better (docs/families/dream.md §7)")
+                "period on 4K-1OS2WS's OS array (29.3 ms on either WS array) and in some release-phase alignments "
+                "MapScore's latency preference sends SSD and SOSNet layers there (Drone_Outdoor 18x, Drone_Indoor 16x "
+                "on 1OS+2WS; AR_Call 2.9x on 1WS+2OS), where Planaria's smallest-accelerator-that-meets-the-deadline "
+                "rule keeps them off in every alignment; the best (alpha, beta) chosen on the evaluation episodes "
+                "themselves does not hold on other seeds (Drone_Outdoor 1OS+2WS, seeds 5-24: (0, 2) 0.580, Planaria "
+                "0.048), and online tuning, the MapScore table over every accelerator and more tuning episodes do no "
+                "better (docs/families/dream.md §7)")
 
 
 @pytest.mark.reproduce
 def test_dream_full_beats_veltair_on_heterogeneous_4k():
     """R1 / Fig. 7 (4K panels): geomean UXCost reduction of DREAM-Full vs Veltair, paper 50.0 % (up to 97.6 %).
-    Measured: 69.7 %."""
+    Measured: 70.1 %."""
     assert geomean_ratio(configs(HETERO_4K), "dream-full", "veltair") < 0.8
 
 
@@ -102,15 +103,15 @@ def test_dream_full_beats_planaria_on_heterogeneous_4k():
 @pytest.mark.reproduce
 def test_gap_vs_veltair_shrinks_on_homogeneous_4k():
     """R3 / Fig. 8: the gain over Veltair is smaller on homogeneous than on heterogeneous 4K hardware (paper:
-    2.20x larger on heterogeneous). Measured: 69.7 % -> 8.8 %."""
+    2.20x larger on heterogeneous). Measured: 70.1 % -> 23.1 %."""
     hetero = 1 - geomean_ratio(configs(HETERO_4K), "dream-full", "veltair")
     homo = 1 - geomean_ratio(configs(HOMO_4K), "dream-full", "veltair")
     assert homo < hetero, (homo, hetero)
 
 
 @pytest.mark.reproduce
-@pytest.mark.xfail(strict=True, reason="measured: DREAM-Full gains 11.4 % over Planaria on homogeneous 4K and loses "
-                   "80.8 % on heterogeneous 4K (" + WHY_PLANARIA.split(". It ", 1)[1] + ")")
+@pytest.mark.xfail(strict=True, reason="measured: DREAM-Full loses 1.3 % to Planaria on homogeneous 4K and 78.7 % on "
+                   "heterogeneous 4K (" + WHY_PLANARIA.split(". It ", 1)[1] + ")")
 def test_gap_vs_planaria_shrinks_on_homogeneous_4k():
     """R3 / Fig. 8: the gain over Planaria is smaller on homogeneous hardware (paper: 1.26x larger on
     heterogeneous)."""
@@ -122,9 +123,10 @@ def test_gap_vs_planaria_shrinks_on_homogeneous_4k():
 @pytest.mark.reproduce
 @pytest.mark.parametrize("baseline", ["veltair", "planaria"])
 def test_gap_vanishes_on_8k_homogeneous(baseline):
-    """Fig. 8(c): with abundant compute scheduling matters little. Measured geomean gain on 8K homogeneous: 2.9 %
-    vs Veltair, 4.4 % vs Planaria (VR_Gaming and AR_Call on 8K-2OS, where GNMT's LSTM steps are slow, carry it)."""
-    assert 1 - geomean_ratio(configs(HOMO_8K), "dream-full", baseline) < 0.10
+    """Fig. 8(c) (8K-2WS, the compute-sufficient SoC, docs §3 #17): with abundant compute scheduling matters little.
+    Measured geomean gain on 8K-2WS: 0.1 % vs Veltair and vs Planaria. 8K-2OS is not compute-sufficient at our
+    calibration (VR_Gaming misses most frames under every scheduler): 23.2 % vs Veltair, 1.2 % vs Planaria."""
+    assert 1 - geomean_ratio(configs(("8k-2ws",)), "dream-full", baseline) < 0.10
 
 
 def ablation_geomeans(hws) -> dict[str, float]:

@@ -99,6 +99,36 @@ def test_planaria_takes_the_smallest_accelerator_that_meets_the_deadline():
         PlanariaScheduler(estimates="maestro")
 
 
+def test_planaria_serves_feasible_frames_before_a_late_one():
+    """Planaria's rank (he-actlab/planaria.code ``assign_cores_if_tasks_not_fit``): a frame that can meet its
+    deadline scores priority / slack / its minimal resource, one that cannot on any accelerator scores below zero
+    and waits behind every feasible frame. The earlier least-slack reading served the late frame first."""
+    # L: one 150 ms layer (late on its 100 ms period whatever the accelerator); F: one 50 ms layer; one accelerator
+    tabs = {"L": model("L", table("L", [[150.0]])), "F": model("F", table("F", [[50.0]]))}
+    s = reset(sim(tabs, [App("L", 10), App("F", 10)], horizon_s=0.1), 0)
+    s.advance()
+    late, feasible = (i for i in s.ready if s.model_names[s.f_model[i]] == "L"), \
+        (i for i in s.ready if s.model_names[s.f_model[i]] == "F")
+    late, feasible = next(late), next(feasible)
+    assert PlanariaScheduler().decide(s.view()) == Dispatch(feasible, 0)
+    assert PlanariaScheduler(rank="least-slack").decide(s.view()) == Dispatch(late, 0)
+    with pytest.raises(ValueError, match="rank"):
+        PlanariaScheduler(rank="edf")
+
+
+def test_planaria_ranks_feasible_frames_by_slack_times_minimal_resource():
+    """Among feasible frames the score priority / slack / minimal resource ranks a frame that fits the small
+    accelerator (1024 PEs) ahead of one with less slack that needs the big one (4096 PEs): 100 ms x 1024 < 50 ms x 4096
+    (planaria.code's score); least slack first takes the other."""
+    # S (10 FPS): 60 ms on either accelerator, fits 1024 PEs; B (20 FPS): 40 ms on 4096 PEs, 80 ms on 1024
+    tabs = {"S": model("S", table("S", [[60.0, 60.0]])), "B": model("B", table("B", [[40.0, 80.0]]))}
+    s = reset(sim(tabs, [App("S", 10), App("B", 20)], n_acc=2, pes=[4096, 1024], horizon_s=0.05), 0)
+    s.advance()
+    small, big = (next(i for i in s.ready if s.model_names[s.f_model[i]] == n) for n in ("S", "B"))
+    assert PlanariaScheduler().decide(s.view()) == Dispatch(small, 1)
+    assert PlanariaScheduler(rank="least-slack").decide(s.view()) == Dispatch(big, 0)
+
+
 def test_edf_takes_the_earliest_deadline_on_the_fastest_idle_accelerator():
     tabs = {"slow": model("slow", table("slow", [[5.0, 1.0]])), "fast": model("fast", table("fast", [[2.0, 4.0]]))}
     s = sim(tabs, [App("slow", 5), App("fast", 50)], n_acc=2, horizon_s=0.1)
@@ -138,13 +168,15 @@ def test_dream_full_switches_to_a_lighter_variant_under_load_only():
 
 def test_fig6_rule_switches_only_a_frame_that_is_behind_and_the_load_aware_rule_earlier():
     """Fig. 6 reads "slack = remaining time until deadline - expected completion time": the frame's own ToGo;
-    the load-aware option also counts the work of the frames due no later (docs §3 #12)."""
+    the load-aware option also counts the work of the frames due no later (docs §3 #12). The toy's overload reaches
+    the switch point behind time when late frames go first (``late_urgency="clamp"``); with Algorithm 1's signed
+    urgency (the default) late frames wait and both rules run the original sub-net equally often here."""
     heavy = table("o-big", [[1.0], [1.0]] + [[6.0]] * 4)
     light = table("o-small", [[1.0], [1.0], [2.0]])
     tabs = {"o": model("o", heavy, light, switch_point=2), "x": model("x", table("x", [[20.0]]))}
     s = sim(tabs, [App("o", 20), App("x", 25)], horizon_s=1.0)  # offered load 1.02 on one accelerator
-    fig6 = run_inner(s, DreamPolicy("full", "fixed", supernet_rule="slack"), 0)
-    load = run_inner(s, DreamPolicy("full", "fixed", supernet_rule="load-aware"), 0)
+    fig6 = run_inner(s, DreamPolicy("full", "fixed", supernet_rule="slack", late_urgency="clamp"), 0)
+    load = run_inner(s, DreamPolicy("full", "fixed", supernet_rule="load-aware", late_urgency="clamp"), 0)
     assert fig6["subnet/o-small"] > 0  # frames that fell behind do switch
     assert fig6["subnet/o-big"] > load["subnet/o-big"] and load["subnet/o-small"] > fig6["subnet/o-small"]
 

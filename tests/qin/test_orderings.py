@@ -53,11 +53,19 @@ def test_qin_has_the_shortest_rw_jct():
     assert qin < min(mean("makespan_s", p) for p in PAPER_BASELINES)
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "The other D-choice rule (of the d finalists, the least loaded by the size-blind load, assigned jobs over the "
+    "measured rate) is level with Paragon, not ahead, at M = 100: measured means over seeds 0-9 Qin 1,087 s, Paragon "
+    "1,078 s, Mage 1,220 s, Kubernetes 1,310 s. With the load built on the jobs' size estimates (privileged, "
+    "docs/families/qin.md §6.1) it made 1,040 s"))
 def test_qin_with_the_least_loaded_finalist_has_the_shortest_rw_jct():
-    """The other D-choice rule (of the d finalists, the least loaded: §5.2's balls-into-bins argument) is ahead of
-    every paper baseline at M = 100 (measured: 1,040 s against Paragon 1,078 s, Mage 1,220 s, Kubernetes 1,310 s)."""
+    """The other D-choice rule (§5.2's balls-into-bins argument) against every paper baseline at M = 100."""
     qin = mean("makespan_s", "qin-perf", rule="least-loaded-of-d")
     assert qin < min(mean("makespan_s", p) for p in PAPER_BASELINES)
+
+
+def test_qin_with_the_least_loaded_finalist_is_ahead_of_kubernetes():
+    # measured at M = 100, seeds 0-9: 17.0 % ahead of Kubernetes
     assert gain("makespan_s", "kubernetes", rule="least-loaded-of-d") > 0.05
 
 

@@ -18,7 +18,7 @@ from joulegym.scenarios import qin as qin_scenarios
 register_family(qin_scenarios.FAMILY)
 
 CLUSTER_POLICIES = ("qin", "qin-perf", "qin-energy", "qin-edp", "qin-d1", "qin-dac", "kubernetes", "paragon", "mage",
-                    "round-robin", "least-loaded", "drain-time", "random")
+                    "round-robin", "least-loaded", "drain-time", "drain-time-sized", "random")
 NODE_POLICIES = ("qin-node", "sniper-pinned", "linux", "random")
 SMALL = {"workload": {"num_jobs": 10}}
 
@@ -74,7 +74,7 @@ def _decisions(name: str, seed: int = 0, **policy_kw):
         sim = env.sim
         view = sim.view()
         state = {"job": env.pending_job, "pred": view.prediction(), "load": view.load_instr.copy(),
-                 "drain": view.drain_s.copy(),
+                 "drain": view.drain_s.copy(), "jobs_drain": view.jobs_drain_s.copy(),
                  "pods": sim.jobs_on.copy(), "t_server": sim.t_server.copy(), "c_server": sim.c_server.copy(),
                  "threads": sim.runnable_threads.copy()}
         action = policy.act(obs, info)
@@ -91,7 +91,7 @@ def test_qin_picks_from_the_flist():
     for state, server in decisions:
         p = state["pred"]
         inter = scheduling.interference_score(p.tolerated, p.caused, state["t_server"], state["c_server"])
-        flist = scheduling.dchoice_flist(inter, p.mips[:, -1], 2, 0.5, state["load"])
+        flist = scheduling.dchoice_flist(inter, p.mips[:, -1], 2, 0.5, state["jobs_drain"])
         assert server in flist.tolist()
 
 
@@ -101,7 +101,7 @@ def test_qin_d1_is_the_greedy_pick():
     for state, server in decisions:
         p = state["pred"]
         inter = scheduling.interference_score(p.tolerated, p.caused, state["t_server"], state["c_server"])
-        flist = scheduling.dchoice_flist(inter, p.mips[:, -1], 1, 0.5, state["load"])
+        flist = scheduling.dchoice_flist(inter, p.mips[:, -1], 1, 0.5, state["jobs_drain"])
         assert flist.size == 2 and server in flist.tolist()
 
 
@@ -129,8 +129,11 @@ def test_greedy_baselines_match_their_rules():
         assert state["load"][server] == state["load"].min()
     _, dt = _decisions("drain-time")
     for state, server in dt:  # an idle server drains at once, so it is chosen first
-        assert state["drain"][server] == state["drain"].min()
+        assert state["jobs_drain"][server] == state["jobs_drain"].min()
     assert [s for _, s in dt][:5] == [0, 1, 2, 3, 4]
+    _, sized = _decisions("drain-time-sized")
+    for state, server in sized:
+        assert state["drain"][server] == state["drain"].min()
 
 
 def test_qin_energy_applies_its_level():

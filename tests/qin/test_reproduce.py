@@ -19,7 +19,7 @@ register_family(qin_scenarios.FAMILY)
 def test_table4_and_fig7_smoke():
     runs = ex.cluster_runs(mixes=("rw",), sizes=(10,), seeds=(0,))
     assert set(runs.policy) == {"qin-perf", "qin-energy", "qin-edp", ex.QIN_OTHER_RULE, "kubernetes", "paragon",
-                                "mage", "least-loaded", "drain-time"}
+                                "mage", "drain-time", "least-loaded", "drain-time-sized"}
     assert (runs.jobs_done == 10).all()
     table = ex.table4(runs, paper=evaluation.PAPER_TABLE4)
     assert list(table.baseline) == ["kubernetes", "paragon", "mage"]
@@ -76,16 +76,18 @@ def test_reproduce_writes_the_results_page_and_the_verdicts(tmp_path, monkeypatc
              "table5_power_terms": lambda seeds, num_jobs: _power(seeds=(0,), num_jobs=4, control_period_ms=100.0),
              "fig14": lambda apps, seeds: _fig14(apps=("fft",)),
              "node_mixes": lambda mixes, seeds: _mixes(ex.NODE_MIXES[:1]),
-             "large_n": lambda n: _large_n(10, policies=("qin", "kubernetes", "drain-time")),
-             "leaderboard": lambda scenarios, seeds: _board(("tiny",), (10_000,), ("qin", "drain-time"))}
+             "large_n": lambda n, seeds: _large_n(10, seeds=seeds, policies=("qin", "kubernetes", "drain-time")),
+             "leaderboard": lambda scenarios, seeds: _board(("tiny",), (10_000,), ("qin", "drain-time")),
+             "rules_gap": lambda seeds: _gap((10_000, 10_001), num_jobs=10, cases=ex.RULE_GAP_CASES[:2])}
     for name, function in small.items():
         monkeypatch.setattr(ex, name, function)
     written = evaluation.reproduce(tmp_path, quick=True)
     assert {"table4.csv", "fig7.png", "fig10b.png", "fig12.csv", "table5.csv", "fig14.png", "large_n.csv",
-            "leaderboard.csv", "qin_results.md", "qin_reproduction.md"} <= {p.name for p in written}
+            "leaderboard.csv", "rules_gap.csv", "qin_results.md", "qin_reproduction.md"} <= {p.name for p in written}
     results = (tmp_path / "qin_results.md").read_text()
     for section in ("## Cluster level at the largest M", "## Table 4", "## Fig 7", "## Fig 10b", "## Fig 12",
-                    "## Table 5", "## Fig 14", "## Several apps per server", "## Scale", "## Leaderboard"):
+                    "## Table 5", "## Fig 14", "## Several apps per server", "## Scale", "## Leaderboard",
+                    "## What the simple rules read"):
         assert section in results, section
     text = (tmp_path / "qin_reproduction.md").read_text()
     rows = [line.split(" | ") for line in text.split("## Paper vs joulegym", 1)[1].splitlines()
@@ -94,7 +96,7 @@ def test_reproduce_writes_the_results_page_and_the_verdicts(tmp_path, monkeypatc
 
 
 _cluster_runs, _fig10b, _fig12, _table5, _power = ex.cluster_runs, ex.fig10b, ex.fig12, ex.table5, ex.table5_power_terms
-_fig14, _mixes, _large_n, _board = ex.fig14, ex.node_mixes, ex.large_n, ex.leaderboard
+_fig14, _mixes, _large_n, _board, _gap = ex.fig14, ex.node_mixes, ex.large_n, ex.leaderboard, ex.rules_gap
 
 
 def test_small_figures_smoke():
@@ -107,6 +109,28 @@ def test_small_figures_smoke():
     assert node.energy_j_norm.between(0, 1).all()
     pl0 = node[node.policy == "qin-node PL 0"].iloc[0]
     assert pl0.runtime_s_vs_sniper == pytest.approx(1.0, abs=1e-12)  # one thread per core: Sniper's mapping
+
+
+def test_rules_gap_pairs_each_row_with_drain_time():
+    gap = ex.rules_gap((10_000, 10_001), num_jobs=30, cases=(("drain-time", "drain-time", {}),
+                                                             ("qin, smt_yield 1", "qin", {"smt_yield": 1.0})))
+    assert gap.minus_drain_time_s[0] == 0.0 and gap.drain_time_faster[0] == 0  # drain-time against itself
+    assert list(gap.smt_yield) == [1.3, 1.0] and (gap.seeds == 2).all()
+    assert gap.drain_time_s[1] != gap.drain_time_s[0]  # paired with drain-time at its own smt_yield
+
+
+@pytest.mark.reproduce
+def test_simple_rules_gap_mechanisms():
+    """docs §6.1, 40 seeds: knowing the job sizes is worth most of the privileged drain rule's lead; the size-blind
+    drain-time leads Qin with the i7-4790's Hyper-Threading (which Qin's per-core H cannot see) and not without it."""
+    gap = ex.rules_gap().set_index("case")
+    qin, qin_smt1 = gap.loc["qin"], gap.loc["qin, smt_yield 1"]
+    assert qin.minus_drain_time_s - qin.ci95_s > 0  # drain-time ahead of Qin, paired 95 % CI above 0
+    assert abs(qin_smt1.minus_drain_time_s) < qin_smt1.ci95_s  # no difference on physical cores
+    sized = gap.loc["drain-time-sized (privileged)"]
+    assert sized.minus_drain_time_s + sized.ci95_s < 0  # sizes help ...
+    blind_sizes = gap.loc["drain-time-sized, app-mean sizes"]
+    assert blind_sizes.minus_drain_time_s > sized.minus_drain_time_s  # ... and only the per-job ones much
 
 
 @pytest.mark.reproduce

@@ -31,16 +31,20 @@ TUNE_KEY = 1_000_003  # the offline tuning episode's key [A]: evaluation episode
 TUNE_HORIZON_S = 1.0  # the offline tuning episode's length [A] (docs §3 #11; the episode's own if shorter)
 TUNE_EPISODES = 1  # tuning episodes per (alpha, beta) candidate, keys TUNE_KEY + k [A] (docs §3 #11)
 SUPERNET_RULES = ("slack", "load-aware")
+LATE_URGENCY = ("clamp", "signed")
 ASSIGNMENTS = ("idle", "table")
 
 
 # ================================================================================================ pure
 def map_score_terms(to_go: float, slack: float, t_queue: float, lat_next: Sequence[float],
-                    energy_next: Sequence[float], acc: int, switch_energy: float) -> dict[str, float]:
+                    energy_next: Sequence[float], acc: int, switch_energy: float, *,
+                    late_urgency: str = "signed") -> dict[str, float]:
     """The unit scores of Algorithm 1 for one (task, accelerator) pair (§3.1-§3.4).
 
     :param to_go: ToGo(tsk), line 2: remaining latency averaged over accelerators.
-    :param slack: Slack(tsk) = T_deadline - T_curr, line 3 (<= 0 is replaced by 1 us, docs §3 #5).
+    :param slack: Slack(tsk) = T_deadline - T_curr, line 3. ``late_urgency="signed"`` (Algorithm 1 as written):
+        a late frame's negative slack makes its urgency negative (0 is replaced by 1 us); ``"clamp"`` (our earlier
+        reading): slack <= 0 is replaced by 1 us, so a late frame gets the largest urgency (docs §3 #5).
     :param t_queue: T_queue(tsk) = T_curr - T_cmpl(tsk), line 4.
     :param lat_next: Est_Latency(NextLayer(tsk), i) for every accelerator i.
     :param energy_next: Est_Energy(NextLayer(tsk), i) for every accelerator i.
@@ -50,7 +54,9 @@ def map_score_terms(to_go: float, slack: float, t_queue: float, lat_next: Sequen
         ``pref_energy`` (11), ``energy`` (12).
     """
     n_acc = len(lat_next)
-    if slack <= 0:
+    if late_urgency not in LATE_URGENCY:
+        raise ValueError(f"late_urgency={late_urgency!r} is not one of {LATE_URGENCY}")
+    if slack <= 0 and (late_urgency == "clamp" or slack == 0):
         slack = EPS_SLACK_S
     sum_lat = float(sum(lat_next))
     sum_en = float(sum(energy_next))
@@ -68,9 +74,9 @@ def map_score_terms(to_go: float, slack: float, t_queue: float, lat_next: Sequen
 
 
 def map_score(to_go: float, slack: float, t_queue: float, lat_next: Sequence[float], energy_next: Sequence[float],
-              acc: int, switch_energy: float, alpha: float, beta: float) -> float:
+              acc: int, switch_energy: float, alpha: float, beta: float, *, late_urgency: str = "signed") -> float:
     """MapScore(tsk, acc), Algorithm 1 lines 14-15: ``Urgency x LatPref + alpha Starv + beta Energy``."""
-    s = map_score_terms(to_go, slack, t_queue, lat_next, energy_next, acc, switch_energy)
+    s = map_score_terms(to_go, slack, t_queue, lat_next, energy_next, acc, switch_energy, late_urgency=late_urgency)
     return s["urgency"] * s["lat_pref"] + alpha * s["starvation"] + beta * s["energy"]
 
 
@@ -212,6 +218,9 @@ class DreamPolicy:
     :param assignment: ``"idle"`` (the arg-max over idle accelerators, work-conserving, docs §3 #8) or ``"table"``
         (the MapScore table over every accelerator, §4.1: a frame whose best pair is a busy accelerator waits).
     :param active_def: which frames count as "active" for smart-drop Cond 2 (docs §3 #9).
+    :param late_urgency: ``"signed"`` (Algorithm 1 lines 3 and 7 as written: Urgency = ToGo / (T_deadline - T_curr),
+        negative for a late frame, which so comes after every frame that can still make its deadline) or
+        ``"clamp"`` (our earlier reading, docs §3 #5: a late frame's slack is 1 us, the largest urgency).
     Ties (docs §2): the earlier release, then the lower accelerator id.
     """
 
@@ -224,8 +233,9 @@ class DreamPolicy:
                  tune_episodes: int = TUNE_EPISODES,
                  supernet_rule: str = "slack", assignment: str = "idle", max_drops: int = MAX_DROPS,
                  drop_window: int = DROP_WINDOW,
-                 active_def: str = "outstanding", name: str | None = None) -> None:
+                 active_def: str = "outstanding", late_urgency: str = "signed", name: str | None = None) -> None:
         for key, value, allowed in (("variant", variant, self.VARIANTS), ("tuning", tuning, self.TUNINGS),
+                                    ("late_urgency", late_urgency, LATE_URGENCY),
                                     ("supernet_rule", supernet_rule, SUPERNET_RULES),
                                     ("assignment", assignment, ASSIGNMENTS),
                                     ("active_def", active_def, ("outstanding", "started"))):
@@ -247,6 +257,7 @@ class DreamPolicy:
         self.tune_key, self.tune_horizon_s, self.tune_episodes = int(tune_key), tune_horizon_s, tune_episodes
         self.supernet_rule, self.assignment = supernet_rule, assignment
         self.max_drops, self.drop_window, self.active_def = int(max_drops), int(drop_window), active_def
+        self.late_urgency = late_urgency
         self.name = name or f"dream-{variant}"
         self.engine: AdaptivityEngine | None = None
         self.tuning_record: TuningRecord | None = None
@@ -274,7 +285,7 @@ class DreamPolicy:
 
     def _tuning_settings(self) -> dict[str, Any]:
         return {"max_drops": self.max_drops, "drop_window": self.drop_window, "active_def": self.active_def,
-                "supernet_rule": self.supernet_rule, "assignment": self.assignment}
+                "supernet_rule": self.supernet_rule, "assignment": self.assignment, "late_urgency": self.late_urgency}
 
     def offline_params(self, sim: Any) -> tuple[float, float]:
         """Locked (alpha, beta) for ``sim``'s configuration: the §3.6 search from (alpha0, beta0) where each
@@ -374,6 +385,7 @@ class DreamPolicy:
         e_byte = view.switch_energy_per_byte
         flush = view.flush_bytes()
         dl, tc, pos, prev_acc = view.f_deadline, view.f_tcmpl, view.f_pos, view.f_prev_acc
+        clamp = self.late_urgency == "clamp"
         out = []
         for i in view.ready:
             V = view.tables_of(i)
@@ -383,7 +395,7 @@ class DreamPolicy:
                 V = view.variant_of(i, v)
             p = pos[i]
             slack = dl[i] - now
-            if slack <= 0:
+            if slack <= 0 and (clamp or slack == 0):
                 slack = EPS_SLACK_S
             urgency = V.togo_from[p] / slack
             lat, en = V.lat[p], V.en[p]
@@ -427,6 +439,7 @@ class DreamPolicy:
             else:
                 flush.append((a, r, 0))
         supernet = self.supernet
+        clamp = self.late_urgency == "clamp"
         n = len(params)
         betas = [b for _a, b in params]
         best = [(-math.inf, math.inf, -1, -1, -1)] * n  # (score, release, accelerator, task, sub-net)
@@ -440,7 +453,7 @@ class DreamPolicy:
                 V = view.variant_of(i, v)
             p = pos[i]
             slack = dl[i] - now
-            if slack <= 0:
+            if slack <= 0 and (clamp or slack == 0):
                 slack = EPS_SLACK_S
             urgency = V.togo_from[p] / slack
             lat, en = V.lat[p], V.en[p]

@@ -5,7 +5,7 @@
 ``fcfs``               oldest request first, whole model on the first idle accelerator [P §5]
 ``fcfs-static``        FCFS planned offline with worst-case durations, started at the reserved slot (Fig. 2)
 ``veltair``            threshold-based layer blocks, earliest deadline, lowest-id idle accelerator [P §5]
-``planaria``           least-slack task, smallest accelerator that meets its deadline [P §5]
+``planaria``           least slack x minimal resource first, late frames last; smallest sufficient acc. [P §5]
 ``edf``                earliest deadline first, fastest idle accelerator per unit (not in the paper)
 ``random-dispatch``    a uniformly random (ready task, idle accelerator) pair (not in the paper)
 =====================  ================================================================================
@@ -154,30 +154,45 @@ class VeltairScheduler:
 
 
 PLANARIA_ESTIMATES = ("pes", "tables")
+PLANARIA_RANKS = ("score", "least-slack")
 
 
 class PlanariaScheduler:
-    """Planaria [P §5] as a multi-accelerator layer scheduler (docs §3 #22, [X: Planaria MICRO'20]): the task
-    with the least slack ``deadline - t - min_a rem_a`` first (rem_a = its remaining layers all on a); it
-    gets the smallest idle accelerator (fewest PEs; ties: lower estimate, lower id) that finishes it by its
-    deadline, else the idle accelerator with the lowest estimate for its next unit. No energy, no drops.
+    """Planaria's scheduler [P §5: "spatially co-locates multiple DNNs by dynamically partitioning the compute
+    resources layerwise based on timing requirements and resource demands"; X: Ghodrati et al., MICRO'20, and its
+    public scheduler, ``he-actlab/planaria.code`` ``scheduler/scheduler.py``] ported to a SoC of sub-accelerators
+    (docs §3 #22). A resource allocation is one sub-accelerator per frame, re-decided at every layer boundary
+    ("layerwise"); a layer is never split across sub-accelerators nor preempted.
+
+    * Feasibility (``get_possible_num_cores``): with slack = deadline - now, a frame can meet its deadline on
+      sub-accelerator a if its remaining layers all on a take at most the slack; its minimal resource is the
+      feasible sub-accelerator with the fewest PEs (ties: lower estimate, lower id).
+    * Rank (``assign_cores_if_tasks_not_fit``; ``rank="score"``, default): a feasible frame scores
+      priority / slack / its minimal resource (every Table 3 model has the same priority); a frame that cannot meet
+      its deadline on any sub-accelerator scores -priority / its remaining time on the fastest one and is served
+      only after every feasible frame. The highest score goes first. ``rank="least-slack"`` is our earlier
+      reading: least ``deadline - now - min_a rem_a`` first, late frames first.
+    * Allocation: the frame gets its minimal resource if it is idle, else the smallest idle feasible one, else
+      what is left (the idle sub-accelerator with the lowest estimate for its next unit). Planaria's spare-resource
+      share has no counterpart here: a layer runs on one sub-accelerator. No energy, no drops.
 
     :param estimates: what Planaria knows of a layer's latency on an accelerator. ``"tables"`` (default): the
-        per-accelerator cost tables DREAM reads (Table 5 marks Planaria heterogeneity-aware). ``"pes"``: the
-        accelerator's size only, the narrowest reading of §5.2 ("only DREAM considers accelerator size, shape, and
-        dataflow entirely"; Planaria fissions one systolic array into pods of one dataflow): the layer's PE-seconds
-        averaged over the SoC's accelerators, divided by the accelerator's PEs (dataflow ignored). Measured on the
-        20 cells of Fig. 7 it is 2.5x worse in geomean and worse than Veltair on 4K 1WS+2OS, against the paper's
-        ordering (Planaria ahead of Veltair), so it is weaker than the paper's Planaria and not the default
-        (docs/families/dream.md §7).
+        per-accelerator cost tables DREAM reads (Planaria's scheduler reads per-configuration latency tables
+        profiled offline, its "performance summary tables"). ``"pes"``: the accelerator's size only, the narrowest
+        reading of §5.2 ("only DREAM considers accelerator size, shape, and dataflow entirely"): the layer's
+        PE-seconds averaged over the SoC's accelerators, divided by the accelerator's PEs (dataflow ignored).
+    :param rank: ``"score"`` (Planaria's, default) or ``"least-slack"`` (the earlier reading).
     """
 
     privileged = False
 
-    def __init__(self, estimates: str = "tables", name: str = "planaria") -> None:
+    def __init__(self, estimates: str = "tables", rank: str = "score", name: str = "planaria") -> None:
         if estimates not in PLANARIA_ESTIMATES:
             raise ValueError(f"estimates={estimates!r} is not one of {PLANARIA_ESTIMATES}")
+        if rank not in PLANARIA_RANKS:
+            raise ValueError(f"rank={rank!r} is not one of {PLANARIA_RANKS}")
         self.estimates = estimates
+        self.rank = rank
         self.name = name
         # id(variant) -> (variant, per-position suffix sums rem[p][a], per-position unit estimates lat[p][a])
         self._est: dict[int, tuple[Any, list[list[float]], list[tuple[float, ...]]]] = {}
@@ -200,6 +215,15 @@ class PlanariaScheduler:
             hit = self._est[id(V)] = (V, suf.tolist(), unit)
         return hit[1], hit[2]
 
+    def _key(self, slack: float, rem: list[float], pes: tuple[int, ...]) -> tuple[int, float]:
+        """Sort key (lower first) of a frame with time to deadline ``slack`` and remaining time ``rem[a]``."""
+        if self.rank == "least-slack":
+            return 0, max(slack - min(rem), EPS_SLACK_S)
+        feasible = [pes[a] for a in range(len(rem)) if rem[a] <= slack]
+        if feasible:  # score = 1 / slack / minimal resource; higher first
+            return 0, slack * min(feasible)
+        return 1, 1.0 / min(rem)  # score = -1 / rem on the fastest; higher (closer to 0) first
+
     def decide(self, view: DreamView) -> Dispatch | Drop | Wait:
         idle = view.idle_accs()
         if not idle or not view.ready:
@@ -211,8 +235,7 @@ class PlanariaScheduler:
             rem_all, unit = self._tables(view.tables_of(i), pes)
             p = view.f_pos[i]
             rem = rem_all[p]
-            slack = max(view.f_deadline[i] - now - min(rem), EPS_SLACK_S)
-            key = (slack, view.f_release[i], i)
+            key = (*self._key(view.f_deadline[i] - now, rem, pes), view.f_release[i], i)
             if best_key is None or key < best_key:
                 best, best_key, best_rem, best_lat = i, key, rem, unit[p]
         dl = view.f_deadline[best]

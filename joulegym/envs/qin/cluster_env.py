@@ -64,6 +64,10 @@ Config keys (``QinClusterEnv.default_config``):
                       :data:`joulegym.devices.cpu.SMT_YIELD`; 1 = physical cores only, A22)
 ``interference_mode`` ``literal_abs`` (eq. 16 as printed) or ``hinge`` (A4): the observation's I and the one Qin's
                       policies use (one key for env and policy)
+``size_estimate``     each job's size estimate alpha_hat (docs §2.1): ``profiled`` (default: the job's instruction
+                      count x N(1, 0.05), what the load, drain time and the job's size feature are built on) or
+                      ``app-mean`` (its app's mean size under the workload's size law, all a scheduler without
+                      per-job sizes knows; a file workload: the mean of that app's jobs in the file)
 ``dchoice_rule``      ``random-of-top-d`` (Alg. 3 l. 12 "RandomlySelectOne(Flist)", the default) or
                       ``least-loaded-of-d`` (the least loaded finalist, §5.2's balls-into-bins rule): Qin's pick at
                       both levels
@@ -123,6 +127,7 @@ CORE_TYPES = ("big", "biglittle")
 POWER_MODELS = ("full", "paper_dynamic_only")
 INTERFERENCE_MODES = ("literal_abs", "hinge")
 DCHOICE_RULES = ("random-of-top-d", "least-loaded-of-d")
+SIZE_ESTIMATES = ("profiled", "app-mean")
 MAX_SERVERS = 10_000  # far above the large-N scenario (1,000); bounds the observation size
 MAX_JOBS = 100_000  # keeps make + reset within a few seconds (docs/robustness.md)
 ARRIVAL_SPAN_S = 1e6  # Poisson arrivals must fit well inside the simulator's 1e7 s horizon (num_jobs / rate_per_s)
@@ -241,6 +246,7 @@ class QinClusterEnv(JoulegymEnv):
             "interference_mode": "literal_abs",
             "smt_yield": SMT_YIELD,
             "offline_fraction": 0.1,
+            "size_estimate": "profiled",
             "dchoice_rule": "random-of-top-d",
             "max_servers": 8,
             "max_steps": None,
@@ -275,6 +281,7 @@ class QinClusterEnv(JoulegymEnv):
         check_choice("power_model", c["power_model"], POWER_MODELS)
         check_choice("interference_mode", c["interference_mode"], INTERFERENCE_MODES)
         check_choice("dchoice_rule", c["dchoice_rule"], DCHOICE_RULES)
+        check_choice("size_estimate", c["size_estimate"], SIZE_ESTIMATES)
         check_number("offline_fraction", check_positive("offline_fraction", c["offline_fraction"]), 0.0, 1.0)
         self.server_types = self._check_servers(c["servers"])
         self.N = len(self.server_types)
@@ -419,7 +426,25 @@ class QinClusterEnv(JoulegymEnv):
                              f"({self.sim_config.horizon_s:g} s), got {float(jobs.arrival_s.max()):g}")
         predictor = self._predictor_for_episode()
         predictions = predictor.predict(jobs, np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
+        if self.config["size_estimate"] == "app-mean":
+            from joulegym.envs.qin.prediction import with_size_estimates
+
+            predictions = with_size_estimates(predictions, self._app_mean_sizes(jobs))
         return np.random.default_rng(int(rng.integers(0, 2**31 - 1))), QinInstance(jobs, predictions)
+
+    def _app_mean_sizes(self, jobs: Any) -> np.ndarray:
+        """Per job, its app's mean size (``size_estimate="app-mean"``): the workload's mean reference runtime
+        (docs §4.2, times ``size_scale``) at the app's reference instruction rate; a file workload: the mean size of
+        that app's jobs in the file."""
+        from joulegym.workloads.qin_jobs import MEAN_RUNTIME_S
+
+        app = np.asarray(jobs.app)
+        if self._file_jobs is None:
+            scale = float(self.config["workload"].get("size_scale", 1.0))
+            return MEAN_RUNTIME_S * scale / jobs.catalog.reference_seconds_per_instruction[app]
+        size = np.asarray(jobs.size_instr, dtype=float)
+        sums = np.bincount(app, weights=size, minlength=int(app.max()) + 1)
+        return (sums / np.maximum(np.bincount(app, minlength=sums.size), 1))[app]
 
     def _begin_episode(self, options: dict[str, Any]) -> None:
         sim_rng, instance = self.episode_inputs(self.np_random, options.get("jobs"))

@@ -43,6 +43,7 @@ docs/families/qin.md §3.5 (a ranking score, not the parallel runtime).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -128,6 +129,18 @@ class JobPredictions(PredictedScores):
     @property
     def n_jobs(self) -> int:
         return int(self.size_instr.size)
+
+
+def with_size_estimates(predictions: JobPredictions, size_instr: np.ndarray) -> JobPredictions:
+    """``predictions`` with every job's size estimate replaced by ``size_instr`` (``(M,)``, > 0) and the energy and
+    runtime predictions made from it rescaled (a job's energy and runtime are its size times per-instruction
+    entries)."""
+    size = np.asarray(size_instr, dtype=float)
+    if size.shape != predictions.size_instr.shape or not np.all(size > 0):
+        raise ValueError(f"size_instr must be {predictions.size_instr.shape} positive sizes, got shape {size.shape}")
+    factor = (size / predictions.size_instr)[:, None]
+    return dataclasses.replace(predictions, size_instr=size, energy_j=predictions.energy_j * factor,
+                               runtime_s=predictions.runtime_s * factor)
 
 
 def _noisy(rng: np.random.Generator, truth: np.ndarray, sigma: float) -> np.ndarray:

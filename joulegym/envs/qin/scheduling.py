@@ -186,7 +186,8 @@ def qin_cluster_choose(t_new: np.ndarray, c_new: np.ndarray, mips: np.ndarray, e
     """Qin's cluster-level decision (Alg. 1 + 3, qin.md §3.5): ``(server, initial V/F level)``.
 
     :param mips, energy_j, runtime_s: the job's predicted scores per (server, level), shape ``(N, L)``.
-    :param load: L_i (the tiebreak), shape ``(N,)``.
+    :param load: the servers' load (the tiebreak and the ``least-loaded-of-d`` key), shape ``(N,)``; the reference
+        policy passes the size-blind one a deployed scheduler has (``QinView.jobs_drain_s``).
     :param d: ``None`` = :func:`d_default` over the valid servers.
     :param valid: servers that may be chosen (default all).
     :param rule: how the Flist pick is made (:data:`DCHOICE_RULES`).

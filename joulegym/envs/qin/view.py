@@ -9,10 +9,15 @@ nothing else.
 ``pending_threads``       its thread count (the pod's spec)
 ``t_server``, ``c_server``  per server, the min tolerated and summed caused *predicted* scores of its assigned
                           unfinished jobs (eq. 14-15, A5)
-``load_instr``            L_i (paper §5.2): each server's assigned unfinished work as a scheduler knows it, the
-                          jobs' predicted sizes less the instructions they retired (hardware counters)
+``load_instr``            L_i (paper §5.2): each server's assigned unfinished work, the jobs' size estimates
+                          (alpha_hat, within 5 % of each job's true instruction count, docs §2.1) less the
+                          instructions they retired (hardware counters). **Size-informed**: a deployed scheduler
+                          does not know a new job's instruction count (the paper's algorithms never read alpha_m),
+                          so a policy whose decision depends on it is ``privileged``
 ``server_rate``           instructions per second each server's threads run at now (hardware counters)
-``drain_s``               per server, ``load_instr / server_rate`` (0 for an idle server)
+``drain_s``               per server, ``load_instr / server_rate`` (0 for an idle server; size-informed too)
+``jobs_drain_s``          per server, assigned unfinished jobs over ``server_rate`` (0 for an idle server): the drain
+                          time if every job were of one size, what a scheduler that does not know sizes can compute
 ``jobs_on``, ``runnable_threads``  pods and threads per server
 ``cores``, ``mem_gb``     per server, as Table 2 lists them (what Kubernetes sees)
 ``now``, ``queue_length``, ``jobs_placed``
@@ -95,6 +100,13 @@ class QinView:
     def drain_s(self) -> np.ndarray:
         rate = self._sim.server_rate_sum
         drain = np.divide(self._sim.predicted_load_instr, rate, out=np.zeros(rate.shape), where=rate > 0)
+        drain.flags.writeable = False
+        return drain
+
+    @property
+    def jobs_drain_s(self) -> np.ndarray:
+        rate = self._sim.server_rate_sum
+        drain = np.divide(self._sim.jobs_on, rate, out=np.zeros(rate.shape), where=rate > 0)
         drain.flags.writeable = False
         return drain
 
