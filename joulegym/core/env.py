@@ -99,6 +99,12 @@ class JoulegymEnv(gym.Env):
     option_keys: ClassVar[tuple[str, ...]] = ()  # allowed keys of reset(options=...)
     lean_info_keys: ClassVar[tuple[str, ...]] = ()  # the keys _extra_info() gives (some only in some action modes)
     full_info_keys: ClassVar[tuple[str, ...]] = ()  # the keys _diagnostic_info() adds with info_level="full"
+    # The family's trajectory, reward and metrics do not depend on the observation being read: an inner policy's
+    # episode may run on the simulator path (:func:`joulegym.core.rollout.rollout_inner`), which steps
+    # ``_advance_decision`` with ``observing`` False and never calls ``_observe``. A family sets it once a test
+    # proves both paths equal for every inner policy.
+    inner_fast_path: ClassVar[bool] = False
+    observing: bool = True  # False on the simulator path: a family may skip its observation and mask upkeep
 
     def __init__(self, scenario: str | None = None, render_mode: str | None = None, **overrides: Any) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -265,14 +271,15 @@ class JoulegymEnv(gym.Env):
         self._episode_over = terminated or truncated
         return parts, terminated, truncated
 
-    def _info(self, final: bool) -> dict[str, Any]:
+    def _info(self, final: bool, mask: bool = True) -> dict[str, Any]:
+        """The step's info; ``mask=False`` leaves out ``action_mask`` (the simulator path keeps no mask)."""
         info = self._extra_info()
         if self._full_info:
             info.update(self._diagnostic_info())
         action_type = self.action_type
         info["reward_parts"] = dict(zip(self.reward_spec.names, self.last_reward_parts))
         info["repaired"] = bool(action_type.repaired)
-        if action_type.has_mask:  # the form action_space.sample(mask=) takes (core.actions.gymnasium_mask)
+        if mask and action_type.has_mask:  # the form action_space.sample(mask=) takes (core.actions.gymnasium_mask)
             info["action_mask"] = gymnasium_mask(action_type.space, action_type.mask())
         if final or self._every_step_metrics:
             info["metrics"] = self.metrics()

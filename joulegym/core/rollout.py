@@ -6,6 +6,11 @@
     episode.total_return, episode.length, episode.metrics   # metrics: the final info["metrics"]
 
 The policy is reset after the env (``policy.reset(env, seed)`` sees the first observation's state).
+
+An inner policy wrapped for the env (:class:`~joulegym.core.policy.InnerPolicyAdapter`) reads ``sim.view()``, never
+the observation: :func:`rollout_inner` runs its episode on the simulator path (the env's own reset, reward and
+metrics; no observation, no mask, no action encoding), where the family allows it (``inner_fast_path``), and
+gives the same return, length and metrics as :func:`rollout` (each such family's test proves it).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from joulegym.core.rewards import weighted_sum
 
 MAX_EPISODE_STEPS = 10_000_000  # a guard against an env that never ends
 
@@ -76,6 +83,64 @@ def rollout(env: Any, policy: Any, seed: int | None = None, *, record: bool = Fa
             infos.append(info)
         if on_step is not None:
             on_step(obs, reward, info)
+    return Episode(seed, getattr(policy, "name", type(policy).__name__), total, length, bool(terminated),
+                   bool(truncated), info, rewards, infos)
+
+
+def simulator_path(env: Any, policy: Any) -> bool:
+    """Whether ``policy``'s episode on ``env`` may run on the simulator path (:func:`rollout_inner`): the policy is
+    an inner policy behind the core's adapter (it decides from ``sim.view()``, not from the observation) and the
+    env's family declares ``inner_fast_path``."""
+    from joulegym.core.policy import InnerPolicyAdapter
+
+    return isinstance(policy, InnerPolicyAdapter) and bool(getattr(env.unwrapped, "inner_fast_path", False))
+
+
+def rollout_inner(env: Any, policy: Any, seed: int | None = None, *, record: bool = False,
+                  options: dict[str, Any] | None = None, max_steps: int = MAX_EPISODE_STEPS) -> Episode:
+    """:func:`rollout` of an inner ``policy`` (:func:`simulator_path`) on the simulator path: the env resets as in
+    :func:`rollout` (its instance draw, its simulator), then every step applies ``policy.inner.decide(sim.view())``
+    through the env's transition and reward (``_advance_decision``) with the env's ``observing`` off; no
+    observation, mask or action encoding is built. The return, length, final ``info["metrics"]`` and, with
+    ``record``, each step's reward and info (without ``action_mask``) equal :func:`rollout`'s.
+
+    :raises ValueError: if ``policy`` on ``env`` cannot take this path.
+    :raises RuntimeError: if the episode has not ended after ``max_steps`` steps.
+    """
+    if not simulator_path(env, policy):
+        raise ValueError(f"{getattr(policy, 'name', policy)!r} on {type(env.unwrapped).__name__} cannot run on the "
+                         "simulator path (an inner policy behind the core's adapter, on a family with "
+                         "inner_fast_path, is needed)")
+    env.reset(seed=seed, options=options)
+    policy.reset(env, seed=seed)
+    base = env.unwrapped
+    decide, view, advance = policy.inner.decide, base.sim.view(), base._advance_decision
+    weights, vector = base.reward_weights, base._vector_reward
+    total: Any = 0.0
+    length = 0
+    rewards: list[Any] = []
+    infos: list[dict[str, Any]] = []
+    terminated = truncated = False
+    base.observing = False
+    try:
+        while not (terminated or truncated):
+            if length >= max_steps:
+                raise RuntimeError(f"the episode did not end within {max_steps} steps")
+            parts, terminated, truncated = advance(decide(view))
+            if vector:
+                reward: Any = np.array(parts, dtype=np.float64)
+                total = total + reward
+            else:
+                reward = float(weighted_sum(weights, parts))
+                total += reward
+            length += 1
+            if record:
+                rewards.append(reward)
+                infos.append(base._info(final=terminated or truncated, mask=False))
+    finally:
+        base.observing = True
+        base._episode_over = True  # the observation was not kept up to date: the next step must be a reset
+    info = infos[-1] if record else base._info(final=True, mask=False)
     return Episode(seed, getattr(policy, "name", type(policy).__name__), total, length, bool(terminated),
                    bool(truncated), info, rewards, infos)
 

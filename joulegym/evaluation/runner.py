@@ -29,7 +29,7 @@ import yaml
 from joulegym import baselines
 from joulegym.core.benchmark import TRAINING_SEED_LIMIT
 from joulegym.core.policy import PolicyNotApplicable, env_config_for
-from joulegym.core.rollout import MAX_EPISODE_STEPS, Episode, rollout
+from joulegym.core.rollout import MAX_EPISODE_STEPS, Episode, rollout, rollout_inner, simulator_path
 
 EVAL_SEED_BASE = TRAINING_SEED_LIMIT  # one convention with the benchmark: plain evaluate.py and --suite share seeds
 BOOTSTRAP_RESAMPLES = 2_000
@@ -114,9 +114,12 @@ def _parse_kwargs(text: str, token: str) -> dict[str, Any]:
 def run_episode(env: gym.Env, policy: baselines.Policy, seed: int, *, record: bool = False,
                 env_id: str = "", label: str | None = None, kind: str = "reference",
                 episode: int = 0) -> tuple[dict[str, Any], Episode | None]:
-    """One episode of ``policy`` on ``env`` from ``seed`` (:func:`~joulegym.core.rollout.rollout`): its result
-    row (and the recorded episode if ``record``)."""
-    result = rollout(env, policy, seed, record=record, max_steps=MAX_EPISODE_STEPS)
+    """One episode of ``policy`` on ``env`` from ``seed``: its result row (and the recorded episode if ``record``).
+    An inner policy runs on the simulator path where its family allows it
+    (:func:`~joulegym.core.rollout.rollout_inner`: the same row, a recorded episode without the action masks),
+    every other policy through the env (:func:`~joulegym.core.rollout.rollout`)."""
+    loop = rollout_inner if simulator_path(env, policy) else rollout
+    result = loop(env, policy, seed, record=record, max_steps=MAX_EPISODE_STEPS)
     row: dict[str, Any] = {"env_id": env_id, "policy": label or policy.name, "kind": kind, "seed": seed,
                            "episode": episode, "return": float(np.sum(result.total_return)), "length": result.length}
     for key, value in result.metrics.items():

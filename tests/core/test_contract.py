@@ -375,6 +375,25 @@ def test_toy_simulator_path_gives_the_env_path_metrics():
         assert metrics == episode.metrics and metrics["steps"] == episode.length
 
 
+def test_simulator_path_equals_the_env_path_where_a_family_declares_it():
+    """``rollout_inner`` (the simulator path an inner policy takes in evaluation and the suite) gives
+    ``rollout``'s return, length, metrics and recorded rewards and infos (without the action mask) on the toy
+    family; each family that declares ``inner_fast_path`` proves the same for its policies
+    (tests/dream/test_fast_path.py, tests/qin/test_fast_path.py)."""
+    from joulegym.core.rollout import rollout_inner, simulator_path
+
+    env = gym.make("joulegym/ToyDVFS-v0", info_level="full")
+    policy = baselines.make("best-level", family="toy")
+    assert simulator_path(env, policy) and not simulator_path(env, baselines.make("random"))
+    for seed in (0, 5):
+        slow, fast = rollout(env, policy, seed, record=True), rollout_inner(env, policy, seed, record=True)
+        assert (fast.total_return, fast.length, fast.metrics) == (slow.total_return, slow.length, slow.metrics)
+        assert fast.rewards == slow.rewards
+        assert fast.infos == [{k: v for k, v in info.items() if k != "action_mask"} for info in slow.infos]
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(0)
+
+
 def test_toy_family_uses_every_hook():
     """The toy family (tests/core/toy_family.py) exercises what a new family can plug in: its device preset is
     registered and read, its benchmark registers and names its scenarios, and its benchmark script gives the

@@ -110,6 +110,7 @@ class ToyEnv(JoulegymEnv):
 
     family = "toy"
     action_types: ClassVar = {"level": LevelAction}
+    inner_fast_path = True  # the transition never reads the observation: inner policies may skip it
     lean_info_keys: ClassVar = ("level",)
     reward_parts = (RewardPart("progress", 0.0, 1.0, "work done this step"),
                     RewardPart("energy", -np.inf, 0.0, "minus the energy of the step (J)"))

@@ -92,7 +92,7 @@ from joulegym.envs.dream.observation import (
 )
 from joulegym.envs.dream.render import gantt_figure, render_text
 from joulegym.envs.dream.simulator import CHILD_DEADLINES, RELEASE_PHASES, DreamSim
-from joulegym.envs.dream.tables import TOGO_MODES, WAIT, Dispatch, Drop, parse_granularity
+from joulegym.envs.dream.tables import TOGO_MODES, WAIT, Dispatch, Drop, parse_granularity, uxcost
 from joulegym.workloads.dream_models import SUPERNETS
 
 WORKLOADS = ("vr-gaming", "ar-call", "drone-outdoor", "drone-indoor", "ar-social")  # Table 3 order
@@ -284,9 +284,14 @@ class DreamEnvBase(JoulegymEnv):
         return False
 
     def _diagnostic_info(self) -> dict[str, Any]:
-        m = self.sim.metrics()
-        return {"uxcost_so_far": float(m["uxcost"]), "dlv_rate_so_far": float(m["dlv_rate"]),
-                "drops": int(m["drops"]), "workload": self.workload, "hw": self.hw}
+        """UXCost, DLV rate and drops so far: :meth:`DreamSim.metrics`'s values, computed as it does (the same sums
+        in the same order) without building its per-model entries every step."""
+        sim = self.sim
+        ux = uxcost(sim.acc_violated, sim.acc_frames, sim.acc_energy, sim.acc_worst,
+                    energy_exponent=sim.energy_exponent)["uxcost"]
+        frames = sum(sim.acc_frames)
+        return {"uxcost_so_far": float(ux), "dlv_rate_so_far": float(sum(sim.acc_violated) / frames if frames else 0.0),
+                "drops": int(sim.drops), "workload": self.workload, "hw": self.hw}
 
     def metrics(self) -> dict[str, Any]:
         """:meth:`DreamSim.metrics`: UXCost, DLV rate, energy rate, per model, Supernet mix."""
@@ -370,6 +375,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
     """``DREAM-v0``: the dispatch MDP (module docstring)."""
 
     action_types: ClassVar[dict[str, type[ActionType]]] = {"dispatch": DispatchAction}
+    inner_fast_path = True  # the trajectory and reward never read the observation (tests/dream/test_fast_path.py)
     lean_info_keys: ClassVar[tuple[str, ...]] = ("t_s", "overflow")
     full_info_keys: ClassVar[tuple[str, ...]] = (*DreamEnvBase.full_info_keys, "overflow_steps")
     reward_parts = (  # the finite bounds are per config (_reward_spec, ux_bound: b = the workloads' model count)
@@ -437,6 +443,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._mask_at = -1
         self._membership = (-1, -1)
         self._models_at: tuple = ()
+        self._model_counts: list[tuple] = [()] * self.M  # per model: the counters its row was written from
         self._counts_at: tuple = ()
         self._resident = [-1] * self.n_acc
         self._phase = self.sim.phase
@@ -476,6 +483,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._resident = list(view.acc_resident)
         self._mask_at = -1
         self._models_at = ()
+        self._model_counts = [()] * self.M
 
     def dispatch_decision(self, task: int, acc: int, variant: int = 0) -> Any:
         """The simulator decision of an agent's "dispatch the next unit of ``task`` on ``acc``": at a Supernet's
@@ -489,7 +497,11 @@ class DreamEnv(SlotRows, DreamEnvBase):
 
     def _sync(self, moved: tuple[int, ...] = ()) -> None:
         """After the simulator reached a decision point: seat new frames (release order), free finished ones, and
-        rewrite the rows of the frames that ``moved`` (dispatched, or their span ended)."""
+        rewrite the rows of the frames that ``moved`` (dispatched, or their span ended). Off the observation
+        (``observing`` False: the simulator path), only the slot table and the counters."""
+        if not self.observing:
+            self._sync_slots()
+            return
         sim, view, obs, slots = self.sim, self.view, self._obs, self.slots
         membership = (len(sim.f_state), sim.completed + sim.drops + sim.cap_discards + sim.cancelled)
         allowed, leaf, recent = self._allowed, self.leaf, sim.recent_drops
@@ -524,6 +536,20 @@ class DreamEnv(SlotRows, DreamEnvBase):
         slots.count_step()
         self.decision_index += 1
 
+    def _sync_slots(self) -> None:
+        """:meth:`_sync` without the observation: the frames in the slots (``overflow``), the membership the reward
+        parts are versioned by, the step counters. The observation is rebuilt at the next reset."""
+        sim, slots = self.sim, self.slots
+        if sim.phase != self._phase:
+            self._phase = sim.phase
+            self.leaf = [self.view.is_leaf(m) for m in range(self.n_models)]
+        membership = (len(sim.f_state), sim.completed + sim.drops + sim.cap_discards + sim.cancelled)
+        if membership != self._membership:
+            self._membership = membership
+            slots.sync(self.view.outstanding)
+        slots.count_step()
+        self.decision_index += 1
+
     def current_mask(self) -> np.ndarray:
         """The valid actions now (module docstring), built once per decision point. ``work_conserving``: a drop
         only of a doomed frame (smart drop's condition 1, §4.2.1: :meth:`DreamView.doomed`), and wait only when
@@ -544,10 +570,14 @@ class DreamEnv(SlotRows, DreamEnvBase):
     def _transition(self, decision: Any) -> tuple[float, ...]:
         sim = self.sim
         sim.apply(decision)
-        running = list(sim.acc_running)  # the dispatched frame included
-        self._more = sim.advance()
-        self._sync(tuple(t for a, t in enumerate(running) if t >= 0 and sim.acc_running[a] != t)
-                   + ((decision.task,) if type(decision) is Dispatch else ()))
+        if self.observing:
+            running = list(sim.acc_running)  # the dispatched frame included
+            self._more = sim.advance()
+            self._sync(tuple(t for a, t in enumerate(running) if t >= 0 and sim.acc_running[a] != t)
+                       + ((decision.task,) if type(decision) is Dispatch else ()))
+        else:
+            self._more = sim.advance()
+            self._sync_slots()
         x0, y0 = self._ux
         x, y, violations, energy_proxy = x0, y0, 0.0, 0.0
         version = (sim.dispatches, self._membership, sum(sim.acc_violated))
@@ -577,15 +607,23 @@ class DreamEnv(SlotRows, DreamEnvBase):
         version = (sim.dispatches, self._membership, sum(sim.acc_violated))
         if version != self._models_at:  # the per-model rows change with a dispatch, a release, an end or a miss
             self._models_at = version
-            obs.models[: self.n_models, 1:] = [
-                (viol / frames if frames else 0.0, drops / 2.0, min(out / 4.0, OBS_BOUND),
-                 spent / worst if worst else 0.0)  # NormEnergy <= 1 (docs §3 #3)
-                for frames, viol, spent, worst, drops, out in zip(sim.acc_frames, sim.acc_violated, sim.acc_energy,
-                                                                    sim.acc_worst, sim.recent_drops, sim.out_counts)]
+            self._model_rows()
         glob = obs.glob
         glob[0] = now / self.horizon_s
         glob[2] = min(math.log1p(self.slots.overflow), OBS_BOUND)
         return obs.buf.copy()
+
+    def _model_rows(self) -> None:
+        """Rewrite the model rows whose counters changed since they were written (a dispatch moves one model's)."""
+        sim, models, seen = self.sim, self._obs.models, self._model_counts
+        for m, counts in enumerate(zip(sim.acc_frames, sim.acc_violated, sim.acc_energy, sim.acc_worst,
+                                       sim.recent_drops, sim.out_counts)):
+            if counts == seen[m]:
+                continue
+            seen[m] = counts
+            frames, viol, spent, worst, drops, out = counts
+            models[m, 1:] = (viol / frames if frames else 0.0, drops / 2.0, min(out / 4.0, OBS_BOUND),
+                             spent / worst if worst else 0.0)  # NormEnergy <= 1 (docs §3 #3)
 
     def _truncated(self) -> bool:
         return not self._more

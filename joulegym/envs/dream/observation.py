@@ -61,7 +61,7 @@ class DispatchObservation:
     accelerators, ``V`` sub-net choices per dispatch)."""
 
     _VIEWS = ("slots", "accs", "models", "glob", "mask_dispatch", "mask_drop", "_dispatch_2d", "base", "slope",
-              "_ready_col", "_dyn_view")
+              "_ready_col", "_dyn_view", "_slack", "_togo", "_min_togo", "_urgency")
 
     def __init__(self, K: int, M: int, A: int, V: int) -> None:
         self.K, self.M, self.A, self.V = K, M, A, V
@@ -113,23 +113,28 @@ class DispatchObservation:
         self.base, self.slope = self.affine[:, :6], self.affine[:, 6:]
         self._ready_col = self.ready[:, None]
         self._dyn_view = self.slots[:, self.c_dyn]
+        dyn = self._dyn  # its columns, viewed once (dynamic() runs at every decision)
+        self._slack, self._togo, self._min_togo, self._urgency = dyn[:, 1], dyn[:, 2], dyn[:, 3], dyn[:, 4]
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+    def __getstate__(self) -> dict[str, Any]:  # the unit rows are keyed by object ids: a copy starts afresh
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS and k != "_unit_rows"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._unit_rows = {}
         self._bind()
 
     def clear(self, n_acc: int) -> None:
         """Start an episode on a SoC of ``n_acc`` accelerators."""
         self._zeros, self._pad = (0.0,) * n_acc, (0.0,) * (self.A - n_acc)
         self.mask_dispatch[:] = self.mask_drop[:] = False
+        self._idle[:] = False  # a smaller SoC than the last episode's: its missing accelerators are never idle
         self._dyn_now, self._accs_at = None, ()
         self.buf[:] = 0.0
         self.valid[:] = self.ready[:] = self.var_ok[:] = self.drop_ok[:] = False
         self.affine[:] = 0.0
         self._onehot = [tuple(float(j == m) for j in range(self.M)) for m in range(self.M)]
+        self._unit_rows: dict[tuple[int, int, int], tuple[float, ...]] = {}  # (variant, position, model) -> row part
 
     def free(self, k: int) -> None:
         self._dyn_now = None
@@ -157,16 +162,12 @@ class DispatchObservation:
         pos, running = view.f_pos[task], view.f_running[task]
         tables = view.tables_of(task)
         inv = 1.0 / period[m]
-        pad = self._pad
-        if running < 0 and pos < tables.n:
-            energy = tables.en[pos]
-            top = max(energy)
-            lat = tuple(min(x * inv, OBS_BOUND) for x in tables.lat[pos]) + pad  # a unit longer than 10 periods
-            en = (tuple(e / top for e in energy) if top > 0 else self._zeros) + pad
-        else:
-            lat = en = self._zeros + pad
+        key = (id(tables), pos if running < 0 else -1 - pos, m)  # the variant lives as long as the simulator
+        unit = self._unit_rows.get(key)
+        if unit is None:
+            unit = self._unit_rows[key] = self._unit_row(tables, pos, running, inv)
         slots = self.slots
-        slots[k, self.c_done: self.c_res] = (min(pos / tables.n, 1.0), *lat, *en)
+        slots[k, self.c_done: self.c_res] = unit
         slots[k, self.c_started:] = (pos > 0, running >= 0)
         self.ready[k] = running < 0
         togo, min_togo = view.remaining_after_span(task)
@@ -183,6 +184,19 @@ class DispatchObservation:
             self.var_ok[k, 0] = True
             if view.at_switch_point(task):
                 self.var_ok[k, : min(self.V, view.supernet_options(task))] = True
+
+    def _unit_row(self, tables: Any, pos: int, running: int, inv: float) -> tuple[float, ...]:
+        """Fraction done, then the next unit's latency (per period) and energy (per its maximum) per accelerator
+        (zeros while the frame runs or when it is done)."""
+        pad = self._pad
+        if running < 0 and pos < tables.n:
+            energy = tables.en[pos]
+            top = max(energy)
+            lat = tuple(min(x * inv, OBS_BOUND) for x in tables.lat[pos]) + pad  # a unit longer than 10 periods
+            en = (tuple(e / top for e in energy) if top > 0 else self._zeros) + pad
+        else:
+            lat = en = self._zeros + pad
+        return (min(pos / tables.n, 1.0), *lat, *en)
 
     def resident(self, view: Any, slot_of: dict[int, int], old: list[int]) -> None:
         """Move the resident flags of the accelerators whose resident frame changed since ``old``."""
@@ -212,9 +226,10 @@ class DispatchObservation:
         dyn, floor = self._dyn, self._slack_floor
         np.multiply(self.slope, now, out=dyn)
         np.add(self.base, dyn, out=dyn)
-        np.subtract(dyn[:, 3], dyn[:, 1], out=self._late)  # minimum_to_go - slack, before the clipping below
-        np.maximum(dyn[:, 1], TINY_SLACK, out=floor)  # a passed deadline gives a huge ratio, clipped below
-        np.divide(dyn[:, 2], floor, out=dyn[:, 4])  # the period cancels; an empty slot's is 0 / TINY_SLACK
+        slack = self._slack
+        np.subtract(self._min_togo, slack, out=self._late)  # minimum_to_go - slack, before the clipping below
+        np.maximum(slack, TINY_SLACK, out=floor)  # a passed deadline gives a huge ratio, clipped below
+        np.divide(self._togo, floor, out=self._urgency)  # the period cancels; an empty slot's is 0 / TINY_SLACK
         np.minimum(dyn, OBS_BOUND, out=dyn)
         np.maximum(dyn, -OBS_BOUND, out=self._dyn_view)  # clamped into the slot rows of the buffer
 
@@ -224,8 +239,12 @@ class DispatchObservation:
         if at == self._accs_at:
             return
         self._accs_at = at
-        self.accs[: len(running), 1:3] = [(1.0, 0.0) if task < 0 else (0.0, min((busy[a] - now) * 1e3, OBS_BOUND))
-                                          for a, task in enumerate(running)]
+        accs = self.accs
+        for a, task in enumerate(running):  # scalar writes: cheaper than a nested list converted by numpy
+            if task < 0:
+                accs[a, 1], accs[a, 2] = 1.0, 0.0
+            else:
+                accs[a, 1], accs[a, 2] = 0.0, min((busy[a] - now) * 1e3, OBS_BOUND)
 
     def maybe_doomed(self, now: float) -> np.ndarray:
         """Slots that are drop candidates now (:attr:`mask_drop`) and whose affine best-case completion (minimum_to_go
@@ -235,7 +254,7 @@ class DispatchObservation:
         screen = self._screen
         np.greater(self._late, -DOOMED_SCREEN, out=screen)
         np.logical_and(screen, self.mask_drop, out=screen)
-        return np.flatnonzero(screen)
+        return screen.nonzero()[0]
 
     def build_mask(self, running: list[int]) -> np.ndarray:
         """The valid actions: dispatch a ready slot's frame on an idle accelerator (with an open sub-net), drop a

@@ -1,0 +1,121 @@
+"""The simulator path (:func:`joulegym.core.rollout.rollout_inner`) of every DREAM inner policy gives the env
+path's episode (:func:`joulegym.core.rollout.rollout`): return, length, metrics and, recorded, every reward and
+info (the action mask aside) equal bit for bit (docs/families/dream.md §6; the suite's rows come from either).
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import joulegym  # noqa: F401  (registers the ids)
+from joulegym import baselines
+from joulegym.baselines.dream import INNER
+from joulegym.core.policy import env_config_for
+from joulegym.core.rollout import rollout, rollout_inner, simulator_path
+from joulegym.evaluation.runner import run_episode
+
+HORIZON = 0.15
+
+
+def _env(policy, scenario: str, **kwargs) -> gym.Env:
+    return gym.make(f"joulegym/DREAM-{scenario}-v0", horizon_s=HORIZON, **env_config_for(policy, kwargs))
+
+
+def _same(env_path, fast) -> None:
+    assert fast.length == env_path.length
+    assert fast.total_return == env_path.total_return
+    assert (fast.terminated, fast.truncated) == (env_path.terminated, env_path.truncated)
+    assert fast.metrics == env_path.metrics
+
+
+@pytest.mark.parametrize("scenario", ["vr-gaming", "random-mix"])
+@pytest.mark.parametrize("name", sorted(INNER))
+def test_simulator_path_equals_the_env_path(name, scenario):
+    policy = baselines.make(name, family="dream")
+    env = _env(policy, scenario)
+    assert simulator_path(env, policy)
+    for seed in (10000, 10003):
+        _same(rollout(env, policy, seed), rollout_inner(env, policy, seed))
+
+
+@pytest.mark.parametrize("name", ["dream-full", "planaria", "fcfs-static"])
+def test_a_recorded_episode_is_the_same_on_both_paths(name):
+    """With the full info (the suite's episode plot): each step's reward and info, the mask left out."""
+    policy = baselines.make(name, family="dream")
+    env = _env(policy, "ar-call", info_level="full")
+    env_path, fast = rollout(env, policy, 10001, record=True), rollout_inner(env, policy, 10001, record=True)
+    _same(env_path, fast)
+    assert fast.rewards == env_path.rewards
+    assert [{k: v for k, v in i.items() if k != "action_mask"} for i in env_path.infos] == fast.infos
+    assert "action_mask" not in fast.infos[0] and "uxcost_so_far" in fast.infos[0]
+
+
+def test_the_full_info_agrees_with_the_metrics():
+    """``uxcost_so_far`` / ``dlv_rate_so_far`` / ``drops`` of the last step are the episode's metrics."""
+    policy = baselines.make("edf", family="dream")
+    episode = rollout(_env(policy, "vr-gaming", info_level="full"), policy, 3)
+    last, metrics = episode.final_info, episode.metrics
+    assert last["uxcost_so_far"] == metrics["uxcost"] and last["dlv_rate_so_far"] == metrics["dlv_rate"]
+    assert last["drops"] == int(metrics["drops"])
+
+
+def test_the_runner_takes_the_simulator_path_for_inner_policies_only():
+    """``run_episode`` rows equal the env path's; ``random`` (it samples the agent's masked actions) and the
+    ``DREAMParams-v0`` policies stay on the env path, and the env is reset before its next step."""
+    inner = baselines.make("dream-smartdrop", family="dream")
+    env = _env(inner, "vr-gaming")
+    row, _ = run_episode(env, inner, 10002)
+    episode = rollout(env, inner, 10002)
+    assert row["return"] == float(episode.total_return) and row["length"] == episode.length
+    assert row["uxcost"] == episode.metrics["uxcost"]
+    rollout_inner(env, inner, 10002)
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(0)
+    random = baselines.make("random")
+    assert not simulator_path(env, random)
+    with pytest.raises(ValueError, match="simulator path"):
+        rollout_inner(env, random, 0)
+    params = gym.make("joulegym/DREAMParams-v0", horizon_s=HORIZON)
+    assert not simulator_path(params, baselines.make("fixed-params", family="dream"))
+    after = rollout(env, random, 5)  # the observation is rebuilt at reset: the env path runs on
+    assert after.length > 0
+
+
+@pytest.mark.parametrize("name", ["dream-full", "random-dispatch"])
+def test_a_task_level_change_is_the_same_on_both_paths(name):
+    """A workload switch mid-episode (§4.4): the slot table follows the new workload on both paths (the recorded
+    ``overflow`` and ``overflow_steps`` agree)."""
+    policy = baselines.make(name, family="dream")
+    env = gym.make("joulegym/DREAM-v0", workload="vr-gaming", switch_to="ar-call", switch_at_s=0.07, horizon_s=HORIZON,
+                   max_slots=1, info_level="full", **env_config_for(policy))
+    env_path, fast = rollout(env, policy, 10004, record=True), rollout_inner(env, policy, 10004, record=True)
+    _same(env_path, fast)
+    assert [{k: v for k, v in i.items() if k != "action_mask"} for i in env_path.infos] == fast.infos
+    assert any(i["overflow"] for i in fast.infos)
+
+
+@pytest.mark.reproduce
+@pytest.mark.parametrize("scenario", ["vr-gaming", "ar-call", "drone-outdoor", "drone-indoor", "ar-social",
+                                      "random-mix"])
+def test_simulator_path_equals_the_env_path_on_the_benchmark(scenario):
+    """Every benchmark scenario at its full horizon, every inner policy, two held-out seeds (long)."""
+    for name in sorted(INNER):
+        policy = baselines.make(name, family="dream")
+        env = gym.make(f"joulegym/DREAM-{scenario}-v0", **env_config_for(policy))
+        for seed in (10000, 10009):
+            _same(rollout(env, policy, seed), rollout_inner(env, policy, seed))
+
+
+def test_a_smaller_soc_after_a_larger_one_masks_the_missing_accelerator():
+    """``DREAM-random-mix`` draws the SoC per episode: after a 3-accelerator episode, a 2-accelerator one offers
+    no dispatch to accelerator 2 (a stale idle flag offered it, and the dispatch raised)."""
+    env = gym.make("joulegym/DREAM-v0", workload="ar-call", hw=["8k-1ws2os", "8k-2ws"], horizon_s=0.05)
+    base, policy, seen = env.unwrapped, baselines.make("random"), set()
+    for seed in range(8):
+        rollout(env, policy, seed)
+        seen.add(base.n_acc)
+        if base.n_acc == 2:
+            env.reset(seed=seed)
+            assert not base.action_masks()[: base.K * base.A].reshape(base.K, base.A)[:, 2].any()
+    assert seen == {2, 3}
