@@ -8,15 +8,22 @@ collection alone (less the gradient updates); beside it the same for a do-nothin
 (:class:`SpacesOnlyEnv`: returns zeros), so the table shows whether the learner or the env bounds training.
 With ``--compare-dummy`` a batched id is also measured through ``DummyVecEnv``.
 
+``--curve SEED ...``: the learning curve per sample of PPO on ``ETF-v0`` (or ``--ids``' first id) with 8
+``DummyVecEnv`` envs (the project's hyperparameters: 512 steps per env per rollout) against 64 instances of the
+batched env with 64 steps per env per rollout (the same 4,096-sample rollouts, batch and epochs): the mean
+training-episode return in four equal bins of ``--timesteps`` samples, per seed.
+
 Usage::
 
     python benchmarks/bench_training.py --ids joulegym/ETF-v0 --algos ppo --n-envs 8 64 --compare-dummy
     python benchmarks/bench_training.py            # the base id of each family with PPO and SAC where it applies
+    python benchmarks/bench_training.py --curve 0 1 2 --timesteps 40960   # 8 DummyVecEnv vs 64 batched, per sample
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -98,6 +105,39 @@ def samples_per_cpu_s(make_venv, algo: str, env_id: str, timesteps: int, repeats
     return statistics.median(whole), statistics.median(collect)
 
 
+def learning_curve(env_id: str, batched: bool, timesteps: int, seed: int, bins: int = 4) -> list[float]:
+    """Mean training-episode return in ``bins`` equal bins of samples: PPO with the project's hyperparameters on 8
+    ``DummyVecEnv`` envs, or on 64 batched instances with ``n_steps`` scaled to the same rollout (module docstring)."""
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from joulegym.agents import load_hyperparams, make_model
+    from joulegym.agents.batched_vec_env import make_training_vec_env
+
+    torch.set_num_threads(1)
+    hyperparams = dict(load_hyperparams("ppo", env_id))
+    if batched:
+        venv = make_training_vec_env(env_id, 64, seed, {}, None)
+        hyperparams["n_steps"] = int(hyperparams["n_steps"]) * 8 // 64  # the same samples per rollout as 8 envs
+    else:
+        venv = VecMonitor(make_vec_env(env_id, n_envs=8, seed=seed))
+    returns: list[tuple[int, float]] = []
+
+    class Record(BaseCallback):
+        def _on_step(self) -> bool:
+            returns.extend((self.num_timesteps, info["episode"]["r"]) for info in self.locals["infos"]
+                           if "episode" in info)
+            return True
+
+    make_model("ppo", venv, seed=seed, hyperparams=hyperparams).learn(timesteps, callback=Record())
+    venv.close()
+    edges = np.linspace(0, timesteps, bins + 1)
+    return [float(np.mean([r for t, r in returns if low < t <= high] or [np.nan]))
+            for low, high in itertools.pairwise(edges)]
+
+
 def default_ids() -> list[str]:
     return [f"joulegym/{f.kinds[0].name}-v{f.kinds[0].version}" for f in families()]
 
@@ -115,7 +155,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--timesteps", type=int, default=16_384, help="timesteps per measurement")
     parser.add_argument("--repeats", type=int, default=3, help="repeats, median (default 3)")
     parser.add_argument("--compare-dummy", action="store_true", help="batched ids through DummyVecEnv too")
+    parser.add_argument("--curve", nargs="*", type=int, help="learning curve per sample for these seeds instead")
     args = parser.parse_args(argv)
+    if args.curve:
+        env_id = (args.ids or ["joulegym/ETF-v0"])[0]
+        print("| seed | VecEnv | mean episode return per quarter of the samples |")
+        print("|---:|---|---|")
+        for seed in args.curve:
+            for batched in (False, True):
+                curve = learning_curve(env_id, batched, args.timesteps, seed)
+                way = "64 batched (n_steps / 8)" if batched else "8 DummyVecEnv"
+                print(f"| {seed} | {way} | {' / '.join(f'{r:.2f}' for r in curve)} |", flush=True)
+        return []
     if DO_NOTHING_ID not in gym.registry:
         gym.register(DO_NOTHING_ID, entry_point=SpacesOnlyEnv)
     rows = []

@@ -339,3 +339,61 @@ def test_event_path_shortcuts_equal_the_general_path(node_policy):
     assert runs[0].metrics() == runs[1].metrics()
     np.testing.assert_array_equal(runs[0]._thr_cycles, runs[1]._thr_cycles)
     np.testing.assert_array_equal(runs[0]._thr_mem_s, runs[1]._thr_mem_s)
+
+
+def test_scalar_loads_energy_and_reward_equal_the_numpy_path():
+    """``QinClusterEnv`` below ``SCALAR_SERVERS`` servers computes the per-decision loads, drain times, total energy
+    and the reward's potentials in scalars; every value must be the numpy path's, bit for bit, all episode long."""
+    import gymnasium as gym
+
+    from joulegym.envs.qin import cluster_env
+
+    env = gym.make("joulegym/QinCluster-v0")
+    _, info = env.reset(seed=5)
+    u = env.unwrapped
+    assert u.N < cluster_env.SCALAR_SERVERS
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(200):
+        sim = u.sim
+        known, drain, true_drain = u._loads_scalar()
+        true = sim.load_instr
+        want_known = np.maximum(true + sim._load_error, 0.0)
+        rate = sim.server_rate_sum
+        running = rate > 0
+        np.testing.assert_array_equal(known, want_known)
+        np.testing.assert_array_equal(drain, np.divide(want_known, rate, out=np.zeros(u.N), where=running))
+        np.testing.assert_array_equal(true_drain, np.divide(true, rate, out=np.zeros(u.N), where=running))
+        np.testing.assert_array_equal(np.array(sim.load_instr_list()), true)
+        assert sim.energy_j == float(sim.server_energy_j.sum() + (sim.power_w * (sim.now - sim.server_t)).sum())
+        mask = info["action_mask"]
+        _, _, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        checked += 1
+        if terminated or truncated:
+            break
+    assert checked > 50
+
+
+def test_scalar_server_path_steps_the_same_episode_as_the_numpy_path(monkeypatch):
+    """The same actions through the scalar path and the numpy path (``SCALAR_SERVERS`` = 0) give the same
+    observations, rewards and metrics, bit for bit."""
+    import gymnasium as gym
+
+    from joulegym.envs.qin import cluster_env
+
+    envs = [gym.make("joulegym/QinCluster-v0") for _ in range(2)]
+    outs = [env.reset(seed=7) for env in envs]
+    rng = np.random.default_rng(1)
+    for _ in range(120):
+        action = int(rng.choice(np.flatnonzero(outs[0][-1]["action_mask"])))
+        outs = []
+        for env, scalar in zip(envs, (cluster_env.SCALAR_SERVERS, 0)):
+            with monkeypatch.context() as patch:
+                patch.setattr(cluster_env, "SCALAR_SERVERS", scalar)
+                outs.append(env.step(action))
+        (obs_a, r_a, term_a, trunc_a, info_a), (obs_b, r_b, term_b, trunc_b, info_b) = outs
+        assert obs_a.tobytes() == obs_b.tobytes() and r_a == r_b and (term_a, trunc_a) == (term_b, trunc_b)
+        assert info_a["reward_parts"] == info_b["reward_parts"]
+        if term_a or trunc_a:
+            assert info_a["metrics"] == info_b["metrics"]
+            break

@@ -139,8 +139,9 @@ class ETFVectorEnv(BatchedVectorEnv):
 
     horizon_hint: ClassVar[str] = "horizon (epochs)"
     #: From this many instances on, one step is array work over all of them; below it each instance runs the single
-    #: env's own transition (numpy's fixed cost per call outweighs a few list-code steps; docs/performance.md).
-    ARRAY_MIN_N: ClassVar[int] = 16
+    #: env's own transition (numpy's fixed cost per call outweighs a few list-code steps). The measured crossover
+    #: lies between 16 and 20 instances for the split and phi kinds (docs/performance.md, "Batched envs").
+    ARRAY_MIN_N: ClassVar[int] = 20
 
     def __init__(self, num_envs: int, **kwargs: Any) -> None:
         num_envs = check_num_envs(num_envs)

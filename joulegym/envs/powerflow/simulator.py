@@ -326,7 +326,7 @@ class PowerFlowSim(Simulator):
         if not self.cfg.profiling or k in self.profiled[j]:
             return False
         if self.cfg.profile_scope == "model":
-            return (str(self.jobs.model[j]), int(self.jobs.batch_size[j]), int(k)) not in self.profiled_cfg
+            return (self._model_of[j], self._bs_of[j], int(k)) not in self.profiled_cfg
         return True
 
     @property

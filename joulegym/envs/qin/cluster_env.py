@@ -112,6 +112,7 @@ JOB_FEATURES = len(JOB_NAMES)
 OBJECTIVES = ("makespan", "flowtime", "energy", "edp")
 GLOBAL_FEATURES = 3 + len(OBJECTIVES)
 OBS_HIGH = 10.0  # every feature is clipped to [0, OBS_HIGH]
+SCALAR_SERVERS = 8  # below this many servers, the per-decision loads run in scalars (numpy sums < 8 terms in order)
 NODE_POLICIES = ("linux", "sniper-pinned", "qin-node")
 NODE_FOCUSES = ("perf", "energy", "edp")
 FOCUS_OF_OBJECTIVE = {"makespan": "perf", "flowtime": "perf", "energy": "energy", "edp": "edp"}
@@ -513,14 +514,30 @@ class QinClusterEnv(JoulegymEnv):
         cached = self._load_cache
         if cached is not None and cached[0] == key:
             return cached[1]
-        true = sim.load_instr
-        known = np.maximum(true + sim._load_error, 0.0)  # QinSim.predicted_load_instr
-        rate = sim.server_rate_sum
-        running = rate > 0
-        loads = (known, np.divide(known, rate, out=np.zeros(self.N), where=running),
-                 np.divide(true, rate, out=np.zeros(self.N), where=running))
+        if self.N < SCALAR_SERVERS:
+            loads = self._loads_scalar()
+        else:
+            true = sim.load_instr
+            known = np.maximum(true + sim._load_error, 0.0)  # QinSim.predicted_load_instr
+            rate = sim.server_rate_sum
+            running = rate > 0
+            loads = (known, np.divide(known, rate, out=np.zeros(self.N), where=running),
+                     np.divide(true, rate, out=np.zeros(self.N), where=running))
         self._load_cache = (key, loads)
         return loads
+
+    def _loads_scalar(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_loads` for a few servers, in scalars: the same element-wise IEEE operations as the numpy path
+        (``QinSim.load_instr``, ``predicted_load_instr`` and the guarded divisions), without a numpy call each."""
+        sim = self.sim
+        known, drain, true_drain = [], [], []
+        for left, rate, error in zip(sim.load_instr_list(), sim.server_rate_sum.tolist(), sim._load_error.tolist()):
+            seen = max(left + error, 0.0)
+            known.append(seen)
+            drain.append(seen / rate if rate > 0 else 0.0)
+            true_drain.append(left / rate if rate > 0 else 0.0)
+        self._true_drain_list = true_drain
+        return np.array(known), np.array(drain), np.array(true_drain)
 
     def _load_and_drain(self) -> tuple[np.ndarray, np.ndarray]:
         """``(L_i, drain_i)`` as the schedulers know them (:meth:`_loads`)."""
@@ -533,6 +550,12 @@ class QinClusterEnv(JoulegymEnv):
             phi = float(m["makespan_s"])
             energy = float(m["energy_j"])
             psi = energy * phi
+        elif self.N < SCALAR_SERVERS:  # a few servers: the same sums in scalars (numpy adds < 8 terms in order)
+            drain = self._loads()[2]
+            true_drain = self._true_drain_list
+            phi = float(sim.now - self._t0 + max(true_drain))
+            energy = sim.energy_j
+            psi = (energy + sum([p * d for p, d in zip(sim.power_w.tolist(), true_drain)])) * phi
         else:
             drain = self._loads()[2]
             phi = float(sim.now - self._t0 + drain.max())

@@ -349,6 +349,10 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
     @property
     def energy_j(self) -> float:
         """Total energy (J) of every server from t = 0 to now (servers are on all the time)."""
+        if self.n_servers < 8:  # scalars: numpy sums fewer than 8 terms in this same sequential order
+            now = float(self.now)
+            return sum(self.server_energy_j.tolist()) + sum([p * (now - t) for p, t in zip(self.power_w.tolist(),
+                                                                                          self.server_t.tolist())])
         return float(self.server_energy_j.sum() + (self.power_w * (self.now - self.server_t)).sum())
 
     @property
@@ -651,12 +655,18 @@ class QinSim(DynamicsMixin, PeriodicMixin, Simulator):
         self._heap.clear()
 
     # --- diagnostics and metrics -----------------------------------------------------------------------------
+    def load_instr_list(self) -> list[float]:
+        """:attr:`load_instr` as a list, in scalars (the same element-wise operations, without numpy calls)."""
+        now = float(self.now)
+        return [max(load - rate * (now - t), 0.0) for load, rate, t in
+                zip(self.server_load_instr.tolist(), self.server_rate_sum.tolist(), self.server_t.tolist())]
+
     def _record_imbalance(self) -> None:
-        load = self.load_instr
         if self.n_servers < 8:  # scalars: numpy sums fewer than 8 terms in this same sequential order
-            values = load.tolist()
+            values = self.load_instr_list()
             im_c = max(values) - sum(values) / self.n_servers  # eq. 30
         else:
+            load = self.load_instr
             im_c = float(load.max() - load.mean())
         self._im_c_sum += im_c
         self._im_c_n += 1
