@@ -21,9 +21,10 @@ alone with the same metrics (``tests/qin/test_policies.py``).
   every job counted as one of the same size): the simple deployable rules a practitioner tries first, not in the
   paper; ``random`` is the generic one.
 - ``least-loaded`` (min L_i, qin.md §5.1) and ``drain-time-sized`` (min L_i / rate_i, the env's repair rule):
-  **privileged**. L_i is built on each job's size estimate alpha_hat, within 5 % of its true instruction count
-  (docs §2.1), i.e. the job's duration; a deployed scheduler does not know a new job's instruction count (Qin's
-  Alg. 1 + 3 never read alpha_m: it profiles rates for 0.05 s and predicts E, I and H). They are upper references.
+  **privileged**. L_i is built on each job's size estimate alpha_hat; with ``size_estimate="profiled"`` that is
+  within 5 % of its true instruction count (docs §2.1), i.e. the job's duration, which a deployed scheduler does
+  not know (Qin's Alg. 1 + 3 never read alpha_m: it profiles rates for 0.05 s and predicts E, I and H). They are
+  upper references; under the env's default ``"app-mean"`` they see only each app's mean size.
 
 The others are not privileged: they read the job's CF-predicted scores, the servers' predicted interference
 state, pods, threads and measured rates. Qin's load tie-break and its ``least-loaded-of-d`` pick read the same
@@ -142,7 +143,8 @@ class RoundRobinPolicy(ClusterPolicy):
 
 class LeastLoadedPolicy(ClusterPolicy):
     """The server with the least assigned unfinished work L_i (qin.md §5.1; ties: the lowest index). Not in the paper.
-    Privileged: L_i sums the jobs' size estimates, each within 5 % of the job's true instruction count."""
+    Privileged: L_i sums the jobs' size estimates, each within 5 % of the job's true instruction count with
+    ``size_estimate="profiled"`` (the env's default, ``"app-mean"``, gives each app's mean size)."""
 
     name = "least-loaded"
     privileged = True
@@ -164,8 +166,9 @@ class DrainTimePolicy(ClusterPolicy):
 
 class SizedDrainTimePolicy(ClusterPolicy):
     """``L_i / rate_i``: the drain time of each server's known work (the env's repair rule,
-    ``QinClusterEnv.repair_server``). Privileged: L_i sums the jobs' size estimates, each within 5 % of the job's
-    true instruction count (a per-job duration a deployed scheduler does not have)."""
+    ``QinClusterEnv.repair_server``). Privileged: L_i sums the jobs' size estimates, with ``size_estimate=
+    "profiled"`` each within 5 % of the job's true instruction count (a per-job duration a deployed scheduler does
+    not have; the env's default, ``"app-mean"``, gives each app's mean size)."""
 
     name = "drain-time-sized"
     privileged = True

@@ -309,9 +309,9 @@ RULE_GAP_CASES = (
     ("qin, eq. 16 hinge", "qin", {"interference_mode": "hinge"}),
     ("qin, least-loaded-of-d", "qin", {"dchoice_rule": "least-loaded-of-d"}),
     ("round-robin", "round-robin", {}),
-    ("drain-time-sized (privileged)", "drain-time-sized", {}),
+    ("drain-time-sized (privileged)", "drain-time-sized", {"size_estimate": "profiled"}),
     ("drain-time-sized, app-mean sizes", "drain-time-sized", {"size_estimate": "app-mean"}),
-    ("least-loaded (privileged)", "least-loaded", {}),
+    ("least-loaded (privileged)", "least-loaded", {"size_estimate": "profiled"}),
     ("qin, smt_yield 1", "qin", {"smt_yield": 1.0}),
     ("round-robin, smt_yield 1", "round-robin", {"smt_yield": 1.0}),
 )

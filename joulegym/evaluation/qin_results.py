@@ -151,8 +151,9 @@ def _rules_gap_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     return ["## What the simple rules read", "",
             f"100 RW jobs on the five workers, {seeds} seeds from 10000; each row paired per seed with the size-blind "
             "`drain-time` (assigned jobs over the measured rate) at the same `smt_yield` "
-            f"(its mean: {gap.drain_time_s.iloc[0]:.1f} s at 1.3). The privileged rows read the jobs' size estimates "
-            "(within 5 % of the truth); `size_estimate=\"app-mean\"` gives them only each app's mean size. "
+            f"(its mean: {gap.drain_time_s.iloc[0]:.1f} s at 1.3). The privileged rows read the jobs' profiled size "
+            "estimates (`size_estimate=\"profiled\"`, within 5 % of the truth); the default `\"app-mean\"` gives "
+            "them only each app's mean size. "
             "[The model page](qin.md) section 6.1 explains the rows.", "",
             markdown_table(shown, floatfmt=".1f"), ""]
 

@@ -90,15 +90,16 @@ def test_drain_time_counts_jobs_over_the_measured_rate():
 
 
 def test_size_estimate_app_mean_knows_no_job_size():
-    """``size_estimate="app-mean"``: every job of an app gets the app's mean size (energy and runtime predictions
-    rescaled with it); the default keeps the profiled per-job estimate."""
+    """``size_estimate="app-mean"`` (the default): every job of an app gets the app's mean size (energy and runtime
+    predictions rescaled with it); ``"profiled"`` keeps the per-job estimate."""
     from joulegym.workloads.qin_jobs import MEAN_RUNTIME_S
 
     def inputs(**kw):
         env = gym.make(ENV, **SMALL, **kw).unwrapped
         return env.episode_inputs(np_random(5)[0])[1]
 
-    profiled, app_mean = inputs(), inputs(size_estimate="app-mean")
+    profiled, app_mean = inputs(size_estimate="profiled"), inputs()
+    assert gym.make(ENV).unwrapped.config["size_estimate"] == "app-mean"
     jobs = app_mean.jobs
     assert np.array_equal(profiled.jobs.size_instr, jobs.size_instr)
     expected = MEAN_RUNTIME_S / jobs.catalog.reference_seconds_per_instruction[np.asarray(jobs.app)]
@@ -110,3 +111,40 @@ def test_size_estimate_app_mean_knows_no_job_size():
     assert np.array_equal(app_mean.predictions.mips, profiled.predictions.mips)
     with pytest.raises(ValueError, match="size_estimate"):
         gym.make(ENV, size_estimate="oracle")
+
+
+def _observations(size_factor: np.ndarray | None, steps: int = 12, **env_kw) -> np.ndarray:
+    """The observations of one episode (placements in turn over the servers) with every job's profiled size
+    estimate, and the energy and runtime predictions made from it, multiplied by ``size_factor``."""
+    from joulegym.envs.qin.prediction import with_size_estimates
+
+    env = gym.make(ENV, **SMALL, **env_kw)
+    try:
+        base = env.unwrapped
+        predictor = base._predictor_for_episode()
+        if size_factor is not None:
+            predict = predictor.predict
+            predictor.predict = lambda jobs, rng: (lambda p: with_size_estimates(p, p.size_instr * size_factor))(
+                predict(jobs, rng))
+        obs, _ = env.reset(seed=4)
+        seen = [obs]
+        for step in range(steps):
+            obs, _, terminated, truncated, _ = env.step(step % base.N)
+            seen.append(obs)
+            if terminated or truncated:
+                break
+        return np.array(seen)
+    finally:
+        env.close()
+
+
+def test_default_observation_ignores_per_job_size_estimates():
+    """Under the default ``size_estimate`` the agent's observation (load, drain time, the job's size feature, the
+    per-server predictions) is the same whatever each job's profiled size estimate is: it reads the apps' mean
+    sizes only, as the deployable rules do. With ``"profiled"`` it moves with the estimates."""
+    base = _observations(None)
+    names = gym.make(ENV, **SMALL).unwrapped.observation_names
+    np.testing.assert_allclose(_observations(_factor()), base, rtol=1e-6, atol=1e-7)
+    profiled = _observations(None, size_estimate="profiled")
+    moved = np.abs(_observations(_factor(), size_estimate="profiled") - profiled).max(axis=0) > 1e-3
+    assert {"job.size", "server0.load", "server0.drain_time"} <= {n for n, m in zip(names, moved) if m}

@@ -64,10 +64,11 @@ Config keys (``QinClusterEnv.default_config``):
                       :data:`joulegym.devices.cpu.SMT_YIELD`; 1 = physical cores only, A22)
 ``interference_mode`` ``literal_abs`` (eq. 16 as printed) or ``hinge`` (A4): the observation's I and the one Qin's
                       policies use (one key for env and policy)
-``size_estimate``     each job's size estimate alpha_hat (docs §2.1): ``profiled`` (default: the job's instruction
-                      count x N(1, 0.05), what the load, drain time and the job's size feature are built on) or
-                      ``app-mean`` (its app's mean size under the workload's size law, all a scheduler without
-                      per-job sizes knows; a file workload: the mean of that app's jobs in the file)
+``size_estimate``     each job's size estimate alpha_hat (docs §2.1), what the load, drain time and the job's size
+                      feature are built on: ``app-mean`` (default: its app's mean size under the workload's size
+                      law, what a deployed scheduler knows from the app's history; a file workload: the mean of
+                      that app's jobs in the file) or ``profiled`` (the job's instruction count x N(1, 0.05):
+                      per-job size knowledge a deployed scheduler does not have, for the privileged rules)
 ``dchoice_rule``      ``random-of-top-d`` (Alg. 3 l. 12 "RandomlySelectOne(Flist)", the default) or
                       ``least-loaded-of-d`` (the least loaded finalist, §5.2's balls-into-bins rule): Qin's pick at
                       both levels
@@ -127,7 +128,7 @@ CORE_TYPES = ("big", "biglittle")
 POWER_MODELS = ("full", "paper_dynamic_only")
 INTERFERENCE_MODES = ("literal_abs", "hinge")
 DCHOICE_RULES = ("random-of-top-d", "least-loaded-of-d")
-SIZE_ESTIMATES = ("profiled", "app-mean")
+SIZE_ESTIMATES = ("app-mean", "profiled")
 MAX_SERVERS = 10_000  # far above the large-N scenario (1,000); bounds the observation size
 MAX_JOBS = 100_000  # keeps make + reset within a few seconds (docs/robustness.md)
 ARRIVAL_SPAN_S = 1e6  # Poisson arrivals must fit well inside the simulator's 1e7 s horizon (num_jobs / rate_per_s)
@@ -247,7 +248,7 @@ class QinClusterEnv(JoulegymEnv):
             "interference_mode": "literal_abs",
             "smt_yield": SMT_YIELD,
             "offline_fraction": 0.1,
-            "size_estimate": "profiled",
+            "size_estimate": "app-mean",
             "dchoice_rule": "random-of-top-d",
             "max_servers": 8,
             "max_steps": None,
