@@ -189,12 +189,10 @@ def _env_and_kwargs(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> list[Path]:
-    import gymnasium as gym
-
+    """Run the mode ``args`` asks for (ship, suite, fronts, reproduction or a plain evaluation); the files written."""
     import joulegym  # noqa: F401  (registers the ids)
-    from joulegym.core.io import ResultDir, write_atomic, write_csv
+    from joulegym.core.io import ResultDir
     from joulegym.evaluation.hooks import hooks_for
-    from joulegym.evaluation.runner import eval_seeds, evaluate, markdown_table, parse_policies, summarise
 
     if args.ship:
         from joulegym.evaluation.suite import ship_agent
@@ -228,6 +226,16 @@ def run(args: argparse.Namespace) -> list[Path]:
         with result as tmp, heartbeat(f"reproduce {family}"):  # never silent, whatever the family's own lines
             written = hooks.reproduce(tmp, args.quick)
         return [result.final(p) for p in written]
+    return _evaluate_env(args)
+
+
+def _evaluate_env(args: argparse.Namespace) -> list[Path]:
+    """``--env ID --policies ...``: every policy on the held-out seeds, the tables, plots and recordings."""
+    import gymnasium as gym
+
+    from joulegym.core.io import ResultDir, write_atomic, write_csv
+    from joulegym.evaluation.hooks import hooks_for
+    from joulegym.evaluation.runner import eval_seeds, evaluate, markdown_table, parse_policies, summarise
 
     args.policies = _agent_tokens(args.policies)
     args.env, env_kwargs = _env_and_kwargs(args)
