@@ -167,22 +167,7 @@ def to_powerflow_jobs(trace: JobTrace, *, device: str = "v100", seed: int = 0, g
     n_req = np.asarray(trace.num_gpus, dtype=np.int64)
     if np.any(n_req < 1):
         raise ValueError(f"num_gpus must be >= 1 for every job; got {int(n_req.min())}")
-    durations = np.asarray(trace.duration_s, dtype=float)
-    bad = np.isinf(durations) | (durations < 0)  # NaN is "unknown"; inf or negative is an error (e.g. an overflow)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"job {str(trace.job_id[i])!r}: duration_s must be a finite run time >= 0 s, got "
-                         f"{float(durations[i])!r} (an overflow? e.g. a huge trace.duration_scale)")
-    has_duration = np.isfinite(durations)
-    mode = duration_mode
-    if mode == "auto":
-        mode = "trace" if has_duration.all() else "iterations"
-    if mode == "trace" and not has_duration.all():
-        i = int(np.flatnonzero(~has_duration)[0])
-        raise ValueError(f"duration_mode='trace' needs every job's isolated run time (duration_s); job "
-                         f"{str(trace.job_id[i])!r} has none (a Gavel trace gets it from simulation_throughputs.json "
-                         f"above the trace: see joulegym.workloads.traces.gavel_durations), or use "
-                         f"duration_mode='iterations'")
+    durations, has_duration, mode = _durations_and_mode(trace, duration_mode)
     draws_model = rng.integers(0, len(dm.MODEL_NAMES), size=k)
     draws_bs = rng.random(k)
     substituted: dict[tuple[str, str], list[int]] = {}
@@ -218,6 +203,27 @@ def to_powerflow_jobs(trace: JobTrace, *, device: str = "v100", seed: int = 0, g
                   model=models.astype(str), batch_size=bss, n_req=n_req, iterations=iters, source=trace.source)
     _warn_work_change(trace, jobs, substituted, mode, has_duration, device, gpn, iterations_scale)
     return jobs
+
+
+def _durations_and_mode(trace: JobTrace, duration_mode: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """The trace's run times (NaN: unknown), which jobs have one, and the work mode ``"auto"`` resolves to."""
+    durations = np.asarray(trace.duration_s, dtype=float)
+    bad = np.isinf(durations) | (durations < 0)  # NaN is "unknown"; inf or negative is an error (e.g. an overflow)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"job {str(trace.job_id[i])!r}: duration_s must be a finite run time >= 0 s, got "
+                         f"{float(durations[i])!r} (an overflow? e.g. a huge trace.duration_scale)")
+    has_duration = np.isfinite(durations)
+    mode = duration_mode
+    if mode == "auto":
+        mode = "trace" if has_duration.all() else "iterations"
+    if mode == "trace" and not has_duration.all():
+        i = int(np.flatnonzero(~has_duration)[0])
+        raise ValueError(f"duration_mode='trace' needs every job's isolated run time (duration_s); job "
+                         f"{str(trace.job_id[i])!r} has none (a Gavel trace gets it from simulation_throughputs.json "
+                         f"above the trace: see joulegym.workloads.traces.gavel_durations), or use "
+                         f"duration_mode='iterations'")
+    return durations, has_duration, mode
 
 
 def _check_batch(job_id, raw: str, model: str, bs: int, n: int) -> None:
