@@ -6,7 +6,9 @@ stratified-bootstrap 95 % CIs), the paired difference between them (normalised u
 ties / losses over every paired run) and the agent's paired result on its own training scenario (held-in, raw
 metric). The verdict applies the benchmark's rule:
 
-- ``wins``: the paired difference's CI lies above zero **and** the two headline CIs do not overlap;
+- ``wins``: the paired difference's CI lies above zero, the two headline CIs do not overlap **and** the agent wins
+  more paired runs than it loses (normalised units weigh a scenario by its anchor gap, so a few large wins on a
+  scenario with a small gap could carry the mean alone);
 - ``loses``: the paired difference's CI lies below zero;
 - ``inconclusive``: neither;
 - ``not ranked``: the agent did not play every headline scenario (its spaces differ on some), so it has no
@@ -39,9 +41,11 @@ def _ci(low: Any, high: Any) -> str:
     return f"[{_num(low)}, {_num(high)}]"
 
 
-def classify(diff_low: float, diff_high: float, agent_low: float, other_high: float) -> str:
-    """The verdict from the paired difference's CI and the two headline CIs (module docstring)."""
-    if diff_low > 0 and agent_low > other_high:
+def classify(diff_low: float, diff_high: float, agent_low: float, other_high: float, wins: int = 1,
+             losses: int = 0) -> str:
+    """The verdict from the paired difference's CI, the two headline CIs and the paired wins and losses (module
+    docstring)."""
+    if diff_low > 0 and agent_low > other_high and wins > losses:
         return "wins"
     if diff_high < 0:
         return "loses"
@@ -80,7 +84,7 @@ def family_row(result: FamilyResult) -> list[str]:
     others = ranking[ranking["class"].isin(NON_LEARNED)].sort_values("score_mean", ascending=False)
     other = others.iloc[0]
     verdict = classify(best["vs_bnl_diff_ci_low"], best["vs_bnl_diff_ci_high"], best["score_ci_low"],
-                       other["score_ci_high"])
+                       other["score_ci_high"], int(best["vs_bnl_wins"]), int(best["vs_bnl_losses"]))
     return [result.name, str(best["policy"]), _trained(result, str(best["policy"])),
             f"{_num(best['score_mean'])} {_ci(best['score_ci_low'], best['score_ci_high'])}", str(other["policy"]),
             f"{_num(other['score_mean'])} {_ci(other['score_ci_low'], other['score_ci_high'])}",
@@ -98,5 +102,6 @@ NOTE = ("Does a learned scheduler beat every deployable non-learned policy (publ
         "baselines) under the same rules? Scores are the family's normalised headline (mean over held-out seeds and "
         "aggregated scenarios; the agent over its training runs too); the paired difference is against the best "
         "deployable non-learned policy of each scenario, in normalised units. Verdict: wins when the paired CI is "
-        "above zero and the headline CIs do not overlap, loses when the paired CI is below zero, else "
-        "inconclusive. Held-in: the agent on its own training scenario (held-out seeds), raw metric.")
+        "above zero, the headline CIs do not overlap and the agent wins more paired runs than it loses, loses when "
+        "the paired CI is below zero, else inconclusive. Held-in: the agent on its own training scenario (held-out "
+        "seeds), raw metric.")

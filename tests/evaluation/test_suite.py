@@ -433,16 +433,18 @@ def test_the_verdict_row_is_read_from_the_ranking(quick_run):
     assert cells[1] == "ppo" and cells[4] == best_other
     assert cells[3].startswith(f"{agent['score_mean']:.3f} [{agent['score_ci_low']:.3f}")
     expected = agent_verdict.classify(agent["vs_bnl_diff_ci_low"], agent["vs_bnl_diff_ci_high"],
-                                      agent["score_ci_low"], non_learned.loc[best_other, "score_ci_high"])
+                                      agent["score_ci_low"], non_learned.loc[best_other, "score_ci_high"],
+                                      int(agent["vs_bnl_wins"]), int(agent["vs_bnl_losses"]))
     assert cells[-1] == expected
     assert '<table class="sortable verdict">' in (quick_run / "index.html").read_text()
 
 
-@pytest.mark.parametrize("diff, agent_low, other_high, verdict", [
-    ((0.1, 0.3), 1.2, 1.1, "wins"),
-    ((0.1, 0.3), 1.0, 1.1, "inconclusive"),  # paired CI above zero, but the headline CIs overlap
-    ((-0.1, 0.3), 1.2, 1.1, "inconclusive"),
-    ((-0.3, -0.1), 0.5, 1.1, "loses"),
+@pytest.mark.parametrize("diff, agent_low, other_high, record, verdict", [
+    ((0.1, 0.3), 1.2, 1.1, (20, 10), "wins"),
+    ((0.1, 0.3), 1.0, 1.1, (20, 10), "inconclusive"),  # paired CI above zero, but the headline CIs overlap
+    ((0.1, 0.3), 1.2, 1.1, (14, 16), "inconclusive"),  # a few large wins carry the mean: more losses than wins
+    ((-0.1, 0.3), 1.2, 1.1, (20, 10), "inconclusive"),
+    ((-0.3, -0.1), 0.5, 1.1, (5, 25), "loses"),
 ])
-def test_verdict_rule(diff, agent_low, other_high, verdict):
-    assert agent_verdict.classify(*diff, agent_low, other_high) == verdict
+def test_verdict_rule(diff, agent_low, other_high, record, verdict):
+    assert agent_verdict.classify(*diff, agent_low, other_high, *record) == verdict
