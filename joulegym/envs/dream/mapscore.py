@@ -36,6 +36,12 @@ ASSIGNMENTS = ("idle", "table")
 
 
 # ================================================================================================ pure
+def urgency_slack(slack: float, clamp: bool) -> float:
+    """Slack(tsk) as Urgency divides by it (Algorithm 1 line 7): 0 becomes 1 us; a negative slack stays (signed,
+    the paper) or becomes 1 us too (``clamp``, the earlier reading; docs §3 #5)."""
+    return EPS_SLACK_S if slack <= 0 and (clamp or slack == 0) else slack
+
+
 def map_score_terms(to_go: float, slack: float, t_queue: float, lat_next: Sequence[float],
                     energy_next: Sequence[float], acc: int, switch_energy: float, *,
                     late_urgency: str = "signed") -> dict[str, float]:
@@ -56,8 +62,7 @@ def map_score_terms(to_go: float, slack: float, t_queue: float, lat_next: Sequen
     n_acc = len(lat_next)
     if late_urgency not in LATE_URGENCY:
         raise ValueError(f"late_urgency={late_urgency!r} is not one of {LATE_URGENCY}")
-    if slack <= 0 and (late_urgency == "clamp" or slack == 0):
-        slack = EPS_SLACK_S
+    slack = urgency_slack(slack, late_urgency == "clamp")
     sum_lat = float(sum(lat_next))
     sum_en = float(sum(energy_next))
     e_acc = max(float(energy_next[acc]), 1e-30)
@@ -384,20 +389,11 @@ class DreamPolicy:
         alpha, beta = self.alpha, self.beta
         e_byte = view.switch_energy_per_byte
         flush = view.flush_bytes()
-        dl, tc, pos, prev_acc = view.f_deadline, view.f_tcmpl, view.f_pos, view.f_prev_acc
+        dl, tc, prev_acc = view.f_deadline, view.f_tcmpl, view.f_prev_acc
         clamp = self.late_urgency == "clamp"
         out = []
         for i in view.ready:
-            V = view.tables_of(i)
-            v = -1
-            if self.supernet and view.at_switch_point(i):
-                v = supernet_variant(view, i, self.supernet_rule)
-                V = view.variant_of(i, v)
-            p = pos[i]
-            slack = dl[i] - now
-            if slack <= 0 and (clamp or slack == 0):
-                slack = EPS_SLACK_S
-            urgency = V.togo_from[p] / slack
+            V, v, p, urgency = self._task(view, i, dl[i] - now, clamp)
             lat, en = V.lat[p], V.en[p]
             sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
             base = alpha * (now - tc[i]) / (sum_lat / n_acc)
@@ -409,6 +405,17 @@ class DreamPolicy:
                 # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
                 out.append((urgency * sum_lat / lat[a] + base + beta * (sum_en - moved * e_byte) / e_a, i, a, v))
         return out
+
+    def _task(self, view: DreamView, i: int, slack: float, clamp: bool) -> tuple[Any, int, int, float]:
+        """A ready task's tables (its Supernet variant at a switch point, else its current one), the variant chosen
+        (-1: none), its next layer and its Urgency (Algorithm 1 lines 2-3 and 7)."""
+        V = view.tables_of(i)
+        v = -1
+        if self.supernet and view.at_switch_point(i):
+            v = supernet_variant(view, i, self.supernet_rule)
+            V = view.variant_of(i, v)
+        p = view.f_pos[i]
+        return V, v, p, V.togo_from[p] / urgency_slack(slack, clamp)
 
     def _best_pair(self, view: DreamView, idle: list[int]) -> Dispatch:
         """The arg-max of MapScore (Alg. 1 lines 14-15) over (ready task, idle accelerator); ties go to the earlier
@@ -428,7 +435,7 @@ class DreamPolicy:
         now = view.now
         n_acc = view.n_acc
         e_byte = view.switch_energy_per_byte
-        dl, tc, pos, prev_acc, release = view.f_deadline, view.f_tcmpl, view.f_pos, view.f_prev_acc, view.f_release
+        dl, tc, prev_acc, release = view.f_deadline, view.f_tcmpl, view.f_prev_acc, view.f_release
         f_vars, f_variant, f_state, f_last, resident_of = view._f_vars, view.f_variant, view.f_state, view.f_last, \
             view.acc_resident
         flush = []
@@ -438,7 +445,6 @@ class DreamPolicy:
                 flush.append((a, r, f_vars[r][f_variant[r]].out_b[f_last[r]]))
             else:
                 flush.append((a, r, 0))
-        supernet = self.supernet
         clamp = self.late_urgency == "clamp"
         n = len(params)
         betas = [b for _a, b in params]
@@ -446,16 +452,7 @@ class DreamPolicy:
         beta0 = betas[0]
         bs, br, ba, bi, bv = best[0]  # the one pair's best (n == 1: every decision of an episode)
         for i in view.ready:
-            V = f_vars[i][f_variant[i]]
-            v = -1
-            if supernet and view.at_switch_point(i):
-                v = supernet_variant(view, i, self.supernet_rule)
-                V = view.variant_of(i, v)
-            p = pos[i]
-            slack = dl[i] - now
-            if slack <= 0 and (clamp or slack == 0):
-                slack = EPS_SLACK_S
-            urgency = V.togo_from[p] / slack
+            V, v, p, urgency = self._task(view, i, dl[i] - now, clamp)
             lat, en = V.lat[p], V.en[p]
             sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
             waited, mean_lat = now - tc[i], sum_lat / n_acc

@@ -96,19 +96,20 @@ class QinView:
         load.flags.writeable = False
         return load
 
-    @property
-    def drain_s(self) -> np.ndarray:
+    def _per_rate(self, amount: np.ndarray) -> np.ndarray:
+        """``amount`` over each server's measured rate (0 on a server without one), read-only."""
         rate = self._sim.server_rate_sum
-        drain = np.divide(self._sim.predicted_load_instr, rate, out=np.zeros(rate.shape), where=rate > 0)
+        drain = np.divide(amount, rate, out=np.zeros(rate.shape), where=rate > 0)
         drain.flags.writeable = False
         return drain
 
     @property
+    def drain_s(self) -> np.ndarray:
+        return self._per_rate(self._sim.predicted_load_instr)
+
+    @property
     def jobs_drain_s(self) -> np.ndarray:
-        rate = self._sim.server_rate_sum
-        drain = np.divide(self._sim.jobs_on, rate, out=np.zeros(rate.shape), where=rate > 0)
-        drain.flags.writeable = False
-        return drain
+        return self._per_rate(self._sim.jobs_on)
 
     @property
     def server_rate(self) -> np.ndarray:
