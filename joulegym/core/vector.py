@@ -30,12 +30,16 @@ def check_num_envs(num_envs: Any) -> int:
 
 
 class BatchValidator:
-    """Checks batches of actions against a single action space for ``num_envs`` instances (what
-    :func:`validated_batch` does, with the space's bounds prepared once: a batched env calls it every step)."""
+    """Checks batches of actions against a single action space ``single`` for ``num_envs`` instances, with the
+    space's bounds prepared once (a batched env calls it every step): a call gives ``actions`` as one array with a
+    row per instance, every row checked before any instance steps, so that a rejected batch steps none: ``Box`` rows
+    finite and inside the bounds up to :data:`~joulegym.core.actions.ACTION_TOLERANCE` (returned as float64,
+    clipped), ``Discrete`` rows whole numbers in range (returned as int64). Rows where ``ignore`` is set (instances
+    being reset, whose action is ignored) are not checked. A ``ValueError`` names the space and the first bad row."""
 
     def __init__(self, single: gym.Space, num_envs: int) -> None:
         if not isinstance(single, gym.spaces.Box | gym.spaces.Discrete):
-            raise ValueError(f"validated_batch checks Box and Discrete action spaces, not {single}")
+            raise ValueError(f"BatchValidator checks Box and Discrete action spaces, not {single}")
         self.single, self.num_envs = single, int(num_envs)
         self._none = np.zeros(self.num_envs, dtype=bool)
         self.shape_of_batch = (self.num_envs, *single.shape)  # Discrete: (num_envs,)
@@ -119,16 +123,6 @@ class BatchValidator:
             n = int(np.flatnonzero(bad)[0])
             raise ValueError(f"actions[{n}] must be in [{start}, {start + n_levels}), got {levels[n]}")
         return levels
-
-
-def validated_batch(actions: Any, single: gym.Space, num_envs: int, ignore: np.ndarray | None = None) -> np.ndarray:
-    """``actions`` as one array with a row per instance, every row checked against the single action space
-    ``single`` before any instance steps, so that a rejected batch steps none: ``Box`` rows finite and inside the
-    bounds up to :data:`~joulegym.core.actions.ACTION_TOLERANCE` (returned as float64, clipped), ``Discrete`` rows
-    whole numbers in range (returned as int64). Rows where ``ignore`` is set (instances being reset, whose action
-    is ignored) are not checked. A ``ValueError`` names the space and the first bad row. A batched env that checks
-    every step keeps a :class:`BatchValidator`."""
-    return BatchValidator(single, num_envs)(actions, ignore)
 
 
 class BatchedVectorEnv(VectorEnv):

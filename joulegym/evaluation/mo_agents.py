@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 from joulegym.evaluation.tradeoffs import tradeoff
 from joulegym.evaluation.zoo import MO_DIR, PROVENANCE_FILE, ZooAgent, _read_run, benchmark_scenario, default_zoo
@@ -141,12 +140,6 @@ def weight_agents(zoo: Path | None, family: str, scenario: str, expected_env_id:
                              "needs env_kwargs.reward_weights")
         agents.append(ZooAgent(family, scenario, algo, tuple(sorted(runs, key=lambda r: r.seed))))
     return agents
-
-
-def describe(agent: ZooAgent) -> dict[str, Any]:
-    """The weights and runs of a weight-conditioned agent (for the fronts' notes)."""
-    return {"algo": agent.algo, "reward_weights": agent.provenance["env_kwargs"]["reward_weights"],
-            "seeds": [r.seed for r in agent.runs]}
 
 
 def plan_commands(families: tuple[str, ...] = (), seeds: tuple[int, ...] = DEFAULT_SEEDS,

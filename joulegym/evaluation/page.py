@@ -67,10 +67,6 @@ def _ci(low: Any, high: Any, digits: int = 3, fmt=None) -> str:
     return f"[{fmt(low)}, {fmt(high)}]"
 
 
-def _wtl(row: Any, prefix: str) -> str:
-    return f"{getattr(row, prefix + '_wins')}/{getattr(row, prefix + '_ties')}/{getattr(row, prefix + '_losses')}"
-
-
 def _seeds(seeds: Sequence[int]) -> str:
     seeds = list(seeds)
     contiguous = seeds == list(range(seeds[0], seeds[0] + len(seeds)))

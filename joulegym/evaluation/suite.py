@@ -63,7 +63,6 @@ from joulegym.evaluation.zoo import (  # noqa: F401  (the suite's zoo API, re-ex
 )
 
 DEFAULT_OUT = "results/leaderboard"
-BEST = "best heuristic"  # the label of the per-scenario one anchor in comparisons
 NO_RUN = -1  # the ``run`` of a reference policy's episodes (agents: their training seed)
 HELD_IN = "held-in"  # an agent on its training scenario: held-out seeds of the distribution it trained on
 HELD_OUT = "held-out instance"  # an agent on a headline scenario it never trained on

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 
 import numpy as np
@@ -250,9 +250,6 @@ class PerfParams:
     @property
     def beta_g(self) -> float:
         return 1.0 - self.alpha_g * np.log(BS_REF + self.theta_g)
-
-    def as_array(self) -> np.ndarray:
-        return np.array([getattr(self, f.name) for f in fields(self)])
 
 
 def spec_params(model: str, hw: DLHardware, t_scale: float = 1.0, phi: float | None = None,

@@ -52,7 +52,6 @@ from joulegym.devices.cpu import N_SOI, SOI_NAMES, ServerType, get_server_type, 
 from joulegym.workloads import qin_catalog_data
 
 MIXES = ("rw", "lc", "tb")
-SUITE_OF_MIX = {"rw": "splash2", "tb": "parsec", "lc": "mutilate"}
 LC_SIZE_DISTS = ("uniform", "normal", "exp")
 ARRIVALS = ("batch", "poisson")
 MICROARCHS = ("sandy_bridge_ep", "skylake", "haswell", "kaby_lake")
