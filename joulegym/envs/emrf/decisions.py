@@ -1,7 +1,9 @@
 """What the single EMRF env derives from a decision's inputs (EMRF paper §III-§V; docs/families/emrf.md §2, §6):
 per (active set, xi_hat, weights, η_target) the fair shares S, F^max, m, δ(η) and W / min w (:class:`Derived`,
 cached per key), the reference allocations of the info, and the diagnostics of an allocation (sharing incentive,
-envious pairs).
+envious pairs); and the observation's features (:func:`identity_features`, :func:`progress_features`,
+:func:`global_features`), written once for the single env (Python numbers, one slot) and the batched env (numpy
+arrays of rows and slots): the same operations, so the same floats.
 """
 
 from __future__ import annotations
@@ -30,6 +32,27 @@ REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "
 DERIVED_CACHE_SIZE = 4096  # distinct (active set, xi_hat, w, eta) kept per env
 ENVY_NUMPY_FROM = 12  # users from which the numpy envy count is cheaper than the Python one (docs §11)
 TINY_WEIGHT = 1e-100  # a Box action whose largest weight is below this is rescaled by it first (denormals)
+
+
+def identity_features(xi: Any, w: Any, total_w: Any, share: Any, fmax: Any, m: Any, c_tot: float) -> tuple:
+    """Observation features 0-5 of an active slot (:data:`SLOT_FEATURE_NAMES`): active, xi_hat, w/W, S/C_tot,
+    F^max/C_tot, F^solo/C_tot (F^solo = 1 / m)."""
+    return 1.0, xi, w / total_w, share / c_tot, fmax / c_tot, 1.0 / m / c_tot
+
+
+def progress_features(remaining: Any, size: Any, jobs_left: Any, last_alloc: Any, last_ratio: Any,
+                      c_tot: float) -> tuple:
+    """Observation features 6-9 of an active slot: the fraction left of its current job, its jobs left (fraction),
+    the last window's F/C_tot and (F/S)/(W/min w)."""
+    return remaining / size, jobs_left, last_alloc / c_tot, last_ratio
+
+
+def global_features(eta_target: Any, bound: Any, norm: Any, util_cpu: Any, util_gpu: Any, c_cpu: float,
+                    c_tot: float, n_active: Any, n: int, progress: Any) -> tuple:
+    """The observation's globals (:data:`GLOBAL_FEATURE_NAMES`): η_target, δ(η_target)/(W/min w) (``bound`` 0 and
+    ``norm`` 1 without users), the last U_cpu and U_gpu, C_cpu/C_tot, n_active/max_users and ``progress`` (t/H, at
+    most 1)."""
+    return eta_target, bound / norm, util_cpu, util_gpu, c_cpu / c_tot, n_active / n, progress
 
 
 def spread(active: tuple[int, ...], values, n: int) -> tuple[float, ...]:
@@ -179,7 +202,8 @@ class Derived:
             ctot = self._c_tot
             # tuples of floats: the cyclic garbage collector stops tracking them (a cache of many entries over many
             # users would otherwise make every full collection of the process scan them; docs §11)
-            self._slot_static = tuple((1.0, x, wk / self.total_w, s / ctot, f / ctot, 1.0 / mk / ctot)
+            total_w = self.total_w
+            self._slot_static = tuple(identity_features(x, wk, total_w, s, f, mk, ctot)
                                       for x, wk, s, f, mk in zip(self.inst[2], self.inst[3], self.share, self.fmax,
                                                                  self.m))
         return self._slot_static

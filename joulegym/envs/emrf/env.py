@@ -115,7 +115,9 @@ from joulegym.envs.emrf.decisions import (
     Derived,
     ReferenceAllocations,
     envy_count,
+    global_features,
     normalised,
+    progress_features,
     spread,
 )
 from joulegym.envs.emrf.metrics import episode_metrics
@@ -617,25 +619,23 @@ class EMRFEnv(JoulegymEnv):
         ctot = self.c_tot
         n = self.max_users
         feats = [0.0] * (n * SLOT_FEATURES + GLOBAL_FEATURES)
-        delta_norm_bound = 0.0
+        bound, norm = 0.0, 1.0  # without users
         if active:
             d = self._derived(active)
             remaining, size = sim.remaining, sim.current_size
             last_alloc, last_ratio = self._last_alloc, self._last_ratio
             for k, i in enumerate(active):
                 base = i * SLOT_FEATURES
-                feats[base:base + 6] = d.slot_static[k]
-                feats[base + 6] = remaining[i] / size[i]
-                feats[base + 7] = sim.jobs_left_fraction(i)
-                feats[base + 8] = last_alloc[i] / ctot
-                feats[base + 9] = last_ratio[i]
-            delta_norm_bound = d.bound / d.norm
+                feats[base:base + 6] = d.slot_static[k]  # identity_features, cached with the derived quantities
+                feats[base + 6:base + 10] = progress_features(remaining[i], size[i], sim.jobs_left_fraction(i),
+                                                              last_alloc[i], last_ratio[i], ctot)
+            bound, norm = d.bound, d.norm
         for i in range(n):  # present users without work keep their identity features
             if sim.users[i] is not None and sim.present[i] and i not in active:
                 feats[i * SLOT_FEATURES + 1] = sim.xi_hat[i]
-        g = n * SLOT_FEATURES
-        feats[g:] = [self.eta_target, delta_norm_bound, self._last_util[0], self._last_util[1],
-                     self.capacities[0] / ctot, len(active) / n, min(sim.windows / self.horizon, 1.0)]
+        feats[n * SLOT_FEATURES:] = global_features(self.eta_target, bound, norm, self._last_util[0],
+                                                    self._last_util[1], self.capacities[0], ctot, len(active), n,
+                                                    min(sim.windows / self.horizon, 1.0))
         return feats
 
     def _max_episode_steps(self) -> int:

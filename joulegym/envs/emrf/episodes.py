@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from joulegym.envs.emrf.batch import EMRFBatch, rowsum, selection
-from joulegym.envs.emrf.decisions import SLOT_FEATURES
+from joulegym.envs.emrf.decisions import SLOT_FEATURES, global_features, identity_features, progress_features
 from joulegym.envs.emrf.metrics import episode_metrics
 from joulegym.envs.emrf.rules import RowRule, derived
 
@@ -178,27 +178,20 @@ class EMRFEpisodes:
             act = self.d_act[sel]
             xi_hat = batch.xi_hat[sel]
             values = np.empty((act.shape[0], n, SLOT_FEATURES))
-            values[:, :, 0] = 1.0
-            values[:, :, 1] = xi_hat
-            values[:, :, 2] = batch.w[sel] / self.d_total_w[sel][:, None]
-            values[:, :, 3] = self.d_share[sel] / c_tot
-            values[:, :, 4] = self.d_fmax[sel] / c_tot
-            values[:, :, 5] = 1.0 / self.d_m[sel] / c_tot
-            values[:, :, 6] = batch.remaining[sel] / batch.size[sel]
-            values[:, :, 7] = batch.jobs_left(sel)
-            values[:, :, 8] = self.last_alloc[sel] / c_tot
-            values[:, :, 9] = self.last_ratio[sel]
+            features = (*identity_features(xi_hat, batch.w[sel], self.d_total_w[sel][:, None], self.d_share[sel],
+                                           self.d_fmax[sel], self.d_m[sel], c_tot),
+                        *progress_features(batch.remaining[sel], batch.size[sel], batch.jobs_left(sel),
+                                           self.last_alloc[sel], self.last_ratio[sel], c_tot))
+            for j, feature in enumerate(features):
+                values[:, :, j] = feature
             values = np.where(act[:, :, None], values, 0.0)
             values[:, :, 1] = np.where(batch.present[sel] & batch.occupied[sel], xi_hat, 0.0)  # idle users too
-            progress = batch.windows[sel] / batch.horizon
+            progress = np.minimum(batch.windows[sel] / batch.horizon, 1.0)
             glob = out[:, n * SLOT_FEATURES:]
-            glob[:, 0] = self.eta_target[sel]
-            glob[:, 1] = self.d_bound[sel] / self.d_norm[sel]  # 0 without users
-            glob[:, 2] = batch.util_cpu[sel]
-            glob[:, 3] = batch.util_gpu[sel]
-            glob[:, 4] = batch.capacities[0] / c_tot
-            glob[:, 5] = np.count_nonzero(act, axis=1) / n
-            glob[:, 6] = np.minimum(progress, 1.0)
+            for j, feature in enumerate(global_features(  # bound 0 and norm 1 without users
+                    self.eta_target[sel], self.d_bound[sel], self.d_norm[sel], batch.util_cpu[sel], batch.util_gpu[sel],
+                    batch.capacities[0], c_tot, np.count_nonzero(act, axis=1), n, progress)):
+                glob[:, j] = feature
         out[:, :n * SLOT_FEATURES] = values.reshape(act.shape[0], n * SLOT_FEATURES)  # float32 as np.array rounds
         np.maximum(out, 0.0, out=out)
         np.minimum(out, 1.0, out=out)
