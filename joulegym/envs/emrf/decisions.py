@@ -1,13 +1,15 @@
 """What the single EMRF env derives from a decision's inputs (EMRF paper §III-§V; docs/families/emrf.md §2, §6):
 per (active set, xi_hat, weights, η_target) the fair shares S, F^max, m, δ(η) and W / min w (:class:`Derived`,
 cached per key), the reference allocations of the info, and the diagnostics of an allocation (sharing incentive,
-envious pairs); and the observation's features (:func:`identity_features`, :func:`progress_features`,
-:func:`global_features`), written once for the single env (Python numbers, one slot) and the batched env (numpy
-arrays of rows and slots): the same operations, so the same floats.
+envious pairs); and what the single env (Python numbers) and the batched env (numpy arrays of rows and slots)
+compute with the same operations, so with the same floats: the observation's features (:func:`identity_features`,
+:func:`progress_features`, :func:`global_features`) and the levels of the weight modes' allocation rules
+(:func:`saturating_level`, :func:`residual_level`; ``where`` is :func:`scalar_where` or ``np.where``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +34,31 @@ REFERENCE_KEYS = ("emrf", "drf", "drf-progressive", "wfq", "static-partition", "
 DERIVED_CACHE_SIZE = 4096  # distinct (active set, xi_hat, w, eta) kept per env
 ENVY_NUMPY_FROM = 12  # users from which the numpy envy count is cheaper than the Python one (docs §11)
 TINY_WEIGHT = 1e-100  # a Box action whose largest weight is below this is rescaled by it first (denormals)
+
+
+def scalar_where(condition: bool, value: Any, other: Any) -> Any:
+    """``np.where`` for Python numbers (the ``where`` of the formulas below in the single env)."""
+    return value if condition else other
+
+
+def saturating_level(need_cpu: Any, need_gpu: Any, c_cpu: float, c_gpu: float, where: Any) -> Any:
+    """t* = 1 / max_d(need_d / C_d): the scale at which weights that need ``need_d`` GFLOPS of device d per unit
+    saturate the first device (the ``weights`` mode's WFQ semantics; the ``static-partition`` and ``wfq``
+    references)."""
+    load_cpu, load_gpu = need_cpu / c_cpu, need_gpu / c_gpu
+    return 1.0 / where(load_gpu > load_cpu, load_gpu, load_cpu)
+
+
+def residual_level(need_cpu: Any, need_gpu: Any, room_cpu: Any, room_gpu: Any, where: Any) -> Any:
+    """t' saturating the first device of the residual capacities C' (``residual_weights``): the weights need
+    ``need_d`` of device d per unit; 0 when a device they need has no room left, or when they need no device."""
+    load_cpu = where(need_cpu > 0, where(room_cpu <= 0, math.inf, need_cpu / where(room_cpu <= 0, 1.0, room_cpu)),
+                     -math.inf)
+    load_gpu = where(need_gpu > 0, where(room_gpu <= 0, math.inf, need_gpu / where(room_gpu <= 0, 1.0, room_gpu)),
+                     -math.inf)
+    load = where(load_gpu > load_cpu, load_gpu, load_cpu)
+    unbounded = (load == math.inf) | (load == -math.inf)  # no room on a needed device, or no device needed
+    return where(unbounded, 0.0, 1.0 / where(unbounded, 1.0, load))
 
 
 def identity_features(xi: Any, w: Any, total_w: Any, share: Any, fmax: Any, m: Any, c_tot: float) -> tuple:
@@ -217,8 +244,8 @@ class Derived:
             xi, w = inst[2], inst[3]
 
             def saturating(omega) -> list[float]:  # omega scaled until the first device saturates (weights mode)
-                t = 1.0 / max(sum(o * x for o, x in zip(omega, xi)) / inst[0],
-                              sum(o * (1.0 - x) for o, x in zip(omega, xi)) / inst[1])
+                t = saturating_level(sum(o * x for o, x in zip(omega, xi)),
+                                     sum(o * (1.0 - x) for o, x in zip(omega, xi)), inst[0], inst[1], scalar_where)
                 return [o * t for o in omega]
 
             emrf = emrf_core(*inst, eta, tie_break, solver)[0]

@@ -118,6 +118,9 @@ from joulegym.envs.emrf.decisions import (
     global_features,
     normalised,
     progress_features,
+    residual_level,
+    saturating_level,
+    scalar_where,
     spread,
 )
 from joulegym.envs.emrf.metrics import episode_metrics
@@ -425,9 +428,8 @@ class EMRFEnv(JoulegymEnv):
                 return out
             xi = self.sim.xi_hat
             w = normalised([omega[i] for i in active])
-            load = max(sum(wk * xi[i] for wk, i in zip(w, active)) / c_cpu,
-                       sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)) / c_gpu)
-            t = 1.0 / load
+            t = saturating_level(sum(wk * xi[i] for wk, i in zip(w, active)),
+                                 sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)), c_cpu, c_gpu, scalar_where)
             for wk, i in zip(w, active):
                 out[i] = wk * t
             return out
@@ -444,14 +446,8 @@ class EMRFEnv(JoulegymEnv):
             a, b = residual_core(inst[0], inst[1], inst[2], fmax, eta)
             xi = inst[2]
             w = normalised([omega[i] for i in active])
-            need_cpu = sum(wk * x for wk, x in zip(w, xi))
-            need_gpu = sum(wk * (1.0 - x) for wk, x in zip(w, xi))
-            loads = []
-            for need, room in ((need_cpu, a), (need_gpu, b)):
-                if need > 0:
-                    loads.append(math.inf if room <= 0 else need / room)
-            load = max(loads) if loads else math.inf
-            t = 0.0 if math.isinf(load) else 1.0 / load
+            t = residual_level(sum(wk * x for wk, x in zip(w, xi)), sum(wk * (1.0 - x) for wk, x in zip(w, xi)), a, b,
+                               scalar_where)
             for k, i in enumerate(active):
                 out[i] = eta * fmax[k] + w[k] * t
             return out

@@ -34,7 +34,7 @@ from joulegym.envs.emrf.allocation import (
     emrf_core,
 )
 from joulegym.envs.emrf.batch import EMRFBatch, rowsum, selection
-from joulegym.envs.emrf.decisions import TINY_WEIGHT
+from joulegym.envs.emrf.decisions import TINY_WEIGHT, residual_level, saturating_level
 
 
 def derived(xi_hat: np.ndarray, w: np.ndarray, act: np.ndarray, eta: np.ndarray, c_cpu: float,
@@ -120,8 +120,7 @@ class WeightsRule(RowRule):
         w = normalised(self._param(self.omega, sel), act)
         xi = batch.xi_hat[sel]
         need_cpu, need_gpu = rowsum(w * xi), rowsum(w * (1.0 - xi))  # w is 0.0 on inactive slots
-        load_cpu, load_gpu = need_cpu / c_cpu, need_gpu / c_gpu
-        t = 1.0 / np.where(load_gpu > load_cpu, load_gpu, load_cpu)  # a row without active slots: masked below
+        t = saturating_level(need_cpu, need_gpu, c_cpu, c_gpu, np.where)  # a row without active slots: masked below
         return np.where(act, w * t[:, None], 0.0)
 
 
@@ -136,12 +135,7 @@ class ResidualRule(WeightsRule):
         fmax = derived(xi, batch.w[sel], act, eta, c_cpu, c_gpu)[2]
         room_cpu, room_gpu = residual(fmax, xi, act, eta, c_cpu, c_gpu)
         w = normalised(self._param(self.omega, sel), act)
-        need_cpu, need_gpu = rowsum(w * xi), rowsum(w * (1.0 - xi))
-        load_cpu = np.where(need_cpu > 0, np.where(room_cpu <= 0, math.inf, need_cpu / room_cpu), -math.inf)
-        load_gpu = np.where(need_gpu > 0, np.where(room_gpu <= 0, math.inf, need_gpu / room_gpu), -math.inf)
-        load = np.where(load_gpu > load_cpu, load_gpu, load_cpu)
-        load = np.where(load == -math.inf, math.inf, load)  # no device needed: no level
-        t = np.where(np.isinf(load), 0.0, 1.0 / load)
+        t = residual_level(rowsum(w * xi), rowsum(w * (1.0 - xi)), room_cpu, room_gpu, np.where)
         return np.where(act, eta[:, None] * fmax + w * t[:, None], 0.0)
 
 
