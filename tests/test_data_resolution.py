@@ -1,6 +1,7 @@
-"""Issue 18 item 1 tidy-up: the package finds the public traces through :mod:`joulegym.datasets` (the folder
-``data fetch`` fills, or ``$JOULEGYM_DATA``), never by reading ``../shared/reference-data`` itself. The tests point
-the data folder at the reference data (same layout) or at an empty folder; no network."""
+"""Data resolution (docs/environments.md, "Public data"): the package finds the public traces through
+:mod:`joulegym.datasets` (the folder ``data fetch`` fills, or ``$JOULEGYM_DATA``), never by reading
+``../shared/reference-data`` itself. The tests point the data folder at the reference data (same layout) or at an
+empty folder; no network."""
 
 from __future__ import annotations
 

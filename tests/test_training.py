@@ -1,4 +1,4 @@
-"""train.py + evaluate.py together: a short PPO run is saved, reloaded and scored (issue #2 acceptance)."""
+"""train.py + evaluate.py together: a short PPO run is saved, reloaded and scored (docs/training.md)."""
 
 from __future__ import annotations
 

@@ -142,8 +142,8 @@ FAMILY = FamilyDescriptor(
     # policy brings only its placement rule (and Gandiva its suspend/resume cost). The paper's own evaluation
     # (baselines unconstrained on true profiles, compared at equal energy) is ``evaluate.py --reproduce
     # powerflow``. small100 is the base of the Fig. 7/10 reproduction (docs §13); every scenario draws its Gavel
-    # jobs per reset, small100 is the designated generalisation one. alibaba1901 (Figs. 7-9) is left out for time:
-    # 17-23 s per episode on the 2-core machine under load, over 30 minutes for 12 policies x 10 seeds. The anchors
+    # jobs per reset, small100 is the designated generalisation one. alibaba1901 (Figs. 7-9) is left out for time
+    # (docs/leaderboard.md says what its episodes cost). The anchors
     # were measured under these rules on seeds 10000-10009 (mean avg JCT, h): small100 FIFO 2.309, PowerFlow
     # 0.923, strict 0.946, AFS 1.084; tiny FIFO 1.521, strict 0.739, PowerFlow 0.763, AFS 0.819.
     benchmark=Benchmark(

@@ -1,4 +1,5 @@
-"""Issue 18 item 5: enough distinct colours, legends outside the axes, CIs over seeds, a learning curve."""
+"""The house plot style (joulegym/evaluation/plots.py): enough distinct colours, legends outside the axes, CIs over
+seeds, a learning curve."""
 
 from __future__ import annotations
 
