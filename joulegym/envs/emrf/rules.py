@@ -44,13 +44,8 @@ def derived(xi_hat: np.ndarray, w: np.ndarray, act: np.ndarray, eta: np.ndarray,
     with the operations of :func:`~joulegym.envs.emrf.allocation.basics`, ``residual_core`` and
     ``delta_bound_from_residual`` in their order (values on inactive slots are garbage: callers mask them; a row
     without active slots has W / min w = 1). Floating-point warnings are the caller's to silence."""
+    m, share, fmax, total_w = basics_rows(xi_hat, w, act, c_cpu, c_gpu)
     gpu_frac = 1.0 - xi_hat
-    m = np.maximum(xi_hat / c_cpu, gpu_frac / c_gpu)
-    w_on = np.where(act, w, 0.0)
-    total_w, d_cpu, d_gpu = rowsum(w_on), rowsum(w_on * (xi_hat / c_cpu) / m), rowsum(w_on * (gpu_frac / c_gpu) / m)
-    share = w / (total_w[:, None] * m)
-    d = np.where(d_gpu > d_cpu, d_gpu, d_cpu)
-    fmax = w / (d[:, None] * m)
     res_cpu, res_gpu = residual(fmax, xi_hat, act, eta, c_cpu, c_gpu)
     via_cpu = np.where(xi_hat > 0, res_cpu[:, None] / xi_hat, math.inf)
     via_gpu = np.where(xi_hat < 1, res_gpu[:, None] / gpu_frac, math.inf)
@@ -60,6 +55,18 @@ def derived(xi_hat: np.ndarray, w: np.ndarray, act: np.ndarray, eta: np.ndarray,
     lightest = np.minimum.reduce(np.where(act, w, math.inf), axis=1)
     norm = np.where(lightest < math.inf, total_w / lightest, 1.0)  # no user: 1 (the env's Δ/1)
     return m, share, fmax, total_w, bound, norm
+
+
+def basics_rows(xi: np.ndarray, w: np.ndarray, act: np.ndarray, c_cpu: float,
+                c_gpu: float) -> tuple[np.ndarray, ...]:
+    """``(m, S, F^max, W)`` of every row over its active slots ``act`` (Eqs. (3), (5), (8)), with the operations of
+    :func:`~joulegym.envs.emrf.allocation.basics` in their order (values on inactive slots are garbage)."""
+    gpu_frac = 1.0 - xi
+    m = np.maximum(xi / c_cpu, gpu_frac / c_gpu)
+    w_on = np.where(act, w, 0.0)
+    total_w, d_cpu, d_gpu = rowsum(w_on), rowsum(w_on * (xi / c_cpu) / m), rowsum(w_on * (gpu_frac / c_gpu) / m)
+    d = np.where(d_gpu > d_cpu, d_gpu, d_cpu)
+    return m, w / (total_w[:, None] * m), w / (d[:, None] * m), total_w
 
 
 def residual(fmax: np.ndarray, xi_hat: np.ndarray, act: np.ndarray, eta: np.ndarray, c_cpu: float,
@@ -148,7 +155,7 @@ def emrf_rows(xi: np.ndarray, w: np.ndarray, act: np.ndarray, eta: np.ndarray, c
     :raises EMRFSolverError: as ``emrf_core``, if a level is not finite and >= 0 (cannot happen for a valid row).
     """
     rows, n = act.shape
-    share, fmax = _shares(xi, w, act, c_cpu, c_gpu)
+    _, share, fmax, _ = basics_rows(xi, w, act, c_cpu, c_gpu)
     room_cpu, room_gpu = residual(fmax, xi, act, eta, c_cpu, c_gpu)
     # Eq. (17)'s groups: users sorted by xi (stable: ties in slot order), a new group where xi moves XI_GROUP_TOL
     # away from the group's first user; the group's xi is that user's, its share the sum of its users' S
@@ -177,16 +184,6 @@ def emrf_rows(xi: np.ndarray, w: np.ndarray, act: np.ndarray, eta: np.ndarray, c
     slot_group = np.empty((rows, n), dtype=np.int64)
     slot_group[picked] = group
     return np.where(act, eta[:, None] * fmax + share * levels[every[:, None], slot_group], 0.0)
-
-
-def _shares(xi: np.ndarray, w: np.ndarray, act: np.ndarray, c_cpu: float, c_gpu: float) -> tuple[np.ndarray, ...]:
-    """``(S, F^max)`` of every row (:func:`derived`'s first stage, ``basics``' operations)."""
-    gpu_frac = 1.0 - xi
-    m = np.maximum(xi / c_cpu, gpu_frac / c_gpu)
-    w_on = np.where(act, w, 0.0)
-    total_w, d_cpu, d_gpu = rowsum(w_on), rowsum(w_on * (xi / c_cpu) / m), rowsum(w_on * (gpu_frac / c_gpu) / m)
-    d = np.where(d_gpu > d_cpu, d_gpu, d_cpu)
-    return w / (total_w[:, None] * m), w / (d[:, None] * m)
 
 
 def _group_levels(a: np.ndarray, b: np.ndarray, gxi: np.ndarray, gs: np.ndarray, groups: np.ndarray) -> np.ndarray:
