@@ -4,8 +4,9 @@ episode sums, the observation and the metrics (EMRF paper §III, §V; docs/famil
 :class:`EMRFEpisodes` holds what :class:`~joulegym.envs.emrf.vector.EMRFVectorEnv` adds to the simulator rows
 (:class:`~joulegym.envs.emrf.batch.EMRFBatch`): per row η_target, the decision's derived quantities (S, F^max, m,
 δ(η), W / min w), the episode's running sums and the last window's diagnostics, with the single env's formulas
-(:class:`~joulegym.envs.emrf.env.EMRFEnv`'s ``_transition``, ``_window_measures``, ``_observe`` and ``metrics``), so
-each row gives the single env's bits.
+(:class:`~joulegym.envs.emrf.env.EMRFEnv`'s ``_transition`` and ``_window_measures``), so each row gives the single
+env's bits; the observation's features and the metrics are the single env's functions
+(:mod:`joulegym.envs.emrf.decisions`, :mod:`joulegym.envs.emrf.metrics`) on arrays.
 
 Reward parts (time averages over the window's segments, each "more is better"): ``efficiency`` E = sum F_i / C_tot
 (Eq. (15)); ``soft_fairness`` -Δ / (W / min w) with Δ = max F/S - min F/S (Eq. (9)); ``floor_violation`` -V,

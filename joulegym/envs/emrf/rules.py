@@ -3,7 +3,9 @@ docs/families/emrf.md §6), and what every decision derives from its inputs (Eqs
 
 A decision holds for one window: at every event inside it the rule is applied again to the users with work then
 (:mod:`.batch`). :meth:`RowRule.plan` gives the planned GFLOPS of every slot of several rows at once (0 on slots
-outside the active set), with the single env's rules' formulas (:mod:`joulegym.envs.emrf.env`).
+outside the active set), with the single env's rules' formulas (:mod:`joulegym.envs.emrf.env`); the weight modes'
+levels are the single env's functions (:func:`~joulegym.envs.emrf.decisions.saturating_level`,
+:func:`~joulegym.envs.emrf.decisions.residual_level`) on arrays.
 
 ================================  ======================================================================
 rule                              F over the active users
