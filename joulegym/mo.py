@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from joulegym.core.family import NAMESPACE, env_id, families, get_family
+from joulegym.core.family import NAMESPACE, env_id, families
 
 MO_NAMESPACE = f"{NAMESPACE}-mo"
 
@@ -78,20 +78,3 @@ def make(env_id_: str, **kwargs: Any):
     if twin not in gym.registry:
         raise ValueError(f"env id {env_id_!r} is unknown; python -m joulegym list prints the ids")
     return mo_gymnasium.make(twin, **{k: v for k, v in kwargs.items() if k != "vector_reward"})
-
-
-def reward_table(family: str) -> list[dict[str, Any]]:
-    """One row per (kind, reward part) of ``family``: the part's name, bounds per step and description, as the env
-    declares them (what ``reward_space`` is built from; docs/tradeoffs.md prints it)."""
-    import gymnasium as gym
-
-    rows = []
-    for kind in get_family(family).kinds:
-        env = gym.make(env_id(kind.name, version=kind.version))
-        try:
-            for part in env.unwrapped.reward_spec.parts:
-                rows.append({"kind": kind.name, "part": part.name, "low": part.low, "high": part.high,
-                             "description": part.description})
-        finally:
-            env.close()
-    return rows
