@@ -11,7 +11,6 @@ import numpy as np
 from joulegym.envs.emrf.decisions import (
     global_features,
     identity_features,
-    progress_features,
     residual_level,
     saturating_level,
     scalar_where,
@@ -65,12 +64,12 @@ def test_observation_features_on_numbers_and_on_arrays():
     rng = np.random.default_rng(2)
     rows = _inputs(rng, 500, 12) + 1e-3  # divisors > 0
     c_tot = 504.0
-    array = (*identity_features(*rows[:, :6].T, c_tot), *progress_features(*rows[:, 6:11].T, c_tot),
-             *global_features(*rows[:, :5].T, 24.0, c_tot, np.arange(rows.shape[0]) % 9, 8,
+    array = (*identity_features(*rows[:, :6].T, c_tot),
+             *global_features(*rows[:, 6:11].T, 24.0, c_tot, np.arange(rows.shape[0]) % 9, 8,
                               np.minimum(rows[:, 11], 1.0)))
     array = np.stack([np.broadcast_to(a, rows.shape[0]) for a in array], axis=1).astype(np.float64)
-    assert array.shape == (rows.shape[0], 6 + 4 + 7)
+    assert array.shape == (rows.shape[0], 6 + 7)
     for k, row in enumerate(rows.tolist()):
-        numbers = (*identity_features(*row[:6], c_tot), *progress_features(*row[6:11], c_tot),
-                   *global_features(*row[:5], 24.0, c_tot, k % 9, 8, min(row[11], 1.0)))
+        numbers = (*identity_features(*row[:6], c_tot), *global_features(*row[6:11], 24.0, c_tot, k % 9, 8,
+                                                                         min(row[11], 1.0)))
         assert _same_bits(list(numbers), array[k])

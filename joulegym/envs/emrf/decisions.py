@@ -2,8 +2,8 @@
 per (active set, xi_hat, weights, η_target) the fair shares S, F^max, m, δ(η) and W / min w (:class:`Derived`,
 cached per key), the reference allocations of the info, and the diagnostics of an allocation (sharing incentive,
 envious pairs); and what the single env (Python numbers) and the batched env (numpy arrays of rows and slots)
-compute with the same operations, so with the same floats: the observation's features (:func:`identity_features`,
-:func:`progress_features`, :func:`global_features`) and the levels of the weight modes' allocation rules
+compute with the same operations, so with the same floats: the observation's features 0-5 and its globals
+(:func:`identity_features`, :func:`global_features`) and the levels of the weight modes' allocation rules
 (:func:`saturating_level`, :func:`residual_level`; ``where`` is :func:`scalar_where` or ``np.where``).
 """
 
@@ -65,13 +65,6 @@ def identity_features(xi: Any, w: Any, total_w: Any, share: Any, fmax: Any, m: A
     """Observation features 0-5 of an active slot (:data:`SLOT_FEATURE_NAMES`): active, xi_hat, w/W, S/C_tot,
     F^max/C_tot, F^solo/C_tot (F^solo = 1 / m)."""
     return 1.0, xi, w / total_w, share / c_tot, fmax / c_tot, 1.0 / m / c_tot
-
-
-def progress_features(remaining: Any, size: Any, jobs_left: Any, last_alloc: Any, last_ratio: Any,
-                      c_tot: float) -> tuple:
-    """Observation features 6-9 of an active slot: the fraction left of its current job, its jobs left (fraction),
-    the last window's F/C_tot and (F/S)/(W/min w)."""
-    return remaining / size, jobs_left, last_alloc / c_tot, last_ratio
 
 
 def global_features(eta_target: Any, bound: Any, norm: Any, util_cpu: Any, util_gpu: Any, c_cpu: float,

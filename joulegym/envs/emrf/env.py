@@ -117,7 +117,6 @@ from joulegym.envs.emrf.decisions import (
     envy_count,
     global_features,
     normalised,
-    progress_features,
     residual_level,
     saturating_level,
     scalar_where,
@@ -623,8 +622,11 @@ class EMRFEnv(JoulegymEnv):
             for k, i in enumerate(active):
                 base = i * SLOT_FEATURES
                 feats[base:base + 6] = d.slot_static[k]  # identity_features, cached with the derived quantities
-                feats[base + 6:base + 10] = progress_features(remaining[i], size[i], sim.jobs_left_fraction(i),
-                                                              last_alloc[i], last_ratio[i], ctot)
+                # features 6-9 (a shared function called per slot and step cost 7-15 % of the observation)
+                feats[base + 6] = remaining[i] / size[i]
+                feats[base + 7] = sim.jobs_left_fraction(i)
+                feats[base + 8] = last_alloc[i] / ctot
+                feats[base + 9] = last_ratio[i]
             bound, norm = d.bound, d.norm
         for i in range(n):  # present users without work keep their identity features
             if sim.users[i] is not None and sim.present[i] and i not in active:

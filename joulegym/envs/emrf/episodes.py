@@ -5,7 +5,7 @@ episode sums, the observation and the metrics (EMRF paper §III, §V; docs/famil
 (:class:`~joulegym.envs.emrf.batch.EMRFBatch`): per row η_target, the decision's derived quantities (S, F^max, m,
 δ(η), W / min w), the episode's running sums and the last window's diagnostics, with the single env's formulas
 (:class:`~joulegym.envs.emrf.env.EMRFEnv`'s ``_transition`` and ``_window_measures``), so each row gives the single
-env's bits; the observation's features and the metrics are the single env's functions
+env's bits; the observation's features 0-5 and globals and the metrics are the single env's functions
 (:mod:`joulegym.envs.emrf.decisions`, :mod:`joulegym.envs.emrf.metrics`) on arrays.
 
 Reward parts (time averages over the window's segments, each "more is better"): ``efficiency`` E = sum F_i / C_tot
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from joulegym.envs.emrf.batch import EMRFBatch, rowsum, selection
-from joulegym.envs.emrf.decisions import SLOT_FEATURES, global_features, identity_features, progress_features
+from joulegym.envs.emrf.decisions import SLOT_FEATURES, global_features, identity_features
 from joulegym.envs.emrf.metrics import episode_metrics
 from joulegym.envs.emrf.rules import RowRule, derived
 
@@ -179,12 +179,13 @@ class EMRFEpisodes:
             act = self.d_act[sel]
             xi_hat = batch.xi_hat[sel]
             values = np.empty((act.shape[0], n, SLOT_FEATURES))
-            features = (*identity_features(xi_hat, batch.w[sel], self.d_total_w[sel][:, None], self.d_share[sel],
-                                           self.d_fmax[sel], self.d_m[sel], c_tot),
-                        *progress_features(batch.remaining[sel], batch.size[sel], batch.jobs_left(sel),
-                                           self.last_alloc[sel], self.last_ratio[sel], c_tot))
-            for j, feature in enumerate(features):
+            for j, feature in enumerate(identity_features(xi_hat, batch.w[sel], self.d_total_w[sel][:, None],
+                                                          self.d_share[sel], self.d_fmax[sel], self.d_m[sel], c_tot)):
                 values[:, :, j] = feature
+            values[:, :, 6] = batch.remaining[sel] / batch.size[sel]
+            values[:, :, 7] = batch.jobs_left(sel)
+            values[:, :, 8] = self.last_alloc[sel] / c_tot
+            values[:, :, 9] = self.last_ratio[sel]
             values = np.where(act[:, :, None], values, 0.0)
             values[:, :, 1] = np.where(batch.present[sel] & batch.occupied[sel], xi_hat, 0.0)  # idle users too
             progress = np.minimum(batch.windows[sel] / batch.horizon, 1.0)
