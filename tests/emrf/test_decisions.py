@@ -55,9 +55,9 @@ def test_saturating_level_on_numbers_and_on_arrays():
     rows = _inputs(np.random.default_rng(1), 4000, 2)
     rows = rows[(rows >= 1e-9).any(axis=1) & (rows < 1e300).all(axis=1)]  # some work on some device (normalised)
     caps = (24.0, 480.0)
-    numbers = [saturating_level(a, b, *caps, scalar_where) for a, b in rows.tolist()]
+    numbers = [saturating_level(a, b, *caps, max) for a, b in rows.tolist()]
     assert numbers[0] == 1.0 / max(rows[0, 0] / caps[0], rows[0, 1] / caps[1])
-    assert _same_bits(numbers, saturating_level(rows[:, 0], rows[:, 1], *caps, np.where))
+    assert _same_bits(numbers, saturating_level(rows[:, 0], rows[:, 1], *caps, np.maximum))
 
 
 def test_observation_features_on_numbers_and_on_arrays():

@@ -4,7 +4,8 @@ cached per key), the reference allocations of the info, and the diagnostics of a
 envious pairs); and what the single env (Python numbers) and the batched env (numpy arrays of rows and slots)
 compute with the same operations, so with the same floats: the observation's features 0-5 and its globals
 (:func:`identity_features`, :func:`global_features`) and the levels of the weight modes' allocation rules
-(:func:`saturating_level`, :func:`residual_level`; ``where`` is :func:`scalar_where` or ``np.where``).
+(:func:`saturating_level`, :func:`residual_level`; ``where`` is :func:`scalar_where` or ``np.where``, ``larger``
+``max`` or ``np.maximum``).
 """
 
 from __future__ import annotations
@@ -41,12 +42,11 @@ def scalar_where(condition: bool, value: Any, other: Any) -> Any:
     return value if condition else other
 
 
-def saturating_level(need_cpu: Any, need_gpu: Any, c_cpu: float, c_gpu: float, where: Any) -> Any:
+def saturating_level(need_cpu: Any, need_gpu: Any, c_cpu: float, c_gpu: float, larger: Any) -> Any:
     """t* = 1 / max_d(need_d / C_d): the scale at which weights that need ``need_d`` GFLOPS of device d per unit
     saturate the first device (the ``weights`` mode's WFQ semantics; the ``static-partition`` and ``wfq``
-    references)."""
-    load_cpu, load_gpu = need_cpu / c_cpu, need_gpu / c_gpu
-    return 1.0 / where(load_gpu > load_cpu, load_gpu, load_cpu)
+    references). ``larger`` is ``max`` or ``np.maximum`` (the loads are never NaN)."""
+    return 1.0 / larger(need_cpu / c_cpu, need_gpu / c_gpu)
 
 
 def residual_level(need_cpu: Any, need_gpu: Any, room_cpu: Any, room_gpu: Any, where: Any) -> Any:
@@ -238,7 +238,7 @@ class Derived:
 
             def saturating(omega) -> list[float]:  # omega scaled until the first device saturates (weights mode)
                 t = saturating_level(sum(o * x for o, x in zip(omega, xi)),
-                                     sum(o * (1.0 - x) for o, x in zip(omega, xi)), inst[0], inst[1], scalar_where)
+                                     sum(o * (1.0 - x) for o, x in zip(omega, xi)), inst[0], inst[1], max)
                 return [o * t for o in omega]
 
             emrf = emrf_core(*inst, eta, tie_break, solver)[0]

@@ -428,7 +428,7 @@ class EMRFEnv(JoulegymEnv):
             xi = self.sim.xi_hat
             w = normalised([omega[i] for i in active])
             t = saturating_level(sum(wk * xi[i] for wk, i in zip(w, active)),
-                                 sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)), c_cpu, c_gpu, scalar_where)
+                                 sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)), c_cpu, c_gpu, max)
             for wk, i in zip(w, active):
                 out[i] = wk * t
             return out

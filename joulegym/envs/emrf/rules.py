@@ -129,7 +129,7 @@ class WeightsRule(RowRule):
         w = normalised(self._param(self.omega, sel), act)
         xi = batch.xi_hat[sel]
         need_cpu, need_gpu = rowsum(w * xi), rowsum(w * (1.0 - xi))  # w is 0.0 on inactive slots
-        t = saturating_level(need_cpu, need_gpu, c_cpu, c_gpu, np.where)  # a row without active slots: masked below
+        t = saturating_level(need_cpu, need_gpu, c_cpu, c_gpu, np.maximum)  # a row without active slots: masked below
         return np.where(act, w * t[:, None], 0.0)
 
 
