@@ -113,6 +113,7 @@ FAMILY = FamilyDescriptor(
         best_heuristic={"paper-rw": "qin", "paper-lc": "qin", "paper-tb": "paragon"},
         one_why="the published scheduler with the lowest mean makespan on the held-out seeds (measured above).",
         policy_settings=("action_mode", "admission", "profile_latency_s", "decision_latency_s"),
+        privileged_settings=("size_estimate",),
         zoo_algo="maskable_ppo",
         quick_scenarios=("paper-rw",),
         note="Ranked by makespan (the paper's JCT) with the Linux-like node policy; energy and EDP are reported "
