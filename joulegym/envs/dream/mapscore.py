@@ -292,20 +292,27 @@ class DreamPolicy:
         return {"max_drops": self.max_drops, "drop_window": self.drop_window, "active_def": self.active_def,
                 "supernet_rule": self.supernet_rule, "assignment": self.assignment, "late_urgency": self.late_urgency}
 
+    def tuning_variant(self, sim: Any) -> str:
+        """The variant the offline search runs for ``sim``: this policy's, except DREAM-Full on a workload without a
+        Supernet, which is DREAM-SmartDrop there (Table 4: Full adds only Supernet switching, and no frame reaches a
+        switch point), so the two share one search and its cache entry."""
+        return "smartdrop" if self.variant == "full" and not sim.has_supernet else self.variant
+
     def offline_params(self, sim: Any) -> tuple[float, float]:
         """Locked (alpha, beta) for ``sim``'s configuration: the §3.6 search from (alpha0, beta0) where each
-        evaluation is an episode with key ``tune_key`` of the same variant at fixed parameters (cached)."""
+        evaluation is an episode with key ``tune_key`` of the same variant (:meth:`tuning_variant`) at fixed
+        parameters (cached)."""
         settings = self._tuning_settings()
-        key = (sim.signature(), self.variant, self.tune_key, self.tune_horizon_s, self.tune_episodes, self.alpha0,
-               self.beta0,
-               tuple(sorted(settings.items())))
+        variant = self.tuning_variant(sim)
+        key = (sim.signature(), variant, self.tune_key, self.tune_horizon_s, self.tune_episodes, self.alpha0,
+               self.beta0, tuple(sorted(settings.items())))
         hit = _TUNED.get(key)
         if hit is not None:
             return hit
         horizon = self.tune_horizon_s if self.tune_horizon_s is not None and self.tune_horizon_s < sim.horizon_s \
             else None
         keys = tuple(self.tune_key + k for k in range(self.tune_episodes))
-        evaluate = episode_evaluator(sim, self.variant, keys, horizon_s=horizon, **settings)
+        evaluate = episode_evaluator(sim, variant, keys, horizon_s=horizon, **settings)
         search = optimize((self.alpha0, self.beta0), evaluate)
         self.tuning_record = TuningRecord(search.center, search.trajectory)
         return _TUNED.put(key, search.center)

@@ -385,6 +385,12 @@ class DreamSim(Simulator):
         other._view = DreamView(other)
         return other
 
+    @property
+    def has_supernet(self) -> bool:
+        """Whether a model of any phase is a Supernet with a switch point (§4.5.1): without one, no frame ever
+        reaches a switch point and a scheduler's sub-net choice has no effect."""
+        return max(self._sp, default=-1) >= 0
+
     def signature(self) -> tuple:
         """A hashable key of everything that determines an episode except its key (tuning caches)."""
         if self._signature is None:
