@@ -58,12 +58,17 @@ def rollout(env: Any, policy: Any, seed: int | None = None, *, record: bool = Fa
             on_step: Callable[[Any, float, dict[str, Any]], None] | None = None) -> Episode:
     """Run one episode of ``policy`` on ``env`` from ``seed``.
 
+    A policy that reads no observation, on a family whose steps do not need one (:func:`observation_free`), steps
+    without building observations (the same episode, each family's test proves it).
+
     :param record: keep every reward and info (for plots).
-    :param on_step: called as ``on_step(obs, reward, info)`` after every step.
+    :param on_step: called as ``on_step(obs, reward, info)`` after every step (the observations are then built).
     :raises RuntimeError: if the episode has not ended after ``max_steps`` steps.
     """
     obs, info = env.reset(seed=seed, options=options)
     policy.reset(env, seed=seed)
+    if on_step is None and observation_free(env, policy):
+        return _rollout_unobserved(env, policy, seed, info, record, max_steps)
     total: Any = 0.0
     length = 0
     rewards: list[Any] = []
@@ -83,6 +88,46 @@ def rollout(env: Any, policy: Any, seed: int | None = None, *, record: bool = Fa
             infos.append(info)
         if on_step is not None:
             on_step(obs, reward, info)
+    return Episode(seed, getattr(policy, "name", type(policy).__name__), total, length, bool(terminated),
+                   bool(truncated), info, rewards, infos)
+
+
+def observation_free(env: Any, policy: Any) -> bool:
+    """Whether ``policy``'s episode on ``env`` may step without building observations: the policy reads only the
+    info and the action space (``reads_observation = False``, e.g. :class:`~joulegym.core.policy.RandomPolicy`) and
+    the env's family declares ``observation_free_steps``."""
+    return getattr(policy, "reads_observation", True) is False and \
+        bool(getattr(env.unwrapped, "observation_free_steps", False))
+
+
+def _rollout_unobserved(env: Any, policy: Any, seed: int | None, info: dict[str, Any], record: bool,
+                        max_steps: int) -> Episode:
+    """:func:`rollout`'s loop after the reset for an :func:`observation_free` policy: each step is the env's
+    ``step()`` without its ``_observe()`` (the same transition, reward and info), the policy given ``None`` for the
+    observation. The next episode starts with a reset, which builds the observation afresh."""
+    base = env.unwrapped
+    advance, make_info = base._advance, base._info
+    weights, vector = base.reward_weights, base._vector_reward
+    total: Any = 0.0
+    length = 0
+    rewards: list[Any] = []
+    infos: list[dict[str, Any]] = []
+    terminated = truncated = False
+    while not (terminated or truncated):
+        if length >= max_steps:
+            raise RuntimeError(f"the episode did not end within {max_steps} steps")
+        parts, terminated, truncated = advance(policy.act(None, info))
+        if vector:
+            reward: Any = np.array(parts, dtype=np.float64)
+            total = total + reward
+        else:
+            reward = float(weighted_sum(weights, parts))
+            total += reward
+        info = make_info(final=base._episode_over)
+        length += 1
+        if record:
+            rewards.append(reward)
+            infos.append(info)
     return Episode(seed, getattr(policy, "name", type(policy).__name__), total, length, bool(terminated),
                    bool(truncated), info, rewards, infos)
 

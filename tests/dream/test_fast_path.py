@@ -6,13 +6,14 @@ info (the action mask aside) equal bit for bit (docs/families/dream.md §6; the 
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
 from joulegym.baselines.dream import INNER
 from joulegym.core.policy import env_config_for
-from joulegym.core.rollout import rollout, rollout_inner, simulator_path
+from joulegym.core.rollout import observation_free, rollout, rollout_inner, simulator_path
 from joulegym.evaluation.runner import run_episode
 
 HORIZON = 0.15
@@ -80,6 +81,28 @@ def test_the_runner_takes_the_simulator_path_for_inner_policies_only():
     assert not simulator_path(params, baselines.make("fixed-params", family="dream"))
     after = rollout(env, random, 5)  # the observation is rebuilt at reset: the env path runs on
     assert after.length > 0
+
+
+@pytest.mark.parametrize("scenario", ["vr-gaming", "random-mix"])
+def test_random_steps_without_observations_and_plays_the_observed_episode(scenario, monkeypatch):
+    """``random`` reads only the mask: :func:`rollout` steps it without ``_observe`` (after the reset's) and plays
+    the episode of the observed loop (``on_step`` given: ``env.step``), every reward and info, masks included."""
+    policy = baselines.make("random")
+    env = gym.make(f"joulegym/DREAM-{scenario}-v0", horizon_s=HORIZON, info_level="full")
+    base = env.unwrapped
+    assert observation_free(env, policy) and not observation_free(env, baselines.make("edf", family="dream"))
+    for seed in (10000, 10003):
+        observed = rollout(env, policy, seed, record=True, on_step=lambda *step: None)
+        calls: list[int] = []
+        observe = base._observe
+        monkeypatch.setattr(base, "_observe", lambda: calls.append(1) or observe())
+        lean = rollout(env, policy, seed, record=True)
+        monkeypatch.undo()
+        assert calls == [1] and lean.length > 10  # the reset's observation only
+        _same(observed, lean)
+        assert lean.rewards == observed.rewards and len(lean.infos) == len(observed.infos)
+        for a, b in zip(observed.infos, lean.infos, strict=True):
+            assert np.array_equal(a.pop("action_mask"), b.pop("action_mask")) and a == b
 
 
 @pytest.mark.parametrize("name", ["dream-full", "random-dispatch"])

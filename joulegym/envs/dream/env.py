@@ -376,6 +376,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
 
     action_types: ClassVar[dict[str, type[ActionType]]] = {"dispatch": DispatchAction}
     inner_fast_path = True  # the trajectory and reward never read the observation (tests/dream/test_fast_path.py)
+    observation_free_steps = True  # the mask and info never read what _observe writes (tests/dream/test_fast_path.py)
     lean_info_keys: ClassVar[tuple[str, ...]] = ("t_s", "overflow")
     full_info_keys: ClassVar[tuple[str, ...]] = (*DreamEnvBase.full_info_keys, "overflow_steps")
     reward_parts = (  # the finite bounds are per config (_reward_spec, ux_bound: b = the workloads' model count)
