@@ -454,35 +454,43 @@ class DreamPolicy:
                 flush.append((a, r, 0))
         clamp = self.late_urgency == "clamp"
         n = len(params)
+        if n == 1:  # every decision of an episode, and of a search's candidate once it runs alone
+            alpha, beta = params[0]
+            bs, br, ba, bi, bv = -math.inf, math.inf, -1, -1, -1  # (score, release, accelerator, task, sub-net)
+            for i in view.ready:
+                V, v, p, urgency = self._task(view, i, dl[i] - now, clamp)
+                lat, en = V.lat[p], V.en[p]
+                sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
+                base = alpha * (now - tc[i]) / (sum_lat / n_acc)  # alpha x Score_Starv (line 9)
+                prev, fetch = prev_acc[i], V.in_b[p]
+                rel = release[i]
+                for a, resident, moved in flush:
+                    e_a = en[a] if en[a] > 0 else 1e-30
+                    moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
+                    # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
+                    score = urgency * sum_lat / lat[a] + base + beta * (sum_en - moved * e_byte) / e_a
+                    if score > bs or (score == bs and (rel < br or (rel == br and a < ba))):
+                        bs, br, ba, bi, bv = score, rel, a, i, v
+            return [(bi, ba, bv)]
         betas = [b for _a, b in params]
-        best = [(-math.inf, math.inf, -1, -1, -1)] * n  # (score, release, accelerator, task, sub-net)
-        beta0 = betas[0]
-        bs, br, ba, bi, bv = best[0]  # the one pair's best (n == 1: every decision of an episode)
+        best = [(-math.inf, math.inf, -1, -1, -1)] * n
         for i in view.ready:
             V, v, p, urgency = self._task(view, i, dl[i] - now, clamp)
             lat, en = V.lat[p], V.en[p]
             sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
             waited, mean_lat = now - tc[i], sum_lat / n_acc
-            bases = [alpha * waited / mean_lat for alpha, _b in params]  # alpha x Score_Starv (line 9)
+            bases = [alpha * waited / mean_lat for alpha, _b in params]
             prev, fetch = prev_acc[i], V.in_b[p]
             rel = release[i]
             for a, resident, moved in flush:
                 e_a = en[a] if en[a] > 0 else 1e-30
                 moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
-                # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
                 lat_term, energy_left = urgency * sum_lat / lat[a], sum_en - moved * e_byte
-                if n == 1:
-                    score = lat_term + bases[0] + beta0 * energy_left / e_a
-                    if score > bs or (score == bs and (rel < br or (rel == br and a < ba))):
-                        bs, br, ba, bi, bv = score, rel, a, i, v
-                    continue
                 for k in range(n):
                     score = lat_term + bases[k] + betas[k] * energy_left / e_a
                     b = best[k]
                     if score > b[0] or (score == b[0] and (rel < b[1] or (rel == b[1] and a < b[2]))):
                         best[k] = (score, rel, a, i, v)
-        if n == 1:
-            return [(bi, ba, bv)]
         return [(b[3], b[2], b[4]) for b in best]
 
 
@@ -502,7 +510,8 @@ def run_shared(sim: Any, policies: Sequence[DreamPolicy], instance: int) -> list
     stack = [(sim, list(range(len(policies))))]
     while stack:
         s, members = stack.pop()
-        view, apply, advance = s.view(), s.apply, s.advance
+        # Simulator.apply is _apply then the observers; a spawned or forked simulator has none
+        view, apply, advance = s.view(), s._apply if not s._observers else s.apply, s.advance
         params = [(policies[k].alpha, policies[k].beta) for k in members]
         while advance():
             early, idle = lead._before_scores(view)
