@@ -15,15 +15,24 @@ gives the same return, length and metrics as :func:`rollout` (each such family's
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from joulegym.core.cache import BoundedCache
 from joulegym.core.rewards import weighted_sum
 
 MAX_EPISODE_STEPS = 10_000_000  # a guard against an env that never ends
+# rollout_inner's episodes of inner policies that declare decisions_key: (env, seed, decisions) -> the result
+_EPISODES: BoundedCache[tuple] = BoundedCache(1024)
+
+
+def forget_episodes() -> None:
+    """Empty :func:`rollout_inner`'s memo of episodes (tests and benchmarks run episodes afresh)."""
+    _EPISODES.clear()
 
 
 @dataclass
@@ -147,7 +156,10 @@ def rollout_inner(env: Any, policy: Any, seed: int | None = None, *, record: boo
     :func:`rollout` (its instance draw, its simulator), then every step applies ``policy.inner.decide(sim.view())``
     through the env's transition and reward (``_advance_decision``) with the env's ``observing`` off; no
     observation, mask or action encoding is built. The return, length, final ``info["metrics"]`` and, with
-    ``record``, each step's reward and info (without ``action_mask``) equal :func:`rollout`'s.
+    ``record``, each step's reward and info (without ``action_mask``) equal :func:`rollout`'s. An inner policy with
+    a ``decisions_key(sim)`` shares its unrecorded episodes, in this process, with every policy of the same key on
+    the same env config, seed and options (:func:`_memo_key`): the second is not run again (its result is the
+    first's, which it would repeat decision for decision).
 
     :raises ValueError: if ``policy`` on ``env`` cannot take this path.
     :raises RuntimeError: if the episode has not ended after ``max_steps`` steps.
@@ -159,6 +171,12 @@ def rollout_inner(env: Any, policy: Any, seed: int | None = None, *, record: boo
     env.reset(seed=seed, options=options)
     policy.reset(env, seed=seed)
     base = env.unwrapped
+    memo = _memo_key(base, policy.inner, seed, options) if not record else None
+    if memo is not None and memo in _EPISODES:
+        base._episode_over = True  # as after the episode: the next step must be a reset
+        total, length, terminated, truncated, info = copy.deepcopy(_EPISODES[memo])
+        return Episode(seed, getattr(policy, "name", type(policy).__name__), total, length, terminated, truncated,
+                       info)
     decide, view, advance = policy.inner.decide, base.sim.view(), base._advance_decision
     weights, vector = base.reward_weights, base._vector_reward
     total: Any = 0.0
@@ -186,8 +204,25 @@ def rollout_inner(env: Any, policy: Any, seed: int | None = None, *, record: boo
         base.observing = True
         base._episode_over = True  # the observation was not kept up to date: the next step must be a reset
     info = infos[-1] if record else base._info(final=True, mask=False)
+    if memo is not None:
+        _EPISODES.put(memo, copy.deepcopy((total, length, bool(terminated), bool(truncated), info)))
     return Episode(seed, getattr(policy, "name", type(policy).__name__), total, length, bool(terminated),
                    bool(truncated), info, rewards, infos)
+
+
+def _memo_key(base: Any, inner: Any, seed: int | None, options: dict[str, Any] | None) -> Hashable | None:
+    """The key under which :func:`rollout_inner` keeps an episode: the env (its class, resolved config and render
+    mode), the seed and options, and the inner policy's ``decisions_key(sim)`` after both resets (a key equal for
+    policies that decide alike on this episode, e.g. two names of one scheduler; ``None``: not shared). Without a
+    ``decisions_key`` or a seed, no key."""
+    decisions = getattr(inner, "decisions_key", None)
+    if decisions is None or seed is None:
+        return None
+    key = decisions(base.sim)
+    if key is None:
+        return None
+    return (type(base).__module__, type(base).__qualname__, repr(sorted(base.config.items())), base.render_mode,
+            int(seed), repr(options), key)
 
 
 class ActionSequencePolicy:

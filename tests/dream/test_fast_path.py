@@ -13,7 +13,7 @@ import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
 from joulegym.baselines.dream import INNER
 from joulegym.core.policy import env_config_for
-from joulegym.core.rollout import observation_free, rollout, rollout_inner, simulator_path
+from joulegym.core.rollout import forget_episodes, observation_free, rollout, rollout_inner, simulator_path
 from joulegym.evaluation.runner import run_episode
 
 HORIZON = 0.15
@@ -103,6 +103,38 @@ def test_random_steps_without_observations_and_plays_the_observed_episode(scenar
         assert lean.rewards == observed.rewards and len(lean.infos) == len(observed.infos)
         for a, b in zip(observed.infos, lean.infos, strict=True):
             assert np.array_equal(a.pop("action_mask"), b.pop("action_mask")) and a == b
+
+
+def test_policies_that_decide_alike_play_one_episode(monkeypatch):
+    """DREAM-Full on a workload without a Supernet is DREAM-SmartDrop (Table 4): the simulator path plays the episode
+    once for both names (equal ``decisions_key``), and a fresh run gives the same episode; with a Supernet, or
+    another seed, nothing is shared."""
+    forget_episodes()
+    full, smart = (baselines.make(n, family="dream") for n in ("dream-full", "dream-smartdrop"))
+    env = _env(full, "ar-call")
+    base = env.unwrapped
+    first = rollout_inner(env, full, 10001)
+    steps: list[int] = []
+    advance = base._advance_decision
+    monkeypatch.setattr(base, "_advance_decision", lambda decision: steps.append(1) or advance(decision))
+    shared = rollout_inner(env, smart, 10001)
+    assert not steps and shared.policy == "dream-smartdrop" and first.policy == "dream-full"
+    _same(first, shared)
+    assert shared.final_info == first.final_info
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(0)
+    other_seed = rollout_inner(env, smart, 10002)
+    assert len(steps) == other_seed.length
+    forget_episodes()
+    fresh = rollout_inner(env, smart, 10001)
+    assert len(steps) == other_seed.length + fresh.length
+    _same(fresh, shared)
+    assert fresh.final_info == shared.final_info
+    vr = _env(full, "vr-gaming").unwrapped
+    vr.reset(seed=0)
+    assert full.inner.decisions_key(vr.sim) != smart.inner.decisions_key(vr.sim)
+    assert full.inner.decisions_key(base.sim) == smart.inner.decisions_key(base.sim)
+    forget_episodes()
 
 
 @pytest.mark.parametrize("name", ["dream-full", "random-dispatch"])

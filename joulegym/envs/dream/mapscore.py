@@ -298,6 +298,16 @@ class DreamPolicy:
         switch point), so the two share one search and its cache entry."""
         return "smartdrop" if self.variant == "full" and not sim.has_supernet else self.variant
 
+    def decisions_key(self, sim: Any) -> tuple | None:
+        """A key equal for two DREAM policies that take the same decisions on every episode of ``sim`` (the suite
+        then plays such an episode once, :func:`joulegym.core.rollout.rollout_inner`): every setting a decision
+        reads, the variant as :meth:`tuning_variant` (DREAM-Full is DREAM-SmartDrop without a Supernet), the name
+        aside; ``None`` for online tuning (its engine draws from the name's random stream)."""
+        if self.tuning == "online":
+            return None
+        return (type(self).__name__, self.tuning_variant(sim), self.tuning, self.alpha0, self.beta0, self.tune_key,
+                self.tune_horizon_s, self.tune_episodes, tuple(sorted(self._tuning_settings().items())))
+
     def offline_params(self, sim: Any) -> tuple[float, float]:
         """Locked (alpha, beta) for ``sim``'s configuration: the §3.6 search from (alpha0, beta0) where each
         evaluation is an episode with key ``tune_key`` of the same variant (:meth:`tuning_variant`) at fixed
