@@ -94,8 +94,7 @@ def test_random_steps_without_observations_and_plays_the_observed_episode(scenar
     for seed in (10000, 10003):
         observed = rollout(env, policy, seed, record=True, on_step=lambda *step: None)
         calls: list[int] = []
-        observe = base._observe
-        monkeypatch.setattr(base, "_observe", lambda: calls.append(1) or observe())
+        monkeypatch.setattr(base, "_observe", lambda calls=calls, observe=base._observe: calls.append(1) or observe())
         lean = rollout(env, policy, seed, record=True)
         monkeypatch.undo()
         assert calls == [1] and lean.length > 10  # the reset's observation only
