@@ -20,11 +20,12 @@ alone with the same metrics (``tests/qin/test_policies.py``).
 - ``round-robin`` and ``drain-time`` (the server whose assigned jobs drain first at the rate its threads run now,
   every job counted as one of the same size): the simple deployable rules a practitioner tries first, not in the
   paper; ``random`` is the generic one.
-- ``least-loaded`` (min L_i, qin.md §5.1) and ``drain-time-sized`` (min L_i / rate_i, the env's repair rule):
-  **privileged**. L_i is built on each job's size estimate alpha_hat; with ``size_estimate="profiled"`` that is
-  within 5 % of its true instruction count (docs §2.1), i.e. the job's duration, which a deployed scheduler does
-  not know (Qin's Alg. 1 + 3 never read alpha_m: it profiles rates for 0.05 s and predicts E, I and H). They are
-  upper references; under the env's default ``"app-mean"`` they see only each app's mean size.
+- ``least-loaded`` (min L_i, qin.md §5.1) and ``drain-time-sized`` (min L_i / rate_i, the env's repair rule): L_i
+  is built on each job's size estimate alpha_hat, which under the env's default ``size_estimate="app-mean"`` is its
+  app's mean size (what a deployed scheduler knows from the app's history): deployable baselines.
+  ``least-loaded-profiled`` and ``drain-time-profiled`` are the same rules run with ``size_estimate="profiled"``,
+  each job's estimate within 5 % of its true instruction count (docs §2.1), i.e. its duration, which a deployed
+  scheduler does not know (Qin's Alg. 1 + 3 never read alpha_m): **privileged** upper references.
 
 The others are not privileged: they read the job's CF-predicted scores, the servers' predicted interference
 state, pods, threads and measured rates. Qin's load tie-break and its ``least-loaded-of-d`` pick read the same
@@ -141,13 +142,26 @@ class RoundRobinPolicy(ClusterPolicy):
         return self._count % view.n_servers, None
 
 
-class LeastLoadedPolicy(ClusterPolicy):
-    """The server with the least assigned unfinished work L_i (qin.md §5.1; ties: the lowest index). Not in the paper.
-    Privileged: L_i sums the jobs' size estimates, each within 5 % of the job's true instruction count with
-    ``size_estimate="profiled"`` (the env's default, ``"app-mean"``, gives each app's mean size)."""
+class SizedPolicy(ClusterPolicy):
+    """A rule on L_i, the jobs' size estimates less their retired instructions. Deployable under the env's default
+    ``size_estimate="app-mean"`` (each app's mean size); ``profiled=True`` runs it with ``size_estimate="profiled"``
+    (per-job sizes within 5 % of the truth, a job's duration): privileged, named ``profiled_name``."""
+
+    profiled_name = "sized-profiled"
+
+    def __init__(self, profiled: bool = False) -> None:
+        self.privileged = bool(profiled)
+        if profiled:
+            self.name = self.profiled_name
+            self.env_config = {"size_estimate": "profiled"}
+
+
+class LeastLoadedPolicy(SizedPolicy):
+    """The server with the least assigned unfinished work L_i (qin.md §5.1; ties: the lowest index). Not in the
+    paper."""
 
     name = "least-loaded"
-    privileged = True
+    profiled_name = "least-loaded-profiled"
 
     def _decide(self, view: Any) -> tuple[int, int | None]:
         return int(np.argmin(view.load_instr)), None
@@ -164,14 +178,12 @@ class DrainTimePolicy(ClusterPolicy):
         return int(np.argmin(view.jobs_drain_s)), None
 
 
-class SizedDrainTimePolicy(ClusterPolicy):
+class SizedDrainTimePolicy(SizedPolicy):
     """``L_i / rate_i``: the drain time of each server's known work (the env's repair rule,
-    ``QinClusterEnv.repair_server``). Privileged: L_i sums the jobs' size estimates, with ``size_estimate=
-    "profiled"`` each within 5 % of the job's true instruction count (a per-job duration a deployed scheduler does
-    not have; the env's default, ``"app-mean"``, gives each app's mean size)."""
+    ``QinClusterEnv.repair_server``). Not in the paper."""
 
     name = "drain-time-sized"
-    privileged = True
+    profiled_name = "drain-time-profiled"
 
     def _decide(self, view: Any) -> tuple[int, int | None]:
         return int(np.argmin(view.drain_s)), None
@@ -204,11 +216,15 @@ def _register() -> None:
     _cluster("mage", MagePolicy, "Mage: best predicted performance under co-location (greedy)")
     _cluster("round-robin", RoundRobinPolicy, "servers in turn")
     _cluster("least-loaded", LeastLoadedPolicy,
-             "least assigned unfinished work from the jobs' size estimates (privileged; not in the paper)")
+             "least assigned unfinished work from the jobs' size estimates, app means by default (not in the paper)")
     _cluster("drain-time", DrainTimePolicy,
              "shortest drain time of the assigned jobs at the measured rate, sizes unknown (not in the paper)")
     _cluster("drain-time-sized", SizedDrainTimePolicy,
-             "shortest drain time of the known work, load / current rate, the env's repair rule (privileged)")
+             "shortest drain time of the estimated work, load / current rate, the env's repair rule (not in the paper)")
+    _cluster("least-loaded-profiled", lambda **kw: LeastLoadedPolicy(profiled=True, **kw),
+             "least-loaded on per-job sizes within 5 % of the truth (privileged)")
+    _cluster("drain-time-profiled", lambda **kw: SizedDrainTimePolicy(profiled=True, **kw),
+             "drain-time-sized on per-job sizes within 5 % of the truth (privileged)")
     _node("qin-node", lambda focus="energy", remap="period", **kw: QinNodePolicy(focus=focus, remap=remap, **kw),
           "Qin's node level (Alg. 2 + 4, Kalman + DVFS), energy focus PL 0.5")
     _node("sniper-pinned", SniperPinnedPolicy, "Sniper's default pinned scheduler at f_max")

@@ -68,6 +68,8 @@ class Benchmark:
     :param one_why: why ``best_heuristic`` is the one (shown on the page).
     :param policy_settings: the env config keys a policy's ``env_config`` may set (parts of what its system is);
         every other key is the scenario's and binds every policy.
+    :param privileged_settings: scenario keys a ``privileged`` policy may also set, to see what a deployed system
+        cannot (Qin's ``size_estimate="profiled"``): what makes it an upper bound, ranked apart.
     :param budget: ``(used, limit, rtol)``: the ``info["metrics"]`` keys of the episode's peak draw and of the
         scenario's budget, and the relative tolerance of the env's enforcement; ``None``: no budget.
     :param zoo_algo: the algorithm the zoo ships for this family (``train.py --help`` and the docs name it).
@@ -95,6 +97,7 @@ class Benchmark:
     zero_why: str = ""
     one_why: str = ""
     policy_settings: tuple[str, ...] = ()
+    privileged_settings: tuple[str, ...] = ()
     budget: tuple[str, str, float] | None = None
     zoo_algo: str = ""
     eval_seeds: tuple[int, ...] = DEFAULT_EVAL_SEEDS
@@ -111,6 +114,7 @@ class Benchmark:
         object.__setattr__(self, "heuristics", tuple(self.heuristics))
         object.__setattr__(self, "baselines", tuple(dict.fromkeys((*self.baselines, "random"))))
         object.__setattr__(self, "policy_settings", tuple(self.policy_settings))
+        object.__setattr__(self, "privileged_settings", tuple(self.privileged_settings))
         object.__setattr__(self, "validation_seeds", tuple(int(s) for s in self.validation_seeds))
         zero = {s: self.zero for s in self.scenarios} if isinstance(self.zero, str) else dict(self.zero)
         object.__setattr__(self, "zero", MappingProxyType(zero))
@@ -205,14 +209,17 @@ class Benchmark:
                          f"of the {self.kind} benchmark: add it to the family's Benchmark record "
                          f"(heuristics={list(self.heuristics)}, baselines={list(self.baselines)})")
 
-    def check_env_config(self, name: str, env_config: Mapping[str, object] | None) -> None:
+    def check_env_config(self, name: str, env_config: Mapping[str, object] | None, privileged: bool = False) -> None:
         """``ValueError`` if policy ``name``'s ``env_config`` sets a key the scenario owns (anything but
-        ``policy_settings``): every policy runs under the scenario's budget, observability and costs."""
-        owned = sorted(set(env_config or {}) - set(self.policy_settings))
+        ``policy_settings``, and ``privileged_settings`` for a privileged policy): every deployable policy runs under
+        the scenario's budget, observability and costs."""
+        allowed = (*self.policy_settings, *(self.privileged_settings if privileged else ()))
+        owned = sorted(set(env_config or {}) - set(allowed))
         if owned:
             raise ValueError(f"policy {name!r}: env_config sets {owned}, which the {self.kind} benchmark's scenarios "
-                             f"fix for every policy; a policy may set only {list(self.policy_settings)} (parts of "
-                             "what its system is)")
+                             f"fix for every {'' if privileged else 'deployable '}policy; it may set only "
+                             f"{list(allowed)} (parts of what its system is"
+                             f"{', or what makes it privileged' if privileged else ''})")
 
     def budget_kept(self, metrics: Mapping[str, float]) -> bool:
         """Whether an episode's final metrics keep the scenario's budget (``True`` without a budget)."""

@@ -23,7 +23,7 @@ from joulegym.scenarios.qin import SPLASH2
 
 PAPER_BASELINES = ("kubernetes", "paragon", "mage")
 DEPLOYABLE = ("drain-time",)  # the simple size-blind rule a practitioner tries first (not in the paper)
-# rules on L_i, built on the jobs' size estimates (within 5 % of the truth): privileged upper references
+# rules on L_i, built on the jobs' size estimates (each app's mean size under the env's default; not in the paper)
 SIZE_INFORMED = ("least-loaded", "drain-time-sized")
 VARIANTS = {"perf": ("qin-perf", "makespan", "makespan_s"), "energy": ("qin-energy", "energy", "energy_j"),
             "edp": ("qin-edp", "edp", "edp_js")}

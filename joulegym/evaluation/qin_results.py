@@ -25,7 +25,8 @@ def _rw_max_section(tables: dict[str, pd.DataFrame]) -> list[str]:
             f"seeds 0-{seeds - 1}; the paired gain is the mean over seeds of "
             "`(B - Q) / B`; Im_c is eq. 30's imbalance (max minus mean server load) averaged over the placements. "
             "`drain-time` (size-blind), `least-loaded` and `drain-time-sized` are not in the paper; the last two read "
-            "the jobs' size estimates (within 5 % of the truth) and are privileged upper references.", "",
+            "the jobs' size estimates (each app's mean size by default; their `-profiled` variants, per-job sizes "
+            "within 5 % of the truth, are privileged upper references).", "",
             markdown_table(shown, floatfmt=".3g"), ""]
 
 
@@ -136,8 +137,8 @@ def _leaderboard_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     return ["## Leaderboard heuristics", "",
             f"Mean makespan (s) on the leaderboard's held-out seeds {seeds.min()}-{seeds.max()} (`evaluate.py --suite "
             "qin` ranks the shipped agents beside them); `round-robin`, `drain-time`, `least-loaded` and "
-            "`drain-time-sized` are not in the paper, and the last two are privileged (they read the jobs' size "
-            "estimates).", "", markdown_table(wide, floatfmt=".1f"), ""]
+            "`drain-time-sized` are not in the paper (the last two read each app's mean size), and the `-profiled` "
+            "rows are privileged (per-job sizes).", "", markdown_table(wide, floatfmt=".1f"), ""]
 
 
 def _rules_gap_section(tables: dict[str, pd.DataFrame]) -> list[str]:

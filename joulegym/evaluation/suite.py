@@ -256,9 +256,9 @@ def reference_entries(descriptor: FamilyDescriptor, scenario_id: str) -> list[tu
     out = []
     for name in names:
         policy = baselines.make(name, family=descriptor.name)
-        bench.check_env_config(name, getattr(policy, "env_config", None))
-        out.append((PolicyEntry(name, "reference", name, family=descriptor.name),
-                    bench.policy_class(name, bool(getattr(policy, "privileged", False)))))
+        privileged = bool(getattr(policy, "privileged", False))
+        bench.check_env_config(name, getattr(policy, "env_config", None), privileged)
+        out.append((PolicyEntry(name, "reference", name, family=descriptor.name), bench.policy_class(name, privileged)))
     classes = {e.label: c for e, c in out}
     for scenario in bench.scenarios:
         if env_id(bench.kind, scenario, descriptor.kind(bench.kind).version) != scenario_id:

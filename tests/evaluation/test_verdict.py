@@ -30,13 +30,16 @@ def _entries(family: str) -> list:
 # --- same rules for every policy --------------------------------------------------------------------------------
 @pytest.mark.parametrize("family", BENCHMARKED)
 def test_every_policy_runs_under_the_scenario_rules_and_has_a_class(family):
-    """No reference policy's env_config sets a scenario key (budget, predictor, profiling, ...); every deployable
-    policy is a heuristic or a baseline of the record; both anchors are deployable."""
+    """No deployable reference policy's env_config sets a scenario key (budget, predictor, profiling, ...), a
+    privileged one only the record's ``privileged_settings``; every deployable policy is a heuristic or a baseline of
+    the record; both anchors are deployable."""
     bench = get_family(family).benchmark
     entries = _entries(family)
     for entry, cls in entries:
         policy = baselines.make(entry.name, family=family)
-        assert set(getattr(policy, "env_config", None) or {}) <= set(bench.policy_settings), entry.name
+        settings = set(getattr(policy, "env_config", None) or {})
+        assert settings <= set(bench.policy_settings) or (policy.privileged and settings <= set(
+            (*bench.policy_settings, *bench.privileged_settings))), entry.name
         assert cls == bench.policy_class(entry.name, bool(policy.privileged))
     classes = dict((e.label, c) for e, c in entries)
     scenario = bench.quick_scenarios[0]
@@ -69,10 +72,22 @@ def test_env_config_cannot_lift_a_scenario_constraint(family):
     register_policy("rule-lifter", lambda: _Lifter(LIFTS[family]), family=family, kinds=(bench.kind,),
                     description="test double")
     try:
-        with pytest.raises(ValueError, match=r"rule-lifter.*fix for every policy"):
+        with pytest.raises(ValueError, match=r"rule-lifter.*fix for every deployable policy"):
             suite.reference_entries(get_family(family), _quick_id(family))
     finally:
         _REGISTRY.pop((family, "rule-lifter"), None)
+
+
+def test_only_a_privileged_policy_may_set_the_privileged_settings():
+    """Qin's size_estimate="profiled" (per-job sizes) is what makes its -profiled rules upper bounds: allowed to a
+    privileged policy, refused to a deployable one, and no other scenario key is allowed to either."""
+    bench = get_family("qin").benchmark
+    assert bench.privileged_settings == ("size_estimate",)
+    bench.check_env_config("an-upper-bound", {"size_estimate": "profiled"}, privileged=True)
+    with pytest.raises(ValueError, match=r"'deployable'.*size_estimate"):
+        bench.check_env_config("deployable", {"size_estimate": "profiled"})
+    with pytest.raises(ValueError, match=r"node_policy.*what makes it privileged"):
+        bench.check_env_config("an-upper-bound", {"size_estimate": "profiled", "node_policy": "linux"}, privileged=True)
 
 
 def _budget_families() -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from joulegym.core.rollout import rollout
 from joulegym.envs.qin.cluster_env import QinClusterEnv, QinHierarchicalEnv
 from joulegym.envs.qin.node_env import QinNodeEnv
 from joulegym.scenarios import qin as qin_scenarios
+from joulegym.workloads.qin_jobs import generate_jobs
 
 register_family(qin_scenarios.FAMILY)  # idempotent: a no-op once "qin" is in FAMILY_MODULES
 
@@ -53,6 +56,30 @@ def test_cluster_returns_are_the_paper_metrics_over_their_scales():
     assert parts["edp"] == pytest.approx(-m["edp_js"] / (env.E_ref * env.T_ref), rel=1e-9)
     assert episode.total_return == pytest.approx(parts["makespan"])  # the default objective
     assert 0.3 < -parts["makespan"] < 10  # O(1) returns
+
+
+def _first_observations(jobs, steps: int = 3, **config) -> list[np.ndarray]:
+    env = QinClusterEnv(workload={"kind": "rw", "num_jobs": jobs.n_jobs}, **config)
+    obs, _ = env.reset(seed=0, options={"jobs": jobs})
+    seen = [obs]
+    for _ in range(steps - 1):  # batch arrivals: these placements all happen at t = 0, before any completion
+        obs, *_ = env.step(0)
+        seen.append(obs)
+    return seen
+
+
+def test_observation_is_blind_to_true_job_sizes_under_app_mean_estimates():
+    """Two workloads that differ only in the jobs' true sizes look the same to the agent until a job completes: the
+    observation's scales (T_ref, mean size) come from the size estimates, like its load and drain features."""
+    jobs = generate_jobs("rw", 12, seed=0)
+    factor = np.random.default_rng(1).uniform(0.8, 1.25, jobs.n_jobs)
+    resized = dataclasses.replace(jobs, size_instr=jobs.size_instr * factor)
+    for same, other in zip(_first_observations(jobs), _first_observations(resized)):
+        np.testing.assert_array_equal(same, other)
+    # per-job size knowledge ("profiled", for the privileged rules) does show in the observation
+    profiled = zip(_first_observations(jobs, size_estimate="profiled"),
+                   _first_observations(resized, size_estimate="profiled"))
+    assert any(np.any(a != b) for a, b in profiled)
 
 
 def test_objective_picks_the_reward_preset():

@@ -1,7 +1,9 @@
 """What the Qin cluster policies read (docs/families/qin.md §5.1): a policy that is not ``privileged`` decides on
-what a deployed scheduler knows. A job's size estimate alpha_hat is within 5 % of its true instruction count (docs
-§2.1), i.e. its duration, which a deployed scheduler does not know (the paper's Alg. 1 + 3 never read alpha_m), so
-no deployable policy's placements may change when the size estimates change."""
+what a deployed scheduler knows. The published schedulers never read a job's size estimate alpha_hat (the paper's
+Alg. 1 + 3 never read alpha_m), so their placements may not change when the estimates change. The rules on L_i read
+the estimates: under the env's default ``size_estimate="app-mean"`` those are each app's mean size (deployable);
+their ``-profiled`` variants run with per-job sizes within 5 % of the truth (docs §2.1), a job's duration, which a
+deployed scheduler does not know: privileged."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ SMALL = {"workload": {"num_jobs": 20}}
 SIZE_BLIND = ("qin", "qin-perf", "qin-energy", "qin-edp", "qin-d1", "qin-dac", "kubernetes", "paragon", "mage",
               "round-robin", "drain-time")
 SIZED = ("least-loaded", "drain-time-sized")
+PROFILED = {"least-loaded": "least-loaded-profiled", "drain-time-sized": "drain-time-profiled"}
 
 
 def _placements(name: str, size_factor: np.ndarray | None, seed: int = 3, **env_kw) -> list[int]:
@@ -63,11 +66,24 @@ def test_qin_least_loaded_of_d_reads_no_size():
 
 
 @pytest.mark.parametrize("name", SIZED)
-def test_size_informed_rules_are_privileged(name):
-    """The rules on L_i (the jobs' size estimates less the retired instructions) read the sizes: their placements
-    move with the estimates, and they say so."""
-    assert make_inner(name, family="qin").privileged
+def test_rules_on_the_load_read_the_estimates_and_only_per_job_sizes_are_privileged(name):
+    """The rules on L_i (the jobs' size estimates less the retired instructions) move with the estimates; they are
+    deployable on the app means and privileged on per-job profiled sizes, which their ``-profiled`` variant runs."""
+    deployable, profiled = make_inner(name, family="qin"), make_inner(PROFILED[name], family="qin")
+    assert not deployable.privileged and deployable.env_config == {}
+    assert profiled.privileged and profiled.env_config == {"size_estimate": "profiled"}
+    assert profiled.name == PROFILED[name] and type(profiled) is type(deployable)
     assert _placements(name, None) != _placements(name, _factor())
+
+
+def test_profiled_sizes_are_only_in_privileged_policies():
+    """Every registered Qin cluster policy that runs with per-job sizes says it is privileged."""
+    from joulegym.core.policy import available
+
+    profiled = [name for name in available("qin", "QinCluster", inner=True)
+                if getattr(make_inner(name, family="qin"), "env_config", {}).get("size_estimate") == "profiled"]
+    assert sorted(profiled) == sorted(PROFILED.values())
+    assert all(make_inner(name, family="qin").privileged for name in profiled)
 
 
 def test_drain_time_counts_jobs_over_the_measured_rate():

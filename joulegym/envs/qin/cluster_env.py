@@ -19,7 +19,9 @@ observation            ``Box(0, 10, (N_max * 15 + 6 + 7,), float32)``: per serve
                        mean t / 100, mean c / 100, LC flag, waited time / T_ref; global (7): time / T_ref / 4,
                        jobs left / M, queue length / M, objective one-hot (makespan, flowtime, energy, edp).
                        Predictions come from the env's CF predictors fed only by the profiling oracle (2 noisy
-                       SCs per job), the same information Qin uses
+                       SCs per job), the same information Qin uses. The observation's ``T_ref`` and mean job size
+                       are computed from the size estimates (``size_estimate``), not the true sizes: the
+                       observation carries no size knowledge a deployed scheduler lacks
 reward parts           ``makespan = -dPhi / T_ref`` with ``Phi = now - t_0 + max_i drain_i`` (potential
                        shaped, ``drain_i`` = load / the rate its threads run at now; Phi at the end is the
                        makespan, so the return is ``-makespan / T_ref``),
@@ -457,15 +459,15 @@ class QinClusterEnv(JoulegymEnv):
         self._started_sim = True
         size = np.asarray(jobs.size_instr, dtype=float)
         ref_runtime = np.asarray(jobs.reference_runtime_s, dtype=float)
-        # one reference core's instruction rate (i5-4690 at 3.5 GHz) x each server's relative core speed x cores
-        ref_ips = float(size.sum() / ref_runtime.sum())
-        self._capacity_ips = self.cluster.full_load_cores * ref_ips * self._reference_speed()
-        self.mean_size = float(size.mean())
         self.t_job = float(ref_runtime.mean())
         self._arrivals = np.asarray(jobs.arrival_s, dtype=float)
         self._t0 = float(self._arrivals.min())
-        self.T_ref = max(float(size.sum() / self._capacity_ips.sum()), float(self._arrivals.max() - self._t0), 1e-9)
+        self.T_ref = self._ideal_makespan(size, ref_runtime)
         self.E_ref = self.T_ref * float(self.cluster.tdp_w.sum())
+        # the observation's scales: the same arithmetic on the size estimates, what a deployed scheduler knows
+        estimate = np.asarray(sim.pred_size, dtype=float)
+        self.mean_size = float(estimate.mean())
+        self._obs_T_ref = self._ideal_makespan(estimate, estimate * (ref_runtime / size))
         self._threads = np.asarray(jobs.threads, dtype=float)
         self._is_lc = np.asarray(jobs.job_class) == "lc"
         self.placed = 0
@@ -487,6 +489,14 @@ class QinClusterEnv(JoulegymEnv):
         self._segments = np.asarray(self.cluster.first_core[:-1], dtype=np.intp)
         self._job_table = self._job_features_table()
         self._more = sim.advance()
+
+    def _ideal_makespan(self, size: np.ndarray, ref_runtime: np.ndarray) -> float:
+        """``T_ref``: total work over the cluster's capacity at f_max, at least the arrival span. The capacity is one
+        reference core's instruction rate (i5-4690 at 3.5 GHz, from the sizes and their reference runtimes) x each
+        server's relative core speed x its cores."""
+        ref_ips = float(size.sum() / ref_runtime.sum())
+        capacity_ips = self.cluster.full_load_cores * ref_ips * self._reference_speed()
+        return max(float(size.sum() / capacity_ips.sum()), float(self._arrivals.max() - self._t0), 1e-9)
 
     def _reference_speed(self) -> np.ndarray:
         """Per server: one core's speed at f_max relative to the reference i5-4690 core at 3.5 GHz (frequency x
@@ -598,7 +608,7 @@ class QinClusterEnv(JoulegymEnv):
         load, drain = self._load_and_drain()
         feat[:, 3] = sim.runnable_threads * self._inv_cores
         feat[:, 4] = load * self._inv_size_cores
-        feat[:, 5] = drain * (1.0 / self.T_ref)
+        feat[:, 5] = drain * (1.0 / self._obs_T_ref)
         feat[:, 6:8] = self._pressure_features()
         feat[:, 8] = sim.power_w * self._inv_tdp
         # utilisation = busy cores / cores (QinSim.util), summed per server segment without a bincount
@@ -609,12 +619,12 @@ class QinClusterEnv(JoulegymEnv):
         if job >= 0:
             feat[:, 10:14] = self._job_server_features(job)
             obs[head: head + JOB_FEATURES - 1] = self._job_table["job"][job]
-            obs[head + JOB_FEATURES - 1] = max(0.0, float(sim.now - self._arrivals[job])) / self.T_ref  # waited
+            obs[head + JOB_FEATURES - 1] = max(0.0, float(sim.now - self._arrivals[job])) / self._obs_T_ref  # waited
         else:
             feat[:, 10:14] = 0.0
         obs[:head] = rows.ravel()
         g = head + JOB_FEATURES
-        obs[g] = sim.now / self.T_ref / 4.0
+        obs[g] = sim.now / self._obs_T_ref / 4.0
         obs[g + 1] = (self.M - self.placed) / self.M
         obs[g + 2] = sim.queue_length / self.M
         obs[g + 3 + OBJECTIVES.index(self.objective)] = 1.0
