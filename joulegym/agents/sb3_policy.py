@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +135,21 @@ class SB3Policy:
                 f"{env.observation_space.shape}: the model was trained on another env/config"
             )
         self._env = env
+
+    @staticmethod
+    @contextmanager
+    def one_thread() -> Iterator[None]:
+        """Torch on one intra-op thread while the agent's episodes run, the previous count restored after: a forward
+        pass of one observation through a small network gains nothing from more threads, whose idle workers spin
+        and add their CPU time (the actions do not depend on the count: the evaluation's files are the same)."""
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         kwargs: dict[str, Any] = {"deterministic": self.deterministic}

@@ -104,6 +104,10 @@ class JoulegymEnv(gym.Env):
     # ``_advance_decision`` with ``observing`` False and never calls ``_observe``. A family sets it once a test
     # proves both paths equal for every inner policy.
     inner_fast_path: ClassVar[bool] = False
+    # The family's transition, reward, info and action mask never read the state only ``_observe`` writes: a policy
+    # that reads only the info and the action space (``reads_observation = False``) may step without observations
+    # (:func:`joulegym.core.rollout.rollout`). A family sets it once a test proves both loops give the same episode.
+    observation_free_steps: ClassVar[bool] = False
     observing: bool = True  # False on the simulator path: a family may skip its observation and mask upkeep
 
     def __init__(self, scenario: str | None = None, render_mode: str | None = None, **overrides: Any) -> None:

@@ -245,9 +245,11 @@ class RandomPolicy:
     """Uniform random actions from the env's action space (masked where the env offers a mask).
 
     A row on the leaderboard (a baseline), never its zero: the zero is the family's simple deployable baseline.
+    It reads the info's ``action_mask`` and the action space, never the observation (``reads_observation``).
     """
 
     privileged = False
+    reads_observation = False
 
     def __init__(self, name: str = "random") -> None:
         self.name = name

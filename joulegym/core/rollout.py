@@ -15,15 +15,24 @@ gives the same return, length and metrics as :func:`rollout` (each such family's
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from joulegym.core.cache import BoundedCache
 from joulegym.core.rewards import weighted_sum
 
 MAX_EPISODE_STEPS = 10_000_000  # a guard against an env that never ends
+# rollout_inner's episodes of inner policies that declare decisions_key: (env, seed, decisions) -> the result
+_EPISODES: BoundedCache[tuple] = BoundedCache(1024)
+
+
+def forget_episodes() -> None:
+    """Empty :func:`rollout_inner`'s memo of episodes (tests and benchmarks run episodes afresh)."""
+    _EPISODES.clear()
 
 
 @dataclass
@@ -58,12 +67,17 @@ def rollout(env: Any, policy: Any, seed: int | None = None, *, record: bool = Fa
             on_step: Callable[[Any, float, dict[str, Any]], None] | None = None) -> Episode:
     """Run one episode of ``policy`` on ``env`` from ``seed``.
 
+    A policy that reads no observation, on a family whose steps do not need one (:func:`observation_free`), steps
+    without building observations (the same episode, each family's test proves it).
+
     :param record: keep every reward and info (for plots).
-    :param on_step: called as ``on_step(obs, reward, info)`` after every step.
+    :param on_step: called as ``on_step(obs, reward, info)`` after every step (the observations are then built).
     :raises RuntimeError: if the episode has not ended after ``max_steps`` steps.
     """
     obs, info = env.reset(seed=seed, options=options)
     policy.reset(env, seed=seed)
+    if on_step is None and observation_free(env, policy):
+        return _rollout_unobserved(env, policy, seed, info, record, max_steps)
     total: Any = 0.0
     length = 0
     rewards: list[Any] = []
@@ -87,6 +101,46 @@ def rollout(env: Any, policy: Any, seed: int | None = None, *, record: bool = Fa
                    bool(truncated), info, rewards, infos)
 
 
+def observation_free(env: Any, policy: Any) -> bool:
+    """Whether ``policy``'s episode on ``env`` may step without building observations: the policy reads only the
+    info and the action space (``reads_observation = False``, e.g. :class:`~joulegym.core.policy.RandomPolicy`) and
+    the env's family declares ``observation_free_steps``."""
+    return getattr(policy, "reads_observation", True) is False and \
+        bool(getattr(env.unwrapped, "observation_free_steps", False))
+
+
+def _rollout_unobserved(env: Any, policy: Any, seed: int | None, info: dict[str, Any], record: bool,
+                        max_steps: int) -> Episode:
+    """:func:`rollout`'s loop after the reset for an :func:`observation_free` policy: each step is the env's
+    ``step()`` without its ``_observe()`` (the same transition, reward and info), the policy given ``None`` for the
+    observation. The next episode starts with a reset, which builds the observation afresh."""
+    base = env.unwrapped
+    advance, make_info = base._advance, base._info
+    weights, vector = base.reward_weights, base._vector_reward
+    total: Any = 0.0
+    length = 0
+    rewards: list[Any] = []
+    infos: list[dict[str, Any]] = []
+    terminated = truncated = False
+    while not (terminated or truncated):
+        if length >= max_steps:
+            raise RuntimeError(f"the episode did not end within {max_steps} steps")
+        parts, terminated, truncated = advance(policy.act(None, info))
+        if vector:
+            reward: Any = np.array(parts, dtype=np.float64)
+            total = total + reward
+        else:
+            reward = float(weighted_sum(weights, parts))
+            total += reward
+        info = make_info(final=base._episode_over)
+        length += 1
+        if record:
+            rewards.append(reward)
+            infos.append(info)
+    return Episode(seed, getattr(policy, "name", type(policy).__name__), total, length, bool(terminated),
+                   bool(truncated), info, rewards, infos)
+
+
 def simulator_path(env: Any, policy: Any) -> bool:
     """Whether ``policy``'s episode on ``env`` may run on the simulator path (:func:`rollout_inner`): the policy is
     an inner policy behind the core's adapter (it decides from ``sim.view()``, not from the observation) and the
@@ -102,7 +156,10 @@ def rollout_inner(env: Any, policy: Any, seed: int | None = None, *, record: boo
     :func:`rollout` (its instance draw, its simulator), then every step applies ``policy.inner.decide(sim.view())``
     through the env's transition and reward (``_advance_decision``) with the env's ``observing`` off; no
     observation, mask or action encoding is built. The return, length, final ``info["metrics"]`` and, with
-    ``record``, each step's reward and info (without ``action_mask``) equal :func:`rollout`'s.
+    ``record``, each step's reward and info (without ``action_mask``) equal :func:`rollout`'s. An inner policy with
+    a ``decisions_key(sim)`` shares its unrecorded episodes, in this process, with every policy of the same key on
+    the same env config, seed and options (:func:`_memo_key`): the second is not run again (its result is the
+    first's, which it would repeat decision for decision).
 
     :raises ValueError: if ``policy`` on ``env`` cannot take this path.
     :raises RuntimeError: if the episode has not ended after ``max_steps`` steps.
@@ -114,6 +171,12 @@ def rollout_inner(env: Any, policy: Any, seed: int | None = None, *, record: boo
     env.reset(seed=seed, options=options)
     policy.reset(env, seed=seed)
     base = env.unwrapped
+    memo = _memo_key(base, policy.inner, seed, options) if not record else None
+    if memo is not None and memo in _EPISODES:
+        base._episode_over = True  # as after the episode: the next step must be a reset
+        total, length, terminated, truncated, info = copy.deepcopy(_EPISODES[memo])
+        return Episode(seed, getattr(policy, "name", type(policy).__name__), total, length, terminated, truncated,
+                       info)
     decide, view, advance = policy.inner.decide, base.sim.view(), base._advance_decision
     weights, vector = base.reward_weights, base._vector_reward
     total: Any = 0.0
@@ -141,8 +204,25 @@ def rollout_inner(env: Any, policy: Any, seed: int | None = None, *, record: boo
         base.observing = True
         base._episode_over = True  # the observation was not kept up to date: the next step must be a reset
     info = infos[-1] if record else base._info(final=True, mask=False)
+    if memo is not None:
+        _EPISODES.put(memo, copy.deepcopy((total, length, bool(terminated), bool(truncated), info)))
     return Episode(seed, getattr(policy, "name", type(policy).__name__), total, length, bool(terminated),
                    bool(truncated), info, rewards, infos)
+
+
+def _memo_key(base: Any, inner: Any, seed: int | None, options: dict[str, Any] | None) -> Hashable | None:
+    """The key under which :func:`rollout_inner` keeps an episode: the env (its class, resolved config and render
+    mode), the seed and options, and the inner policy's ``decisions_key(sim)`` after both resets (a key equal for
+    policies that decide alike on this episode, e.g. two names of one scheduler; ``None``: not shared). Without a
+    ``decisions_key`` or a seed, no key."""
+    decisions = getattr(inner, "decisions_key", None)
+    if decisions is None or seed is None:
+        return None
+    key = decisions(base.sim)
+    if key is None:
+        return None
+    return (type(base).__module__, type(base).__qualname__, repr(sorted(base.config.items())), base.render_mode,
+            int(seed), repr(options), key)
 
 
 class ActionSequencePolicy:

@@ -14,6 +14,7 @@ was trained on.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import warnings
 from collections.abc import Sequence
@@ -146,12 +147,14 @@ def evaluate(env_id: str, entries: Sequence[PolicyEntry], seeds: Sequence[int],
         try:
             # a privileged reference policy is an upper bound: never the normaliser (normalised_scores)
             kind = "privileged" if entry.kind == "reference" and getattr(policy, "privileged", False) else entry.kind
-            for index, seed in enumerate(seeds):
-                row, trace = run_episode(env, policy, seed, record=record and index == 0, env_id=env_id,
-                                         label=entry.label, kind=kind, episode=index)
-                rows.append(row)
-                if trace is not None:
-                    traces[entry.label] = trace
+            threads = getattr(policy, "one_thread", None)  # an agent's forward passes on one torch thread
+            with threads() if threads is not None else contextlib.nullcontext():
+                for index, seed in enumerate(seeds):
+                    row, trace = run_episode(env, policy, seed, record=record and index == 0, env_id=env_id,
+                                             label=entry.label, kind=kind, episode=index)
+                    rows.append(row)
+                    if trace is not None:
+                        traces[entry.label] = trace
         except PolicyNotApplicable as err:
             warnings.warn(f"skipping {entry.label!r} on {env_id}: {err}", stacklevel=2)
             skipped.append(entry.label)

@@ -6,13 +6,14 @@ info (the action mask aside) equal bit for bit (docs/families/dream.md §6; the 
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym import baselines
 from joulegym.baselines.dream import INNER
 from joulegym.core.policy import env_config_for
-from joulegym.core.rollout import rollout, rollout_inner, simulator_path
+from joulegym.core.rollout import forget_episodes, observation_free, rollout, rollout_inner, simulator_path
 from joulegym.evaluation.runner import run_episode
 
 HORIZON = 0.15
@@ -80,6 +81,59 @@ def test_the_runner_takes_the_simulator_path_for_inner_policies_only():
     assert not simulator_path(params, baselines.make("fixed-params", family="dream"))
     after = rollout(env, random, 5)  # the observation is rebuilt at reset: the env path runs on
     assert after.length > 0
+
+
+@pytest.mark.parametrize("scenario", ["vr-gaming", "random-mix"])
+def test_random_steps_without_observations_and_plays_the_observed_episode(scenario, monkeypatch):
+    """``random`` reads only the mask: :func:`rollout` steps it without ``_observe`` (after the reset's) and plays
+    the episode of the observed loop (``on_step`` given: ``env.step``), every reward and info, masks included."""
+    policy = baselines.make("random")
+    env = gym.make(f"joulegym/DREAM-{scenario}-v0", horizon_s=HORIZON, info_level="full")
+    base = env.unwrapped
+    assert observation_free(env, policy) and not observation_free(env, baselines.make("edf", family="dream"))
+    for seed in (10000, 10003):
+        observed = rollout(env, policy, seed, record=True, on_step=lambda *step: None)
+        calls: list[int] = []
+        monkeypatch.setattr(base, "_observe", lambda calls=calls, observe=base._observe: calls.append(1) or observe())
+        lean = rollout(env, policy, seed, record=True)
+        monkeypatch.undo()
+        assert calls == [1] and lean.length > 10  # the reset's observation only
+        _same(observed, lean)
+        assert lean.rewards == observed.rewards and len(lean.infos) == len(observed.infos)
+        for a, b in zip(observed.infos, lean.infos, strict=True):
+            assert np.array_equal(a.pop("action_mask"), b.pop("action_mask")) and a == b
+
+
+def test_policies_that_decide_alike_play_one_episode(monkeypatch):
+    """DREAM-Full on a workload without a Supernet is DREAM-SmartDrop (Table 4): the simulator path plays the episode
+    once for both names (equal ``decisions_key``), and a fresh run gives the same episode; with a Supernet, or
+    another seed, nothing is shared."""
+    forget_episodes()
+    full, smart = (baselines.make(n, family="dream") for n in ("dream-full", "dream-smartdrop"))
+    env = _env(full, "ar-call")
+    base = env.unwrapped
+    first = rollout_inner(env, full, 10001)
+    steps: list[int] = []
+    advance = base._advance_decision
+    monkeypatch.setattr(base, "_advance_decision", lambda decision: steps.append(1) or advance(decision))
+    shared = rollout_inner(env, smart, 10001)
+    assert not steps and shared.policy == "dream-smartdrop" and first.policy == "dream-full"
+    _same(first, shared)
+    assert shared.final_info == first.final_info
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(0)
+    other_seed = rollout_inner(env, smart, 10002)
+    assert len(steps) == other_seed.length
+    forget_episodes()
+    fresh = rollout_inner(env, smart, 10001)
+    assert len(steps) == other_seed.length + fresh.length
+    _same(fresh, shared)
+    assert fresh.final_info == shared.final_info
+    vr = _env(full, "vr-gaming").unwrapped
+    vr.reset(seed=0)
+    assert full.inner.decisions_key(vr.sim) != smart.inner.decisions_key(vr.sim)
+    assert full.inner.decisions_key(base.sim) == smart.inner.decisions_key(base.sim)
+    forget_episodes()
 
 
 @pytest.mark.parametrize("name", ["dream-full", "random-dispatch"])

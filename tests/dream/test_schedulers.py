@@ -213,6 +213,28 @@ def test_offline_tuning_locks_the_search_result_and_is_cached(monkeypatch):
     assert not calls and (again.alpha, again.beta) == rec.params
 
 
+def test_full_shares_smartdrops_search_where_no_supernet(monkeypatch):
+    # Table 4: DREAM-Full is DREAM-SmartDrop + Supernet switching; without a Supernet no frame reaches a switch
+    # point, so the two decide alike (checked on two fixed pairs) and Full reuses SmartDrop's search
+    s = DreamSim.from_catalog("ar-call", "4k-1ws2os", horizon_s=0.3)
+    assert not s.has_supernet and DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=0.3).has_supernet
+    for pair in ((1.0, 1.0), (0.25, 1.75)):
+        full, smart = (run_inner(s.spawn(7), DreamPolicy(v, "fixed", *pair), 0) for v in ("full", "smartdrop"))
+        assert full == smart and full["dispatches"] > 0
+    mapscore.forget_tuning()
+    searched = []
+    real = mapscore.optimize
+    monkeypatch.setattr(mapscore, "optimize", lambda *a, **k: searched.append(1) or real(*a, **k))
+    smartdrop, full = DreamPolicy("smartdrop", tune_horizon_s=0.2), DreamPolicy("full", tune_horizon_s=0.2)
+    smartdrop.reset(s, np.random.default_rng(0))
+    full.reset(s, np.random.default_rng(0))
+    assert len(searched) == 1 and full.tuning_variant(s) == "smartdrop"
+    assert (full.alpha, full.beta) == (smartdrop.alpha, smartdrop.beta)
+    vr = DreamSim.from_catalog("vr-gaming", "4k-1ws2os", horizon_s=0.3)
+    assert full.tuning_variant(vr) == "full" and smartdrop.tuning_variant(vr) == "smartdrop"
+    mapscore.forget_tuning()
+
+
 def test_online_tuning_changes_parameters_during_the_episode():
     s = DreamSim.from_catalog("ar-social", "4k-1ws2os", horizon_s=1.0)
     sched = DreamPolicy("mapscore", "online", window_s=0.1)

@@ -95,3 +95,25 @@ def test_iqm_and_bootstrap():
     assert low < values.mean() < high
     assert bootstrap_ci(values) == (low, high)  # deterministic
     assert bootstrap_ci(np.array([2.0, 2.0])) == (2.0, 2.0)
+
+
+def test_an_agent_acts_on_one_torch_thread_and_the_count_is_restored(monkeypatch):
+    """``evaluate`` runs an agent's episodes with torch on one intra-op thread (a forward pass of one observation
+    gains nothing from more, whose idle workers spin) and restores the caller's count after."""
+    torch = pytest.importorskip("torch")
+    from joulegym.agents import SB3Policy
+    from joulegym.core.family import get_family
+    from joulegym.evaluation.suite import default_zoo, family_agents
+
+    entry = next(e for agent in family_agents(default_zoo(), get_family("powerflow")) for _seed, e in agent.entries())
+    seen: list[int] = []
+    act = SB3Policy.act
+    monkeypatch.setattr(SB3Policy, "act", lambda self, obs, info: seen.append(torch.get_num_threads())
+                        or act(self, obs, info))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        episodes, _, _ = evaluate("joulegym/PowerFlow-tiny-v0", [entry], [10000], record=False)
+        assert len(episodes) == 1 and seen and set(seen) == {1} and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -376,6 +376,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
 
     action_types: ClassVar[dict[str, type[ActionType]]] = {"dispatch": DispatchAction}
     inner_fast_path = True  # the trajectory and reward never read the observation (tests/dream/test_fast_path.py)
+    observation_free_steps = True  # the mask and info never read what _observe writes (tests/dream/test_fast_path.py)
     lean_info_keys: ClassVar[tuple[str, ...]] = ("t_s", "overflow")
     full_info_keys: ClassVar[tuple[str, ...]] = (*DreamEnvBase.full_info_keys, "overflow_steps")
     reward_parts = (  # the finite bounds are per config (_reward_spec, ux_bound: b = the workloads' model count)
@@ -444,7 +445,8 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._membership = (-1, -1)
         self._models_at: tuple = ()
         self._model_counts: list[tuple] = [()] * self.M  # per model: the counters its row was written from
-        self._counts_at: tuple = ()
+        self._dlv_at: tuple = ()  # the counters the reward's X and Y were last summed at (_dlv_sums, _energy_sums)
+        self._energy_at: tuple = ()
         self._resident = [-1] * self.n_acc
         self._phase = self.sim.phase
         self._allowed = np.zeros(self.M, dtype=bool)
@@ -579,25 +581,48 @@ class DreamEnv(SlotRows, DreamEnvBase):
             self._more = sim.advance()
             self._sync_slots()
         x0, y0 = self._ux
-        x, y, violations, energy_proxy = x0, y0, 0.0, 0.0
-        version = (sim.dispatches, self._membership, sum(sim.acc_violated))
-        if version != self._counts_at:  # the sums change with a dispatch, a release, an end or a miss only
-            self._counts_at = version
-            x = y = 0.0
-            last_viol, last_energy = self._last_viol, self._last_energy
-            for m, (frames, viol, spent, worst) in enumerate(zip(sim.acc_frames, sim.acc_violated, sim.acc_energy,
-                                                                 sim.acc_worst)):
-                if frames > 0:  # Alg. 2 over the frames counted so far (the uxcost() sums, same order)
-                    x += viol / frames if viol > 0 else 1.0 / (2.0 * frames)
-                    y += spent / worst if worst > 0 else 0.0
-                if viol != last_viol[m] or spent != last_energy[m]:
-                    violations -= (viol - last_viol[m]) / self.frames_per_horizon[m]
-                    energy_proxy -= (spent - last_energy[m]) / (self.frames_per_horizon[m] * self.worst_per_frame[m])
-                    last_viol[m], last_energy[m] = viol, spent
+        x, violations = self._dlv_sums(sim, x0)
+        y, energy_proxy = self._energy_sums(sim, y0)
         self._ux = (x, y)
         terminal = -x * y if not self._more else 0.0
         invalid = -INVALID_PENALTY if self.action_type.repaired else 0.0
         return -(x - x0) * y0, -x * (y - y0), terminal, min(violations, 0.0), min(energy_proxy, 0.0), invalid
+
+    def _dlv_sums(self, sim: Any, x0: float) -> tuple[float, float]:
+        """Alg. 2's X over the frames counted so far (the uxcost() sum, model order) and the ``violations`` part.
+        Both move only with a release, an end or a miss (the per-model miss counts never decrease): else ``(x0,
+        0.0)``."""
+        violated = sim.acc_violated
+        version = (self._membership, sum(violated))
+        if version == self._dlv_at:
+            return x0, 0.0
+        self._dlv_at = version
+        x = violations = 0.0
+        last_viol, per_horizon = self._last_viol, self.frames_per_horizon
+        for m, (frames, viol) in enumerate(zip(sim.acc_frames, violated)):
+            if frames > 0:
+                x += viol / frames if viol > 0 else 1.0 / (2.0 * frames)
+            if viol != last_viol[m]:
+                violations -= (viol - last_viol[m]) / per_horizon[m]
+                last_viol[m] = viol
+        return x, violations
+
+    def _energy_sums(self, sim: Any, y0: float) -> tuple[float, float]:
+        """Alg. 2's Y over the frames counted so far (the uxcost() sum, model order) and the ``energy_proxy`` part.
+        Both move only with a dispatch, a release or an end: else ``(y0, 0.0)``."""
+        version = (sim.dispatches, self._membership)
+        if version == self._energy_at:
+            return y0, 0.0
+        self._energy_at = version
+        y = energy_proxy = 0.0
+        last_energy, per_horizon, worst_frame = self._last_energy, self.frames_per_horizon, self.worst_per_frame
+        for m, (frames, spent, worst) in enumerate(zip(sim.acc_frames, sim.acc_energy, sim.acc_worst)):
+            if frames > 0:
+                y += spent / worst if worst > 0 else 0.0
+            if spent != last_energy[m]:
+                energy_proxy -= (spent - last_energy[m]) / (per_horizon[m] * worst_frame[m])
+                last_energy[m] = spent
+        return y, energy_proxy
 
     def _observe(self) -> np.ndarray:
         sim, obs = self.sim, self._obs

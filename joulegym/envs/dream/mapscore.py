@@ -292,20 +292,37 @@ class DreamPolicy:
         return {"max_drops": self.max_drops, "drop_window": self.drop_window, "active_def": self.active_def,
                 "supernet_rule": self.supernet_rule, "assignment": self.assignment, "late_urgency": self.late_urgency}
 
+    def tuning_variant(self, sim: Any) -> str:
+        """The variant the offline search runs for ``sim``: this policy's, except DREAM-Full on a workload without a
+        Supernet, which is DREAM-SmartDrop there (Table 4: Full adds only Supernet switching, and no frame reaches a
+        switch point), so the two share one search and its cache entry."""
+        return "smartdrop" if self.variant == "full" and not sim.has_supernet else self.variant
+
+    def decisions_key(self, sim: Any) -> tuple | None:
+        """A key equal for two DREAM policies that take the same decisions on every episode of ``sim`` (the suite
+        then plays such an episode once, :func:`joulegym.core.rollout.rollout_inner`): every setting a decision
+        reads, the variant as :meth:`tuning_variant` (DREAM-Full is DREAM-SmartDrop without a Supernet), the name
+        aside; ``None`` for online tuning (its engine draws from the name's random stream)."""
+        if self.tuning == "online":
+            return None
+        return (type(self).__name__, self.tuning_variant(sim), self.tuning, self.alpha0, self.beta0, self.tune_key,
+                self.tune_horizon_s, self.tune_episodes, tuple(sorted(self._tuning_settings().items())))
+
     def offline_params(self, sim: Any) -> tuple[float, float]:
         """Locked (alpha, beta) for ``sim``'s configuration: the §3.6 search from (alpha0, beta0) where each
-        evaluation is an episode with key ``tune_key`` of the same variant at fixed parameters (cached)."""
+        evaluation is an episode with key ``tune_key`` of the same variant (:meth:`tuning_variant`) at fixed
+        parameters (cached)."""
         settings = self._tuning_settings()
-        key = (sim.signature(), self.variant, self.tune_key, self.tune_horizon_s, self.tune_episodes, self.alpha0,
-               self.beta0,
-               tuple(sorted(settings.items())))
+        variant = self.tuning_variant(sim)
+        key = (sim.signature(), variant, self.tune_key, self.tune_horizon_s, self.tune_episodes, self.alpha0,
+               self.beta0, tuple(sorted(settings.items())))
         hit = _TUNED.get(key)
         if hit is not None:
             return hit
         horizon = self.tune_horizon_s if self.tune_horizon_s is not None and self.tune_horizon_s < sim.horizon_s \
             else None
         keys = tuple(self.tune_key + k for k in range(self.tune_episodes))
-        evaluate = episode_evaluator(sim, self.variant, keys, horizon_s=horizon, **settings)
+        evaluate = episode_evaluator(sim, variant, keys, horizon_s=horizon, **settings)
         search = optimize((self.alpha0, self.beta0), evaluate)
         self.tuning_record = TuningRecord(search.center, search.trajectory)
         return _TUNED.put(key, search.center)
@@ -447,35 +464,43 @@ class DreamPolicy:
                 flush.append((a, r, 0))
         clamp = self.late_urgency == "clamp"
         n = len(params)
+        if n == 1:  # every decision of an episode, and of a search's candidate once it runs alone
+            alpha, beta = params[0]
+            bs, br, ba, bi, bv = -math.inf, math.inf, -1, -1, -1  # (score, release, accelerator, task, sub-net)
+            for i in view.ready:
+                V, v, p, urgency = self._task(view, i, dl[i] - now, clamp)
+                lat, en = V.lat[p], V.en[p]
+                sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
+                base = alpha * (now - tc[i]) / (sum_lat / n_acc)  # alpha x Score_Starv (line 9)
+                prev, fetch = prev_acc[i], V.in_b[p]
+                rel = release[i]
+                for a, resident, moved in flush:
+                    e_a = en[a] if en[a] > 0 else 1e-30
+                    moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
+                    # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
+                    score = urgency * sum_lat / lat[a] + base + beta * (sum_en - moved * e_byte) / e_a
+                    if score > bs or (score == bs and (rel < br or (rel == br and a < ba))):
+                        bs, br, ba, bi, bv = score, rel, a, i, v
+            return [(bi, ba, bv)]
         betas = [b for _a, b in params]
-        best = [(-math.inf, math.inf, -1, -1, -1)] * n  # (score, release, accelerator, task, sub-net)
-        beta0 = betas[0]
-        bs, br, ba, bi, bv = best[0]  # the one pair's best (n == 1: every decision of an episode)
+        best = [(-math.inf, math.inf, -1, -1, -1)] * n
         for i in view.ready:
             V, v, p, urgency = self._task(view, i, dl[i] - now, clamp)
             lat, en = V.lat[p], V.en[p]
             sum_lat, sum_en = V.sum_lat[p], V.sum_en[p]
             waited, mean_lat = now - tc[i], sum_lat / n_acc
-            bases = [alpha * waited / mean_lat for alpha, _b in params]  # alpha x Score_Starv (line 9)
+            bases = [alpha * waited / mean_lat for alpha, _b in params]
             prev, fetch = prev_acc[i], V.in_b[p]
             rel = release[i]
             for a, resident, moved in flush:
                 e_a = en[a] if en[a] > 0 else 1e-30
                 moved = (moved if resident != i else 0) + (fetch if prev >= 0 and prev != a else 0)
-                # Alg 1 lines 14-15 with Score_Energy = (Σ_a E - CswitchEnergy) / E_acc (lines 10-12)
                 lat_term, energy_left = urgency * sum_lat / lat[a], sum_en - moved * e_byte
-                if n == 1:
-                    score = lat_term + bases[0] + beta0 * energy_left / e_a
-                    if score > bs or (score == bs and (rel < br or (rel == br and a < ba))):
-                        bs, br, ba, bi, bv = score, rel, a, i, v
-                    continue
                 for k in range(n):
                     score = lat_term + bases[k] + betas[k] * energy_left / e_a
                     b = best[k]
                     if score > b[0] or (score == b[0] and (rel < b[1] or (rel == b[1] and a < b[2]))):
                         best[k] = (score, rel, a, i, v)
-        if n == 1:
-            return [(bi, ba, bv)]
         return [(b[3], b[2], b[4]) for b in best]
 
 
@@ -495,7 +520,8 @@ def run_shared(sim: Any, policies: Sequence[DreamPolicy], instance: int) -> list
     stack = [(sim, list(range(len(policies))))]
     while stack:
         s, members = stack.pop()
-        view, apply, advance = s.view(), s.apply, s.advance
+        # Simulator.apply is _apply then the observers; a spawned or forked simulator has none
+        view, apply, advance = s.view(), s._apply if not s._observers else s.apply, s.advance
         params = [(policies[k].alpha, policies[k].beta) for k in members]
         while advance():
             early, idle = lead._before_scores(view)

@@ -133,7 +133,7 @@ class DispatchObservation:
         self.valid[:] = self.ready[:] = self.var_ok[:] = self.drop_ok[:] = False
         self.affine[:] = 0.0
         self._onehot = [tuple(float(j == m) for j in range(self.M)) for m in range(self.M)]
-        self._unit_rows: dict[tuple[int, int, int], tuple[float, ...]] = {}  # (variant, position, model) -> row part
+        self._unit_rows: dict[tuple[int, int, int], np.ndarray] = {}  # (variant, position, model) -> row part
 
     def free(self, k: int) -> None:
         self._dyn_now = None
@@ -167,7 +167,8 @@ class DispatchObservation:
             unit = self._unit_rows[key] = self._unit_row(tables, pos, running, inv)
         slots = self.slots
         slots[k, self.c_done: self.c_res] = unit
-        slots[k, self.c_started:] = (pos > 0, running >= 0)
+        slots[k, self.c_started] = pos > 0  # two scalar writes: cheaper than a slice from a tuple
+        slots[k, self.c_running] = running >= 0
         self.ready[k] = running < 0
         togo, min_togo = view.remaining_after_span(task)
         drop = self.drop_ok[k]
@@ -184,9 +185,9 @@ class DispatchObservation:
             if view.at_switch_point(task):
                 self.var_ok[k, : min(self.V, view.supernet_options(task))] = True
 
-    def _unit_row(self, tables: Any, pos: int, running: int, inv: float) -> tuple[float, ...]:
+    def _unit_row(self, tables: Any, pos: int, running: int, inv: float) -> np.ndarray:
         """Fraction done, then the next unit's latency (per period) and energy (per its maximum) per accelerator
-        (zeros while the frame runs or when it is done)."""
+        (zeros while the frame runs or when it is done), as the buffer's float32 (copied into a row per move)."""
         pad = self._pad
         if running < 0 and pos < tables.n:
             energy = tables.en[pos]
@@ -195,7 +196,7 @@ class DispatchObservation:
             en = (tuple(e / top for e in energy) if top > 0 else self._zeros) + pad
         else:
             lat = en = self._zeros + pad
-        return (min(pos / tables.n, 1.0), *lat, *en)
+        return np.array((min(pos / tables.n, 1.0), *lat, *en), dtype=np.float32)
 
     def resident(self, view: Any, slot_of: dict[int, int], old: list[int]) -> None:
         """Move the resident flags of the accelerators whose resident frame changed since ``old``."""

@@ -385,6 +385,12 @@ class DreamSim(Simulator):
         other._view = DreamView(other)
         return other
 
+    @property
+    def has_supernet(self) -> bool:
+        """Whether a model of any phase is a Supernet with a switch point (§4.5.1): without one, no frame ever
+        reaches a switch point and a scheduler's sub-net choice has no effect."""
+        return max(self._sp, default=-1) >= 0
+
     def signature(self) -> tuple:
         """A hashable key of everything that determines an episode except its key (tuning caches)."""
         if self._signature is None:
@@ -677,7 +683,10 @@ class DreamSim(Simulator):
             self.acc_energy[self.f_model[i]] += energy
 
     def _dispatch(self, i: Any, a: Any, n_layers: Any, variant: Any) -> None:
-        self._check_dispatch(i, a, n_layers)
+        running = self.acc_running
+        if not (type(i) is int and type(a) is int and type(n_layers) is int and i in self.ready and n_layers >= 1
+                and 0 <= a < self.n_acc and running[a] < 0):
+            self._check_dispatch(i, a, n_layers)  # the ValueError naming the field (the common case passes above)
         m = self.f_model[i]
         pos = self.f_pos[i]
         if variant != -1:
@@ -699,13 +708,21 @@ class DreamSim(Simulator):
             if flush:  # the displaced frame's own data movement (docs §3 #7)
                 self._charge(resident, flush * e_byte)
             en = fetch * e_byte
-        last, nxt, count, dur, en = self._run_span(i, a, V, pos, limit, dur, en)
-        self.f_last[i] = last
-        self.f_next_pos[i] = nxt
-        self._charge(i, en)
+        if limit == pos + 1 and self._f_skip[i] is None and self._f_exit[i] is None:  # one layer: _run_span's sums
+            dur += V.lat_l[pos][a]
+            en += V.en_l[pos][a]
+            count, self.f_last[i], self.f_next_pos[i] = 1, pos, pos + 1
+        else:
+            last, nxt, count, dur, en = self._run_span(i, a, V, pos, limit, dur, en)
+            self.f_last[i] = last
+            self.f_next_pos[i] = nxt
+        self.f_energy[i] += en  # _charge, inlined on the hot path
+        self.energy_total += en
+        if self.f_counted[i]:
+            self.acc_energy[m] += en
         t_end = self.now + dur
         self.acc_busy_total[a] += dur
-        self.acc_running[a] = i
+        running[a] = i
         self.acc_busy_until[a] = t_end
         self._n_idle -= 1
         self.f_running[i] = a
