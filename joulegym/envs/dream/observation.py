@@ -74,6 +74,7 @@ class DispatchObservation:
         self.c_en = self.c_lat + A
         self.c_res = self.c_en + A
         self.c_started = self.c_res + A
+        self.c_running = self.c_started + 1
         self.buf = np.zeros(obs_size(K, M, A), dtype=np.float32)
         self.mask = np.zeros(K * A * V + K + 1, dtype=bool)
         self.mask[-1] = True
