@@ -214,9 +214,10 @@ def _memo_key(base: Any, inner: Any, seed: int | None, options: dict[str, Any] |
     """The key under which :func:`rollout_inner` keeps an episode: the env (its class, resolved config and render
     mode), the seed and options, and the inner policy's ``decisions_key(sim)`` after both resets (a key equal for
     policies that decide alike on this episode, e.g. two names of one scheduler; ``None``: not shared). Without a
-    ``decisions_key`` or a seed, no key."""
+    ``decisions_key`` or a seed, no key; with reset options, none either (their repr can elide large arrays, so it
+    could not tell two option tables apart)."""
     decisions = getattr(inner, "decisions_key", None)
-    if decisions is None or seed is None:
+    if decisions is None or seed is None or options:
         return None
     key = decisions(base.sim)
     if key is None:

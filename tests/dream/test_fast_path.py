@@ -136,6 +136,17 @@ def test_policies_that_decide_alike_play_one_episode(monkeypatch):
     forget_episodes()
 
 
+def test_episodes_with_reset_options_are_never_shared():
+    """Reset options may hold large tables whose repr elides values: such episodes are not memoised."""
+    from joulegym.core.rollout import _memo_key
+
+    full = baselines.make("dream-full", family="dream")
+    base = _env(full, "ar-call").unwrapped
+    base.reset(seed=10001)
+    assert _memo_key(base, full.inner, 10001, None) is not None
+    assert _memo_key(base, full.inner, 10001, {"table": np.arange(5000)}) is None
+
+
 @pytest.mark.parametrize("name", ["dream-full", "random-dispatch"])
 def test_a_task_level_change_is_the_same_on_both_paths(name):
     """A workload switch mid-episode (§4.4): the slot table follows the new workload on both paths (the recorded
