@@ -219,7 +219,8 @@ def rollout_inner(env: Any, policy: Any, seed: int | None = None, *, record: boo
     wrapper's truncation included. An inner policy with a ``decisions_key(sim)`` shares its unrecorded episodes, in
     this process, with every policy of the same key on the same env config, step limit, seed and options
     (:func:`_memo_key`): the second is not run again (its result is the first's, which it would repeat decision
-    for decision).
+    for decision); an inner policy's ``alike_keys(sim)``, asked after the episode, names further keys whose
+    policies, the episode shows, would have played it decision for decision.
 
     :raises ValueError: if ``policy`` on ``env`` cannot take this path.
     :raises RuntimeError: if the episode has not ended after ``max_steps`` steps.
@@ -243,7 +244,9 @@ def rollout_inner(env: Any, policy: Any, seed: int | None = None, *, record: boo
     terminated, truncated, info = _play_inner(base, policy.inner, tally)
     _count_steps(limits, tally.length)
     if memo is not None:
-        _EPISODES.put(memo, copy.deepcopy((tally.total, tally.length, terminated, truncated, info)))
+        kept = copy.deepcopy((tally.total, tally.length, terminated, truncated, info))
+        for key in (memo[-1], *getattr(policy.inner, "alike_keys", lambda sim: ())(base.sim)):
+            _EPISODES.put((*memo[:-1], key), kept)
     return tally.episode(seed, policy, terminated, truncated, info)
 
 
