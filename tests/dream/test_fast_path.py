@@ -186,6 +186,32 @@ def test_policies_that_decide_alike_play_one_episode(monkeypatch):
     forget_episodes()
 
 
+@pytest.mark.parametrize(("kappa", "seed", "dropped"), [(None, 10001, False), (4.0, 1, True)])
+def test_a_smartdrop_episode_without_drops_is_played_once_for_mapscore(monkeypatch, kappa, seed, dropped):
+    """Smart drop only adds drops to MapScore (§4.2.1): DREAM-SmartDrop's episode that dropped nothing is kept for
+    MapScore at the same pair too (``alike_keys``), which then is not played, and is the episode MapScore plays
+    afresh; one with drops is not (an overloaded SoC, where the two episodes differ)."""
+    forget_episodes()
+    smart = baselines.make("dream-smartdrop", family="dream", tuning="fixed")
+    plain = baselines.make("mapscore-fixed", family="dream")
+    env = gym.make("joulegym/DREAM-v0", workload="ar-social", horizon_s=0.3, **({"kappa": kappa} if kappa else {}))
+    base = env.unwrapped
+    first = rollout_inner(env, smart, seed)
+    assert (first.metrics["drops"] > 0) == dropped
+    steps: list[int] = []
+    advance = base._advance_decision
+    monkeypatch.setattr(base, "_advance_decision", lambda decision: steps.append(1) or advance(decision))
+    kept = rollout_inner(env, plain, seed)
+    assert bool(steps) == dropped and kept.policy == "mapscore-fixed"
+    monkeypatch.undo()
+    forget_episodes()
+    alone = rollout_inner(env, plain, seed)
+    _same(alone, kept)
+    assert alone.final_info == kept.final_info
+    assert (alone.total_return != first.total_return) == dropped
+    forget_episodes()
+
+
 def test_episodes_with_reset_options_are_never_shared():
     """Reset options may hold large tables whose repr elides values: such episodes are not memoised."""
     from joulegym.core.rollout import _memo_key
