@@ -1,5 +1,5 @@
 """The measured-results page of ``evaluate.py --reproduce qin`` (``qin_results.md``; ``docs/families/qin-results.md``
-is the file of a full run): every number the Qin docs show, generated from the reproduction's tables (Guan &
+is the file of a run, its header says which): every number the Qin docs show, generated from the reproduction's tables (Guan &
 Ababei, IEEE T-SUSC 2024, §7; ``docs/families/qin.md`` §6 explains them)."""
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ def _table4_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     dep = tables["t4_deployable"]
     rows_dep = [{"rule (not in the paper)": r.baseline, "mix": r.mix.upper(), "JCT %": f"{r.perf_pct:.1f}",
                  "energy %": f"{r.energy_pct:.1f}", "EDP %": f"{r.edp_pct:.1f}"} for r in dep.itertuples(index=False)]
+    sizes = ", ".join(str(int(m)) for m in sorted(set(tables["runs"].num_jobs)))
     return ["## Table 4", "",
-            "Qin's improvement (%) over each scheduler, the mean over M = 10, 20, ..., 100 and the seeds of the "
+            f"Qin's improvement (%) over each scheduler, the mean over the seeds and M = {sizes} of the "
             "paired `(B - Q) / B`, each column with its Qin variant (`qin-perf`, `qin-energy`, `qin-edp`); the "
             "paper's value in brackets.", "", pd.DataFrame(rows).to_markdown(index=False), "",
             "The same against the deployable rules:", "", pd.DataFrame(rows_dep).to_markdown(index=False), ""]

@@ -88,6 +88,7 @@ def test_reproduce_writes_the_results_page_and_the_verdicts(tmp_path, monkeypatc
     results = (tmp_path / "qin_results.md").read_text()
     rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1].strip() for line in results.splitlines()
             if line.startswith("| ")}
+    assert "the mean over the seeds and M = 10, 20 of" in results  # the run's M values, not the full run's
     assert rows["drain-time-profiled"] == "yes" and rows["drain-time-sized"] == "" and rows["qin-perf"] == ""
     for section in ("## Cluster level at the largest M", "## Table 4", "## Fig 7", "## Fig 10b", "## Fig 12",
                     "## Table 5", "## Fig 14", "## Several apps per server", "## Scale", "## Leaderboard",
