@@ -1,6 +1,6 @@
 """The measured-results page of ``evaluate.py --reproduce qin`` (``qin_results.md``; ``docs/families/qin-results.md``
-is the file of a run, its header says which): every number the Qin docs show, generated from the reproduction's tables (Guan &
-Ababei, IEEE T-SUSC 2024, §7; ``docs/families/qin.md`` §6 explains them)."""
+is the file of a run, its header says which): every number the Qin docs show, generated from the reproduction's
+tables (Guan & Ababei, IEEE T-SUSC 2024, §7; ``docs/families/qin.md`` §6 explains them)."""
 
 from __future__ import annotations
 
