@@ -70,7 +70,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from joulegym.core.simulator import Simulator
+from joulegym.envs.emrf.decisions import scalar_where
 from joulegym.envs.emrf.events import ARRIVAL_EPS, SlotStreams, admit_due, arrive, complete, noise, switch_phases
+from joulegym.envs.emrf.segment import device_scale, segment_length
 
 EPS_WORK = 1e-9  # relative remaining work below which a job counts as finished (fp round-off)
 MAX_SEGMENTS = 100_000  # events in one window: beyond this the window would run for seconds; raise instead of hanging
@@ -287,7 +289,7 @@ class EMRFSimulator(Simulator):
         c_cpu, c_gpu = self.capacities
         n = self.max_users
         xi, remaining, present, queue, waiting = self.xi, self.remaining, self.present, self.queue, self.waiting
-        next_switch, work_done = self.next_switch, self.work_done
+        next_switch, work_done, phased = self.next_switch, self.work_done, self._phased
         work_window = self.work_window = [0.0] * n
         cpu_window = self.cpu_ops_window = [0.0] * n
         gpu_window = 0.0
@@ -306,23 +308,12 @@ class EMRFSimulator(Simulator):
             for i in active:
                 use_cpu += alloc[i] * xi[i]
                 use_gpu += alloc[i] * (1.0 - xi[i])
-            scale = 1.0
-            if use_cpu > c_cpu * (1 + 1e-12):
-                scale = c_cpu / use_cpu
-            if use_gpu > c_gpu * (1 + 1e-12):
-                scale = min(scale, c_gpu / use_gpu)
+            scale = device_scale(use_cpu, use_gpu, c_cpu, c_gpu, scalar_where)
             rates = [0.0] * n
-            dt = end - now
-            if arrival_at - now < dt:
-                dt = arrival_at - now
             for i in active:
-                rate = alloc[i] * scale
-                rates[i] = rate
-                if rate > 0 and remaining[i] < rate * dt:
-                    dt = remaining[i] / rate
-                if next_switch[i] - now < dt:
-                    dt = next_switch[i] - now
-            dt = max(dt, 0.0)
+                rates[i] = alloc[i] * scale
+            dt = segment_length(end - now, arrival_at - now, now, active, rates, remaining,
+                                next_switch if phased else None, scalar_where)
             for i in active:
                 done = rates[i] * dt
                 remaining[i] -= done
