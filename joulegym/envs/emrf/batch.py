@@ -11,7 +11,9 @@ takes no more.
 
 **Bits.** Every float is computed with the scalar simulator's operations in its order: elementwise numpy
 operations are the IEEE operations Python's floats do, and every sum over slots is accumulated slot by slot from
-0.0 (:func:`rowsum`, ``np.add.accumulate``), as ``sum()`` and ``+=`` over a list do. Events (completions, arrivals,
+0.0 (:func:`rowsum`, ``np.add.accumulate``), as ``sum()`` and ``+=`` over a list do. Where a segment ends and the
+device scale of its rates are the simulator's own functions (:mod:`joulegym.envs.emrf.segment`, over lanes of rows:
+the slots are visited in slot order as the simulator visits them). Events (completions, arrivals,
 phase switches, noise) touch single slots and run in Python, row by row, through the simulator's own functions
 (:mod:`joulegym.envs.emrf.events` on a :class:`~joulegym.envs.emrf.events.BatchRow` of numpy views).
 """

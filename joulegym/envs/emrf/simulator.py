@@ -4,9 +4,10 @@ No Gymnasium here. :class:`EMRFSimulator` is a core :class:`~joulegym.core.simul
 users)`` (a list of :class:`UserSpec`; ``None``: the same users again), ``apply(rule)`` (the window's allocation
 rule), ``advance()`` (run the window), ``view()`` (a read-only :class:`APUView`), ``metrics()``, ``done``,
 ``truncated``; :meth:`EMRFSimulator.window` runs one window directly. The events of a window (arrivals, job starts
-and completions, xi phase switches, measurement noise) are :mod:`joulegym.envs.emrf.events`, shared with the batched
-vector env, which runs the rest of the window for N instances as arrays (:mod:`joulegym.envs.emrf.batch`; a test per
-kind proves the bits equal).
+and completions, xi phase switches, measurement noise) are :mod:`joulegym.envs.emrf.events` and where a segment of
+the window ends (and the device scale of its rates) is :mod:`joulegym.envs.emrf.segment`, both shared with the
+batched vector env, which runs the rest of the window for N instances as arrays (:mod:`joulegym.envs.emrf.batch`; a
+test per kind proves the bits equal).
 
 ``max_users`` user slots share an APU of capacities ``(C_cpu, C_gpu)`` GFLOPS. Each occupied slot
 is a user with an app split ``xi`` (true) and ``xi_hat`` (what the scheduler measured over the last
