@@ -28,7 +28,7 @@ DEFAULT_SEEDS = (0, 1, 2)  # the protocol's three training seeds per agent (docs
 # budget of one CPU-hour at the CPU time per step of the smoke runs in docs/tradeoffs.md ("Multi-objective agents"),
 # rounded down to 100k.
 PLAN: dict[str, tuple[str, int]] = {
-    "etf": ("tx2-fig6-random", 800_000), "emrf": ("apu-m2", 700_000), "powerflow": ("tiny", 400_000),
+    "etf": ("tx2-fig6-random", 800_000), "emrf": ("apu-random", 700_000), "powerflow": ("tiny", 400_000),
     "dream": ("ar-call", 2_600_000), "qin": ("paper-rw", 2_100_000),
 }
 
