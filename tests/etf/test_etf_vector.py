@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import joulegym  # noqa: F401  (registers the ids)
-from joulegym.envs.etf.allocation import largest_remainder_list
-from joulegym.envs.etf.vector import ETFVectorEnv, split_units
+from joulegym.envs.etf.split import ONE, ROWS, room_terms, split_units
+from joulegym.envs.etf.vector import ETFVectorEnv
 
 BATCHED = "vector_entry_point"
 
@@ -153,9 +153,59 @@ def test_bad_input_names_the_field():
         knob.step(np.array([1.0, 0.5]))
 
 
-def test_split_units_match_the_list_code():
-    """The row-wise largest-remainder mapping equals the single env's list code, corner cases included (all-zero
-    shares, shares on slots without room, caps that overflow, subnormal shares that take the list code)."""
+def reference_largest_remainder(quotas: list[float], total: int, caps: list[int]) -> list[int]:
+    """The single env's list code before the split mapping was written once (a frozen oracle)."""
+    n = len(quotas)
+    out = [0] * n
+    live = [q if c > 0 else 0.0 for q, c in zip(quotas, caps)]
+    left = total
+    while left > 0:
+        mass = sum(live)
+        if mass <= 0.0:
+            live = [1.0 if o < c else 0.0 for o, c in zip(out, caps)]
+            mass = sum(live)
+            if mass <= 0.0:
+                break
+        scale = left / mass
+        if scale > 1e300:
+            top = max(live)
+            live = [q / top for q in live]
+            scale = left / sum(live)
+        share = [q * scale for q in live]
+        units = [int(x + 1e-9) for x in share]
+        rest = left - sum(units)
+        if rest > 0:
+            remainders = [f - x for f, x in zip(units, share)]
+            for i in sorted(range(n), key=remainders.__getitem__)[:rest]:
+                units[i] += 1
+        elif rest < 0:
+            for _, i in sorted(zip([x - f for f, x in zip(units, share)], range(n))):
+                if rest == 0:
+                    break
+                if units[i] > 0:
+                    units[i] -= 1
+                    rest += 1
+        capped = False
+        for i in range(n):
+            give = units[i]
+            if give:
+                room = caps[i] - out[i]
+                if give >= room:
+                    give = room
+                    live[i] = 0.0
+                    capped = True
+                out[i] += give
+                left -= give
+        if not capped:
+            break
+    return out
+
+
+def test_split_units_are_the_same_for_one_instance_and_for_rows():
+    """The split mapping is written once (joulegym.envs.etf.split): on rows of a batch every instance gets the units
+    and the repaired flag of one instance, and both equal the single env's former list code, corner cases included
+    (all-zero shares, shares on slots without room, caps that overflow, subnormal shares that renormalise, exact
+    ties)."""
     rng = np.random.default_rng(7)
     T = 40
     for trial in range(400):
@@ -171,8 +221,11 @@ def test_split_units_match_the_list_code():
             shares[1] = 5e-324  # subnormal: the renormalising branch
         if trial % 11 == 0:
             shares[2] = np.round(shares[2], 1)  # exact ties
-        units, repaired = split_units(shares, floor, room, T)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            units, repaired = split_units(ROWS, shares, floor, room, room_terms(ROWS, floor, room, T))
         for r in range(8):
+            one_floor, one_room = floor[r].tolist(), room[r].tolist()
+            one = split_units(ONE, shares[r].tolist(), one_floor, one_room, room_terms(ONE, one_floor, one_room, T))
             kept = [a if c > 0 else 0.0 for a, c in zip(shares[r].tolist(), room[r].tolist(), strict=True)]
             want_repaired = any(a > 0.0 and c <= 0 for a, c in zip(shares[r], room[r], strict=True))
             left = T - int(floor[r].sum())
@@ -181,10 +234,10 @@ def test_split_units_match_the_list_code():
                 if sum(kept) <= 0.0:
                     want_repaired = True
                     kept = [1.0 if c > 0 else 0.0 for c in room[r].tolist()]
-                extra = largest_remainder_list(kept, left, room[r].tolist())
+                extra = reference_largest_remainder(kept, left, room[r].tolist())
                 want = [u + e for u, e in zip(want, extra, strict=True)]
-            assert units[r].tolist() == want, (shares[r], floor[r], room[r])
-            assert repaired[r] == want_repaired
+            assert units[r].tolist() == one[0] == want, (shares[r], floor[r], room[r])
+            assert bool(repaired[r]) == one[1] == want_repaired
 
 
 def test_epoch_functions_give_the_same_bits_for_one_instance_and_for_a_batch():

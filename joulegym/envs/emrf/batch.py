@@ -11,7 +11,9 @@ takes no more.
 
 **Bits.** Every float is computed with the scalar simulator's operations in its order: elementwise numpy
 operations are the IEEE operations Python's floats do, and every sum over slots is accumulated slot by slot from
-0.0 (:func:`rowsum`, ``np.add.accumulate``), as ``sum()`` and ``+=`` over a list do. Events (completions, arrivals,
+0.0 (:func:`rowsum`, ``np.add.accumulate``), as ``sum()`` and ``+=`` over a list do. Where a segment ends and the
+device scale of its rates are the simulator's own functions (:mod:`joulegym.envs.emrf.segment`, over lanes of rows:
+the slots are visited in slot order as the simulator visits them). Events (completions, arrivals,
 phase switches, noise) touch single slots and run in Python, row by row, through the simulator's own functions
 (:mod:`joulegym.envs.emrf.events` on a :class:`~joulegym.envs.emrf.events.BatchRow` of numpy views).
 """
@@ -33,6 +35,7 @@ from joulegym.envs.emrf.events import (
     noise,
     switch_phases,
 )
+from joulegym.envs.emrf.segment import OVERUSE_RTOL, device_scale, segment_length
 from joulegym.envs.emrf.simulator import EPS_WORK, MAX_SEGMENTS, QUEUE_NORM, UserSpec
 
 
@@ -214,15 +217,10 @@ class EMRFBatch:
                     planned[at] = rule.plan(self, index[at], active[stale])
                     planned_for[at] = active[stale]
             rates = self._rates(planned[positions], r)
-            dt = end[positions] - now
-            if arrival_at is not None:
-                dt = np.minimum(dt, arrival_at[positions] - now)
             remaining = self.remaining[r]
-            dt = np.minimum(dt, np.minimum.reduce(np.where(rates > 0, remaining / rates, math.inf), axis=1))
-            if phased:
-                dt = np.minimum(dt, np.minimum.reduce(np.where(active, self.next_switch[r] - now[:, None], math.inf),
-                                                      axis=1))
-            dt = np.maximum(dt, 0.0)
+            dt = self._segment_length(now, end[positions] - now,
+                                      math.inf if arrival_at is None else arrival_at[positions] - now,
+                                      active, rates, remaining, r if phased else None)
             done = rates * dt[:, None]
             xi = self.xi[r]
             self.remaining[r] = remaining - done
@@ -256,13 +254,22 @@ class EMRFBatch:
         c_cpu, c_gpu = self.capacities
         xi = self.xi[r]
         use_cpu, use_gpu = rowsum(alloc * xi), rowsum(alloc * (1.0 - xi))
-        cpu_over, gpu_over = use_cpu > c_cpu * (1 + 1e-12), use_gpu > c_gpu * (1 + 1e-12)
-        if not (np.count_nonzero(cpu_over) or np.count_nonzero(gpu_over)):
-            return alloc
-        scale = np.where(cpu_over, c_cpu / use_cpu, 1.0)
-        gpu_scale = c_gpu / use_gpu
-        scale = np.where(gpu_over & (gpu_scale < scale), gpu_scale, scale)
-        return alloc * scale[:, None]
+        limit = 1 + OVERUSE_RTOL
+        if not (np.count_nonzero(use_cpu > c_cpu * limit) or np.count_nonzero(use_gpu > c_gpu * limit)):
+            return alloc  # device_scale is 1.0 on every row: alloc * 1.0 is alloc
+        return alloc * device_scale(use_cpu, use_gpu, c_cpu, c_gpu, np.where)[:, None]
+
+    def _segment_length(self, now: np.ndarray, until_end: np.ndarray, until_arrival: Any, active: np.ndarray,
+                        rates: np.ndarray, remaining: np.ndarray, phased_rows: Any) -> np.ndarray:
+        """:func:`~joulegym.envs.emrf.segment.segment_length` of the rows: slot lanes are columns, visited where
+        some row runs the slot (elsewhere the rate is 0 and the switch masked to inf: the lane changes nothing);
+        ``phased_rows`` are the rows' indices when a slot may switch phases."""
+        slots = np.flatnonzero(active.any(axis=0)).tolist()
+        switches = None
+        if phased_rows is not None:
+            switches = list(np.where(active, self.next_switch[phased_rows], math.inf).T)
+        return segment_length(until_end, until_arrival, now, slots, list(rates.T), list(remaining.T), switches,
+                              np.where)
 
     def _events(self, index: np.ndarray, positions: Any, now: np.ndarray, end: np.ndarray, active: np.ndarray,
                 in_window: np.ndarray, arrival_at: np.ndarray | None, phased: bool, rule: Any) -> None:

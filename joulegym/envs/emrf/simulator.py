@@ -4,9 +4,10 @@ No Gymnasium here. :class:`EMRFSimulator` is a core :class:`~joulegym.core.simul
 users)`` (a list of :class:`UserSpec`; ``None``: the same users again), ``apply(rule)`` (the window's allocation
 rule), ``advance()`` (run the window), ``view()`` (a read-only :class:`APUView`), ``metrics()``, ``done``,
 ``truncated``; :meth:`EMRFSimulator.window` runs one window directly. The events of a window (arrivals, job starts
-and completions, xi phase switches, measurement noise) are :mod:`joulegym.envs.emrf.events`, shared with the batched
-vector env, which runs the rest of the window for N instances as arrays (:mod:`joulegym.envs.emrf.batch`; a test per
-kind proves the bits equal).
+and completions, xi phase switches, measurement noise) are :mod:`joulegym.envs.emrf.events` and where a segment of
+the window ends (and the device scale of its rates) is :mod:`joulegym.envs.emrf.segment`, both shared with the
+batched vector env, which runs the rest of the window for N instances as arrays (:mod:`joulegym.envs.emrf.batch`; a
+test per kind proves the bits equal).
 
 ``max_users`` user slots share an APU of capacities ``(C_cpu, C_gpu)`` GFLOPS. Each occupied slot
 is a user with an app split ``xi`` (true) and ``xi_hat`` (what the scheduler measured over the last
@@ -70,7 +71,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from joulegym.core.simulator import Simulator
+from joulegym.envs.emrf.decisions import scalar_where
 from joulegym.envs.emrf.events import ARRIVAL_EPS, SlotStreams, admit_due, arrive, complete, noise, switch_phases
+from joulegym.envs.emrf.segment import device_scale, segment_length
 
 EPS_WORK = 1e-9  # relative remaining work below which a job counts as finished (fp round-off)
 MAX_SEGMENTS = 100_000  # events in one window: beyond this the window would run for seconds; raise instead of hanging
@@ -287,7 +290,7 @@ class EMRFSimulator(Simulator):
         c_cpu, c_gpu = self.capacities
         n = self.max_users
         xi, remaining, present, queue, waiting = self.xi, self.remaining, self.present, self.queue, self.waiting
-        next_switch, work_done = self.next_switch, self.work_done
+        next_switch, work_done, phased = self.next_switch, self.work_done, self._phased
         work_window = self.work_window = [0.0] * n
         cpu_window = self.cpu_ops_window = [0.0] * n
         gpu_window = 0.0
@@ -306,23 +309,12 @@ class EMRFSimulator(Simulator):
             for i in active:
                 use_cpu += alloc[i] * xi[i]
                 use_gpu += alloc[i] * (1.0 - xi[i])
-            scale = 1.0
-            if use_cpu > c_cpu * (1 + 1e-12):
-                scale = c_cpu / use_cpu
-            if use_gpu > c_gpu * (1 + 1e-12):
-                scale = min(scale, c_gpu / use_gpu)
+            scale = device_scale(use_cpu, use_gpu, c_cpu, c_gpu, scalar_where)
             rates = [0.0] * n
-            dt = end - now
-            if arrival_at - now < dt:
-                dt = arrival_at - now
             for i in active:
-                rate = alloc[i] * scale
-                rates[i] = rate
-                if rate > 0 and remaining[i] < rate * dt:
-                    dt = remaining[i] / rate
-                if next_switch[i] - now < dt:
-                    dt = next_switch[i] - now
-            dt = max(dt, 0.0)
+                rates[i] = alloc[i] * scale
+            dt = segment_length(end - now, arrival_at - now, now, active, rates, remaining,
+                                next_switch if phased else None, scalar_where)
             for i in active:
                 done = rates[i] * dt
                 remaining[i] -= done

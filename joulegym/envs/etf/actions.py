@@ -32,7 +32,8 @@ from joulegym.core.actions import (
     validated_box_list,
     validated_discrete_action,
 )
-from joulegym.envs.etf.allocation import largest_remainder_list, units_to_action
+from joulegym.envs.etf.allocation import units_to_action
+from joulegym.envs.etf.split import ONE, room_terms, split_units
 
 if TYPE_CHECKING:  # pragma: no cover
     from joulegym.envs.etf.env import ETFEnv
@@ -46,7 +47,7 @@ class SplitAction(ActionType):
     def __init__(self, env: ETFEnv) -> None:
         super().__init__(env)
         self.space = gym.spaces.Box(0.0, 1.0, (env.max_apps,), dtype=np.float32)
-        self._room: list[int] | None = None  # the room units_for's cached values follow from
+        self._room: list[int] | None = None  # the room (and floor) of the cached room_terms
 
     @property
     def default_reward(self) -> str:
@@ -58,26 +59,14 @@ class SplitAction(ActionType):
         return self.units_for(validated_box_list(action, self.space))
 
     def units_for(self, shares: list[float]) -> list[int]:
-        """:meth:`decode` of shares already checked and clipped to the space (a list of floats)."""
+        """:meth:`decode` of shares already checked and clipped to the space (a list of floats): the split mapping
+        of :mod:`joulegym.envs.etf.split` on this instance."""
         env = self.env
         room = env.room
-        if room is not self._room:  # the floor and room changed (a new app set or phi): what follows from them
-            self._room, self._left = room, env.T - sum(env.action_floor)
-            self._no_room, self._has_room = [k for k, r in enumerate(room) if r <= 0], any(room)
-        self.repaired = False
-        for k in self._no_room:  # a positive share on a slot that can take no unit is ignored
-            if shares[k] > 0.0:
-                self.repaired = True
-                break
-        left = self._left
-        if left <= 0 or not self._has_room:
-            return list(env.action_floor)
-        kept = [a if r > 0 else 0.0 for a, r in zip(shares, room)]
-        if sum(kept) <= 0.0:
-            self.repaired = True
-            kept = [1.0 if r > 0 else 0.0 for r in room]
-        extra = largest_remainder_list(kept, left, room)
-        return [u + e for u, e in zip(env.action_floor, extra)]
+        if room is not self._room:  # a new floor and room (a new app set or phi): what the mapping derives from them
+            self._room, self._terms = room, room_terms(ONE, env.action_floor, room, env.T)
+        units, self.repaired = split_units(ONE, shares, env.action_floor, room, self._terms)
+        return units
 
     def encode(self, decision: Any) -> np.ndarray:
         """The action whose decode is ``decision`` (whole units per slot, at least the floor)."""

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from joulegym.envs.etf import split
+
 ArrayLike = Sequence[float] | np.ndarray
 
 
@@ -222,57 +224,9 @@ def largest_remainder(quotas: ArrayLike, total: int, caps: ArrayLike | None = No
 
 
 def largest_remainder_list(quotas: list[float], total: int, caps: list[int] | None = None) -> list[int]:
-    """:func:`largest_remainder` on plain lists (the env's hot path; no validation)."""
-    n = len(quotas)
-    out = [0] * n
-    caps = [total] * n if caps is None else caps
-    live = [q if c > 0 else 0.0 for q, c in zip(quotas, caps)]
-    left = total
-    while left > 0:
-        mass = sum(live)
-        if mass <= 0.0:  # every positive quota is capped: spread over the apps with room
-            live = [1.0 if o < c else 0.0 for o, c in zip(out, caps)]
-            mass = sum(live)
-            if mass <= 0.0:
-                break
-        scale = left / mass
-        if scale > 1e300:  # (sub)normal-tiny quotas: renormalise so that q * scale stays finite
-            top = max(live)
-            live = [q / top for q in live]
-            scale = left / sum(live)
-        units = _hamilton([q * scale for q in live], left)
-        capped = False
-        for i in range(n):
-            give = units[i]
-            if give:
-                room = caps[i] - out[i]
-                if give >= room:
-                    give = room
-                    live[i] = 0.0
-                    capped = True
-                out[i] += give
-                left -= give
-        if not capped:
-            break
-    return out
-
-
-def _hamilton(share: list[float], total: int) -> list[int]:
-    # +1e-9: a quota that is whole in exact arithmetic (2.9999999999999996) is not floored down.
-    floors = [int(x + 1e-9) for x in share]  # shares are >= 0, so int() is floor
-    rest = total - sum(floors)
-    if rest > 0:  # the largest remainders get one more unit; ties go to the lowest index (a stable sort)
-        remainders = [f - x for f, x in zip(floors, share)]
-        for i in sorted(range(len(share)), key=remainders.__getitem__)[:rest]:
-            floors[i] += 1
-    elif rest < 0:  # only reachable through the nudge: take back from the smallest remainders
-        for _, i in sorted(zip([x - f for f, x in zip(floors, share)], range(len(share)))):
-            if rest == 0:
-                break
-            if floors[i] > 0:
-                floors[i] -= 1
-                rest += 1
-    return floors
+    """:func:`largest_remainder` on plain lists, without validation: the ``split`` mapping's rounding
+    (:func:`joulegym.envs.etf.split.largest_remainder` on one instance)."""
+    return split.largest_remainder(split.ONE, quotas, total, [total] * len(quotas) if caps is None else caps)
 
 
 def units_to_action(units: np.ndarray, floor: np.ndarray, active: np.ndarray) -> np.ndarray:

@@ -15,8 +15,8 @@ per-slot *lanes*); here each lane holds one value per instance. Each instance ke
 is rare (a reset; an app arriving or leaving; a phi level or a GPU level first seen since the app set last changed),
 and the vector env copies the shadow's per-slot state into arrays: one row per instance and *variant* (``split``:
 one; ``phi``: one per phi level plus the nominal phi; ``dvfs``: one per GPU level of the tenant). The ``split``
-action's largest-remainder mapping runs over rows of instances (:func:`split_units`, held to the single env's list
-code by ``tests/etf/test_etf_vector.py``; rows that hit its rare corner cases are mapped by that list code). A batch's
+action's largest-remainder mapping is the single env's too (:func:`~joulegym.envs.etf.split.split_units`, run on
+rows of instances). A batch's
 actions are checked by the core's :class:`~joulegym.core.vector.BatchValidator` before any instance steps.
 
 Infos are lean and batched as ``SyncVectorEnv`` batches them: ``reward_parts`` (one array per part),
@@ -34,100 +34,13 @@ import numpy as np
 from joulegym.core.cache import BoundedCache
 from joulegym.core.rewards import weighted_sum
 from joulegym.core.vector import BatchedVectorEnv, BatchValidator, check_num_envs
-from joulegym.envs.etf.allocation import largest_remainder_list
 from joulegym.envs.etf.env import SLOT_FEATURES, ETFDVFSEnv, ETFEnv, ETFPhiEnv
 from joulegym.envs.etf.epoch import ArrayOps, epoch_fairness, etf_objective, run_epoch
 from joulegym.envs.etf.simulator import run_metrics
+from joulegym.envs.etf.split import ROWS, room_terms, split_units
 
 ENV_CLASSES: dict[str, type[ETFEnv]] = {"split": ETFEnv, "phi": ETFPhiEnv, "dvfs": ETFDVFSEnv}
 STATIC_FEATURES = 6  # slot features 0-5 (from the shadow's content-keyed caches); 6-8 are the epoch's
-
-
-def _seq_sum(values: np.ndarray) -> np.ndarray:
-    """Row sums of a (rows, slots) array, slot by slot from 0.0: the bits of Python's ``sum`` over a list."""
-    total = np.zeros(values.shape[0], dtype=values.dtype if values.dtype.kind == "f" else np.float64)
-    for column in range(values.shape[1]):
-        total = total + values[:, column]
-    return total
-
-
-def _hamilton_rows(share: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~joulegym.envs.etf.allocation._hamilton` over rows; also the rows it cannot do (rest < 0)."""
-    floors = np.floor(share + 1e-9).astype(np.int64)  # shares are >= 0: int() is floor
-    rest = total - floors.sum(axis=1)
-    more = rest > 0
-    if more.any():
-        # The largest remainders get one more unit, ties to the lowest index: a stable sort of f - x.
-        order = np.argsort(floors[more] - share[more], axis=1, kind="stable")
-        rank = np.empty_like(order)
-        np.put_along_axis(rank, order, np.arange(share.shape[1])[None, :].repeat(order.shape[0], 0), axis=1)
-        floors[more] += rank < rest[more, None]
-    return floors, rest < 0
-
-
-def split_units(shares: np.ndarray, floor: np.ndarray, room: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
-    """:meth:`SplitAction.decode <joulegym.envs.etf.actions.SplitAction.decode>` over rows of validated shares:
-    whole units per slot and whether each row was repaired (the same integers as the single env)."""
-    kept = np.where(room > 0, shares, 0.0)
-    repaired = ((shares > 0.0) & (room <= 0)).any(axis=1)
-    units = floor.copy()
-    left = T - floor.sum(axis=1)
-    work = (left > 0) & (room != 0).any(axis=1)
-    if not work.any():
-        return units, repaired
-    rows = np.flatnonzero(work)
-    kept, room_w, left_w = kept[rows], room[rows], left[rows]
-    empty = _seq_sum(kept) <= 0.0
-    if empty.any():
-        repaired[rows[empty]] = True
-        kept[empty] = (room_w[empty] > 0).astype(np.float64)
-    extra, fallback = _largest_remainder_rows(kept, left_w, room_w)
-    for r in np.flatnonzero(fallback):  # rare corner cases: the single env's own code
-        extra[r] = largest_remainder_list(kept[r].tolist(), int(left_w[r]), room_w[r].tolist())
-    units[rows] += extra
-    return units, repaired
-
-
-def _largest_remainder_rows(quotas: np.ndarray, total: np.ndarray, caps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~joulegym.envs.etf.allocation.largest_remainder_list` over rows, and the rows left to it."""
-    n_rows, n = quotas.shape
-    out = np.zeros((n_rows, n), dtype=np.int64)
-    live = np.where(caps > 0, quotas, 0.0)
-    left = total.astype(np.int64).copy()
-    going = left > 0
-    fallback = np.zeros(n_rows, dtype=bool)
-    for _ in range(n + 2):  # every round that continues caps at least one more slot
-        if not going.any():
-            break
-        mass = _seq_sum(live)
-        dry = going & (mass <= 0.0)
-        if dry.any():  # every positive quota is capped: spread over the slots with room
-            live[dry] = (out[dry] < caps[dry]).astype(np.float64)
-            mass[dry] = _seq_sum(live[dry])
-            going &= ~(dry & (mass <= 0.0))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            scale = np.where(going, left / np.where(going, mass, 1.0), 0.0)
-        tiny = going & (scale > 1e300)  # (sub)normal-tiny quotas: the list code renormalises
-        fallback |= tiny
-        going &= ~tiny
-        scale[~going] = 0.0
-        if not going.any():
-            break
-        units, negative = _hamilton_rows(live * scale[:, None], left)
-        fallback |= going & negative
-        going &= ~negative
-        units[~going] = 0
-        room = caps - out
-        hit = (units > 0) & (units >= room)
-        give = np.where(hit, room, units)
-        live = np.where(hit, 0.0, live)
-        out += give
-        left -= give.sum(axis=1)
-        going &= hit.any(axis=1) & (left > 0)
-    else:
-        fallback |= going
-    out[fallback] = 0
-    return out, fallback
 
 
 class ETFVectorEnv(BatchedVectorEnv):
@@ -400,8 +313,9 @@ class ETFVectorEnv(BatchedVectorEnv):
         T = self._T
         if mode == "split":
             self._ensure(rows)
-            units, repaired = split_units(decisions[rows], self._current(rows, self._t_floor),
-                                          self._current(rows, self._t_room), T)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # masked rows only
+                floor, room = self._current(rows, self._t_floor), self._current(rows, self._t_room)
+                units, repaired = split_units(ROWS, decisions[rows], floor, room, room_terms(ROWS, floor, room, T))
             self._repaired[rows] = repaired
         else:
             self._repaired[rows] = False
