@@ -23,7 +23,7 @@ from joulegym.evaluation.cli import main
 
 ZOO = Path(suite.default_zoo())
 SAC = ZOO / "etf" / "tx2-fig6-random" / "sac" / "seed0"  # a Box agent (one training seed of the shipped SAC)
-QIN = ZOO / "qin" / "paper-rw" / "maskable_ppo"  # a Discrete agent
+QIN = ZOO / "qin" / "paper-rw" / "maskable_ppo"  # a Discrete agent, one seed<k>/ run per training seed
 SAC_ENV = json.loads((SAC / "provenance.json").read_text())["env_id"]
 
 
@@ -155,7 +155,7 @@ def test_zoo_agent_json_errors_name_the_file(tmp_path):
     zoo = tmp_path / "zoo"
     agent = zoo / "qin" / "paper-rw" / "maskable_ppo"
     shutil.copytree(QIN, agent)
-    (agent / "agent.json").write_text("[1, 2]")
-    expected = json.loads((QIN / "provenance.json").read_text())["env_id"]
-    with pytest.raises(ValueError, match=r"maskable_ppo/agent\.json: must hold a JSON object"):
+    (agent / "seed0" / "agent.json").write_text("[1, 2]")
+    expected = json.loads((QIN / "seed0" / "provenance.json").read_text())["env_id"]
+    with pytest.raises(ValueError, match=r"maskable_ppo/seed0/agent\.json: must hold a JSON object"):
         suite.find_agents(zoo, "qin", "paper-rw", expected)
