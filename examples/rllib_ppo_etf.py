@@ -1,4 +1,4 @@
-"""Train RLlib PPO on a joulegym family through Ray (issue 19; docs/ray.md).
+"""Train RLlib PPO on a joulegym family through Ray (docs/ray.md).
 
     pip install -e ".[ray]"
     python examples/rllib_ppo_etf.py                          # ETFPhi-v0: a discrete, masked action mode

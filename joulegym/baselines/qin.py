@@ -147,7 +147,7 @@ class SizedPolicy(ClusterPolicy):
     ``size_estimate="app-mean"`` (each app's mean size); ``profiled=True`` runs it with ``size_estimate="profiled"``
     (per-job sizes within 5 % of the truth, a job's duration): privileged, named ``profiled_name``."""
 
-    profiled_name = "sized-profiled"
+    profiled_name: str  # the privileged variant's registered name (each subclass sets its own)
 
     def __init__(self, profiled: bool = False) -> None:
         self.privileged = bool(profiled)

@@ -44,7 +44,6 @@ DEFAULT_TRAINING_BUDGET_S = 3600.0  # 1 CPU-hour per training run (docs/leaderbo
 DEFAULT_QUICK_SEEDS = 2  # --quick: the first two held-out seeds
 VALIDATION_SEED_BASE = 9_000  # the training protocol's model-selection seeds: 9000-9009; its training seeds are below
 DEFAULT_VALIDATION_SEEDS = tuple(range(VALIDATION_SEED_BASE, VALIDATION_SEED_BASE + MIN_EVAL_SEEDS))
-POLICY_CLASSES = ("agent", "heuristic", "baseline", "privileged")  # the classes on the leaderboard page and CSV
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ the same workloads per seed, cluster policies on the simulator alone with the en
 - ``qin_results.md``: every number ``docs/families/qin-results.md`` shows (that page is this file);
 - ``qin_reproduction.md``: "Paper vs joulegym", the paper's numbers and claims beside ours with a verdict.
 
-``quick`` shrinks every experiment (M in {50, 100}, 3 seeds, 100 servers, ...); the full run (M = 10, 20, ..., 100,
-10 seeds, every Splash-2 app, Table 5 on 100 jobs, 1,000 servers) is the one the docs show.
+``quick`` shrinks every experiment (M in {50, 100}, 3 seeds, 100 servers, ...; ``docs/families/qin-results.md`` is
+the file of such a run, its header says so); the full run: M = 10, 20, ..., 100, 10 seeds, every Splash-2 app,
+Table 5 on 100 jobs, 1,000 servers.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The measured-results page of ``evaluate.py --reproduce qin`` (``qin_results.md``; ``docs/families/qin-results.md``
-is the file of a full run): every number the Qin docs show, generated from the reproduction's tables (Guan &
-Ababei, IEEE T-SUSC 2024, §7; ``docs/families/qin.md`` §6 explains them)."""
+is the file of a run, its header says which): every number the Qin docs show, generated from the reproduction's
+tables (Guan & Ababei, IEEE T-SUSC 2024, §7; ``docs/families/qin.md`` §6 explains them)."""
 
 from __future__ import annotations
 
@@ -12,21 +12,27 @@ from joulegym.evaluation import qin_experiments as ex
 from joulegym.evaluation.verdict import markdown_table
 
 
+def _mark(label: str) -> str:
+    """The privileged column of a table row: "yes" for a privileged policy (ranked apart), else empty."""
+    return "yes" if ex.privileged(label) else ""
+
+
 def _rw_max_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     t = tables["rw_max"]
     m, seeds = int(t.num_jobs.iloc[0]), int(t.seeds.iloc[0])
-    shown = t.rename(columns={"makespan_s": "mean makespan (s)", "sem_s": "standard error (s)",
-                              "qin_gain_pct": "qin-perf's gain over it (%)", "im_c_ginstr": "mean Im_c (G instr)",
-                              "mean_util": "core utilisation"})[
-        ["policy", "mean makespan (s)", "standard error (s)", "qin-perf's gain over it (%)", "mean Im_c (G instr)",
-         "core utilisation"]]
+    shown = t.assign(privileged=[_mark(label) for label in t.policy])
+    shown = shown.rename(columns={"makespan_s": "mean makespan (s)", "sem_s": "standard error (s)",
+                                  "qin_gain_pct": "qin-perf's gain over it (%)", "im_c_ginstr": "mean Im_c (G instr)",
+                                  "mean_util": "core utilisation"})[
+        ["policy", "privileged", "mean makespan (s)", "standard error (s)", "qin-perf's gain over it (%)",
+         "mean Im_c (G instr)", "core utilisation"]]
     return ["## Cluster level at the largest M", "",
             f"Table 4's RW JCT and Fig. 7a at M = {m}: {m} RW jobs at t = 0 on the five workers, "
             f"seeds 0-{seeds - 1}; the paired gain is the mean over seeds of "
             "`(B - Q) / B`; Im_c is eq. 30's imbalance (max minus mean server load) averaged over the placements. "
             "`drain-time` (size-blind), `least-loaded` and `drain-time-sized` are not in the paper; the last two read "
-            "the jobs' size estimates (each app's mean size by default; their `-profiled` variants, per-job sizes "
-            "within 5 % of the truth, are privileged upper references).", "",
+            "the jobs' size estimates (each app's mean size, deployable); their `-profiled` variants read per-job "
+            "sizes within 5 % of the truth and are privileged upper references (marked).", "",
             markdown_table(shown, floatfmt=".3g"), ""]
 
 
@@ -40,8 +46,9 @@ def _table4_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     dep = tables["t4_deployable"]
     rows_dep = [{"rule (not in the paper)": r.baseline, "mix": r.mix.upper(), "JCT %": f"{r.perf_pct:.1f}",
                  "energy %": f"{r.energy_pct:.1f}", "EDP %": f"{r.edp_pct:.1f}"} for r in dep.itertuples(index=False)]
+    sizes = ", ".join(str(int(m)) for m in sorted(set(tables["runs"].num_jobs)))
     return ["## Table 4", "",
-            "Qin's improvement (%) over each scheduler, the mean over M = 10, 20, ..., 100 and the seeds of the "
+            f"Qin's improvement (%) over each scheduler, the mean over the seeds and M = {sizes} of the "
             "paired `(B - Q) / B`, each column with its Qin variant (`qin-perf`, `qin-energy`, `qin-edp`); the "
             "paper's value in brackets.", "", pd.DataFrame(rows).to_markdown(index=False), "",
             "The same against the deployable rules:", "", pd.DataFrame(rows_dep).to_markdown(index=False), ""]
@@ -134,11 +141,13 @@ def _leaderboard_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     seeds = board.seed.unique()
     wide = board.groupby(["policy", "scenario"], sort=False)["makespan_s"].mean().unstack("scenario")
     wide = wide.sort_values(wide.columns[0]).reset_index()
+    wide.insert(1, "privileged", [_mark(label) for label in wide.policy])
     return ["## Leaderboard heuristics", "",
             f"Mean makespan (s) on the leaderboard's held-out seeds {seeds.min()}-{seeds.max()} (`evaluate.py --suite "
             "qin` ranks the shipped agents beside them); `round-robin`, `drain-time`, `least-loaded` and "
             "`drain-time-sized` are not in the paper (the last two read each app's mean size), and the `-profiled` "
-            "rows are privileged (per-job sizes).", "", markdown_table(wide, floatfmt=".1f"), ""]
+            "rows are privileged (per-job sizes within 5 % of the truth; marked).", "",
+            markdown_table(wide, floatfmt=".1f"), ""]
 
 
 def _rules_gap_section(tables: dict[str, pd.DataFrame]) -> list[str]:
@@ -152,9 +161,9 @@ def _rules_gap_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     return ["## What the simple rules read", "",
             f"100 RW jobs on the five workers, {seeds} seeds from 10000; each row paired per seed with the size-blind "
             "`drain-time` (assigned jobs over the measured rate) at the same `smt_yield` "
-            f"(its mean: {gap.drain_time_s.iloc[0]:.1f} s at 1.3). The privileged rows read the jobs' profiled size "
-            "estimates (`size_estimate=\"profiled\"`, within 5 % of the truth); the default `\"app-mean\"` gives "
-            "them only each app's mean size. "
+            f"(its mean: {gap.drain_time_s.iloc[0]:.1f} s at 1.3). The privileged `-profiled` rows read the jobs' "
+            "profiled size estimates (`size_estimate=\"profiled\"`, within 5 % of the truth); `drain-time-sized` "
+            "on the env's default `\"app-mean\"` reads only each app's mean size. "
             "[The model page](qin.md) section 6.1 explains the rows.", "",
             markdown_table(shown, floatfmt=".1f"), ""]
 

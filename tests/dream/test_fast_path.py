@@ -104,6 +104,56 @@ def test_random_steps_without_observations_and_plays_the_observed_episode(scenar
             assert np.array_equal(a.pop("action_mask"), b.pop("action_mask")) and a == b
 
 
+def _without_masks(infos: list[dict]) -> list[dict]:
+    return [{k: v for k, v in i.items() if k != "action_mask"} for i in infos]
+
+
+def test_a_time_limit_ends_the_lean_loops_where_it_ends_the_env_path():
+    """A ``TimeLimit`` wrapper (``gym.make(..., max_episode_steps=)``) truncates the episode at its step on every
+    loop: the observation-free loop of ``random`` and the simulator path of an inner policy (recorded or not) play
+    the env path's truncated episode, final info included, and leave the wrapper's step count as it would."""
+    steps = 7
+    random, inner = baselines.make("random"), baselines.make("mapscore-fixed", family="dream")
+    env = gym.make("joulegym/DREAM-vr-gaming-v0", horizon_s=HORIZON, info_level="full", max_episode_steps=steps)
+    assert observation_free(env, random) and simulator_path(env, inner)
+    observed = rollout(env, random, 10000, record=True, on_step=lambda *step: None)
+    lean = rollout(env, random, 10000, record=True)
+    assert lean.length == observed.length == steps and lean.truncated and observed.truncated
+    _same(observed, lean)
+    assert lean.rewards == observed.rewards
+    assert _without_masks(lean.infos) == _without_masks(observed.infos)
+    assert "metrics" not in lean.final_info  # the env itself had not ended: no final metrics on either loop
+    assert env.get_wrapper_attr("_elapsed_steps") == steps
+    forget_episodes()
+    env_path = rollout(env, inner, 10000, record=True)
+    assert env_path.length == steps and env_path.truncated
+    for record in (True, False, False):  # the second unrecorded episode comes from the memo
+        fast = rollout_inner(env, inner, 10000, record=record)
+        _same(env_path, fast)
+        assert fast.final_info == _without_masks([env_path.final_info])[0]
+        assert env.get_wrapper_attr("_elapsed_steps") == steps
+    assert fast.rewards == [] and rollout_inner(env, inner, 10000, record=True).rewards == env_path.rewards
+    unlimited = gym.make("joulegym/DREAM-vr-gaming-v0", horizon_s=HORIZON, info_level="full")
+    assert rollout_inner(unlimited, inner, 10000).length > steps  # another step limit, another memo key
+    forget_episodes()
+
+
+def test_a_wrapper_the_lean_loops_cannot_honour_keeps_the_episode_on_env_step():
+    """A reward wrapper changes what ``env.step()`` gives: ``random`` then steps through it (the doubled return),
+    and the simulator path refuses it."""
+    random, inner = baselines.make("random"), baselines.make("mapscore-fixed", family="dream")
+    plain = gym.make("joulegym/DREAM-vr-gaming-v0", horizon_s=HORIZON)
+    doubled = gym.wrappers.TransformReward(gym.make("joulegym/DREAM-vr-gaming-v0", horizon_s=HORIZON),
+                                           lambda reward: 2.0 * reward)
+    assert not observation_free(doubled, random) and not simulator_path(doubled, inner)
+    once, twice = rollout(plain, random, 10002), rollout(doubled, random, 10002)
+    assert twice.length == once.length and twice.total_return == 2.0 * once.total_return != 0.0
+    with pytest.raises(ValueError, match="TimeLimit"):
+        rollout_inner(doubled, inner, 10002)
+    row, _ = run_episode(doubled, inner, 10002)
+    assert row["return"] == 2.0 * rollout_inner(plain, inner, 10002).total_return
+
+
 def test_policies_that_decide_alike_play_one_episode(monkeypatch):
     """DREAM-Full on a workload without a Supernet is DREAM-SmartDrop (Table 4): the simulator path plays the episode
     once for both names (equal ``decisions_key``), and a fresh run gives the same episode; with a Supernet, or
@@ -133,6 +183,32 @@ def test_policies_that_decide_alike_play_one_episode(monkeypatch):
     vr.reset(seed=0)
     assert full.inner.decisions_key(vr.sim) != smart.inner.decisions_key(vr.sim)
     assert full.inner.decisions_key(base.sim) == smart.inner.decisions_key(base.sim)
+    forget_episodes()
+
+
+@pytest.mark.parametrize(("kappa", "seed", "dropped"), [(None, 10001, False), (4.0, 1, True)])
+def test_a_smartdrop_episode_without_drops_is_played_once_for_mapscore(monkeypatch, kappa, seed, dropped):
+    """Smart drop only adds drops to MapScore (§4.2.1): DREAM-SmartDrop's episode that dropped nothing is kept for
+    MapScore at the same pair too (``alike_keys``), which then is not played, and is the episode MapScore plays
+    afresh; one with drops is not (an overloaded SoC, where the two episodes differ)."""
+    forget_episodes()
+    smart = baselines.make("dream-smartdrop", family="dream", tuning="fixed")
+    plain = baselines.make("mapscore-fixed", family="dream")
+    env = gym.make("joulegym/DREAM-v0", workload="ar-social", horizon_s=0.3, **({"kappa": kappa} if kappa else {}))
+    base = env.unwrapped
+    first = rollout_inner(env, smart, seed)
+    assert (first.metrics["drops"] > 0) == dropped
+    steps: list[int] = []
+    advance = base._advance_decision
+    monkeypatch.setattr(base, "_advance_decision", lambda decision: steps.append(1) or advance(decision))
+    kept = rollout_inner(env, plain, seed)
+    assert bool(steps) == dropped and kept.policy == "mapscore-fixed"
+    monkeypatch.undo()
+    forget_episodes()
+    alone = rollout_inner(env, plain, seed)
+    _same(alone, kept)
+    assert alone.final_info == kept.final_info
+    assert (alone.total_return != first.total_return) == dropped
     forget_episodes()
 
 

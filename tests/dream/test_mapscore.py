@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from joulegym.core.inner import run_inner
-from joulegym.envs.dream.mapscore import DreamPolicy, episode_evaluator, map_score, map_score_terms, run_shared
+from joulegym.envs.dream.mapscore import (
+    DreamPolicy,
+    episode_evaluator,
+    forget_tuning,
+    map_score,
+    map_score_terms,
+    run_shared,
+)
 from joulegym.envs.dream.search import optimize
 from joulegym.envs.dream.simulator import EPS_SLACK_S, App, DreamSim
 from tests.dream import toy
@@ -155,11 +162,13 @@ def test_shared_episodes_equal_the_episodes_run_one_by_one(scenario, hw, variant
 
 def test_offline_search_with_shared_steps_locks_the_same_pair():
     sim = DreamSim.from_catalog("drone-outdoor", "4k-1os2ws", horizon_s=0.5)
+    forget_tuning()  # no episode kept from another test: the shared steps run
     evaluate = episode_evaluator(sim, "full", horizon_s=None)
     calls = []
 
-    def one_by_one(pair):  # the same evaluator without .many
+    def one_by_one(pair):  # the same evaluator without .many, each episode run afresh
         calls.append(pair)
+        forget_tuning()
         return episode_evaluator(sim, "full", horizon_s=None)(pair)
 
     shared = optimize((1.0, 1.0), evaluate)

@@ -67,7 +67,6 @@ def test_fig2_dynamic_fcfs_cut_is_within_10_points_of_the_paper():
 
 HETERO_4K = ("4k-1ws2os", "4k-1os2ws")
 HOMO_4K = ("4k-2ws", "4k-2os")
-HOMO_8K = ("8k-2ws", "8k-2os")
 HETERO_8K = ("8k-1ws2os", "8k-1os2ws")
 
 

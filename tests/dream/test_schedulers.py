@@ -235,6 +235,31 @@ def test_full_shares_smartdrops_search_where_no_supernet(monkeypatch):
     mapscore.forget_tuning()
 
 
+@pytest.mark.parametrize(("workload", "kappa", "all_kept"), [("ar-call", None, True), ("ar-social", 4.0, False)])
+def test_mapscore_search_reuses_smartdrops_tuning_episodes_without_drops(monkeypatch, workload, kappa, all_kept):
+    """Smart drop only adds drops to MapScore (§4.2.1): a DREAM-SmartDrop tuning episode that dropped nothing is
+    DREAM-MapScore's at the same pair, so MapScore's search after SmartDrop's runs only the episodes with drops
+    (none on a light workload, some on an overloaded one) and locks what a cold search locks, step for step."""
+    s = DreamSim.from_catalog(workload, "4k-1ws2os", horizon_s=0.3, kappa=kappa)
+    mapscore.forget_tuning()
+    cold = DreamPolicy("mapscore", tune_horizon_s=0.2)
+    cold.reset(s, np.random.default_rng(0))
+    mapscore.forget_tuning()
+    runs: list[int] = []
+    real_inner, real_shared = mapscore.run_inner, mapscore.run_shared
+    monkeypatch.setattr(mapscore, "run_inner", lambda *a, **k: runs.append(1) or real_inner(*a, **k))
+    monkeypatch.setattr(mapscore, "run_shared",
+                        lambda sim, policies, key: runs.extend([1] * len(policies)) or real_shared(sim, policies, key))
+    DreamPolicy("smartdrop", tune_horizon_s=0.2).reset(s, np.random.default_rng(0))
+    after_smartdrop = len(runs)
+    warm = DreamPolicy("mapscore", tune_horizon_s=0.2)
+    warm.reset(s, np.random.default_rng(0))
+    assert after_smartdrop > 0 and (len(runs) == after_smartdrop) == all_kept
+    assert (warm.alpha, warm.beta) == (cold.alpha, cold.beta)
+    assert warm.tuning_record.trajectory == cold.tuning_record.trajectory
+    mapscore.forget_tuning()
+
+
 def test_online_tuning_changes_parameters_during_the_episode():
     s = DreamSim.from_catalog("ar-social", "4k-1ws2os", horizon_s=1.0)
     sched = DreamPolicy("mapscore", "online", window_s=0.1)

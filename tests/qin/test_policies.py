@@ -75,6 +75,7 @@ def _decisions(name: str, seed: int = 0, **policy_kw):
         view = sim.view()
         state = {"job": env.pending_job, "pred": view.prediction(), "load": view.load_instr.copy(),
                  "drain": view.drain_s.copy(), "jobs_drain": view.jobs_drain_s.copy(),
+                 "rate": view.server_rate.copy(), "rate_writeable": view.server_rate.flags.writeable,
                  "pods": sim.jobs_on.copy(), "t_server": sim.t_server.copy(), "c_server": sim.c_server.copy(),
                  "threads": sim.runnable_threads.copy()}
         action = policy.act(obs, info)
@@ -93,6 +94,20 @@ def test_qin_picks_from_the_flist():
         inter = scheduling.interference_score(p.tolerated, p.caused, state["t_server"], state["c_server"])
         flist = scheduling.dchoice_flist(inter, p.mips[:, -1], 2, 0.5, state["jobs_drain"])
         assert server in flist.tolist()
+
+
+def test_view_drain_times_are_over_the_measured_rate():
+    """The view's documented relations (envs/qin/view.py): ``drain_s = load_instr / server_rate`` and
+    ``jobs_drain_s = jobs_on / server_rate``, 0 on a server without a rate; the rate is read-only."""
+    _, decisions = _decisions("drain-time")
+    rates = np.array([state["rate"] for state, _ in decisions])
+    assert (rates == 0).any() and (rates > 0).any()  # idle servers at the start, running ones later
+    for state, _ in decisions:
+        rate, running = state["rate"], state["rate"] > 0
+        assert not state["rate_writeable"]
+        np.testing.assert_allclose(state["drain"][running], state["load"][running] / rate[running], rtol=1e-12)
+        np.testing.assert_allclose(state["jobs_drain"][running], state["pods"][running] / rate[running], rtol=1e-12)
+        assert (state["drain"][~running] == 0).all() and (state["jobs_drain"][~running] == 0).all()
 
 
 def test_qin_d1_is_the_greedy_pick():

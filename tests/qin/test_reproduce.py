@@ -19,7 +19,8 @@ register_family(qin_scenarios.FAMILY)
 def test_table4_and_fig7_smoke():
     runs = ex.cluster_runs(mixes=("rw",), sizes=(10,), seeds=(0,))
     assert set(runs.policy) == {"qin-perf", "qin-energy", "qin-edp", ex.QIN_OTHER_RULE, "kubernetes", "paragon",
-                                "mage", "drain-time", "least-loaded", "drain-time-sized"}
+                                "mage", "drain-time", "least-loaded", "drain-time-sized", "least-loaded-profiled",
+                                "drain-time-profiled"}
     assert (runs.jobs_done == 10).all()
     table = ex.table4(runs, paper=evaluation.PAPER_TABLE4)
     assert list(table.baseline) == ["kubernetes", "paragon", "mage"]
@@ -85,6 +86,10 @@ def test_reproduce_writes_the_results_page_and_the_verdicts(tmp_path, monkeypatc
     assert {"table4.csv", "fig7.png", "fig10b.png", "fig12.csv", "table5.csv", "fig14.png", "large_n.csv",
             "leaderboard.csv", "rules_gap.csv", "qin_results.md", "qin_reproduction.md"} <= {p.name for p in written}
     results = (tmp_path / "qin_results.md").read_text()
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1].strip() for line in results.splitlines()
+            if line.startswith("| ")}
+    assert "the mean over the seeds and M = 10, 20 of" in results  # the run's M values, not the full run's
+    assert rows["drain-time-profiled"] == "yes" and rows["drain-time-sized"] == "" and rows["qin-perf"] == ""
     for section in ("## Cluster level at the largest M", "## Table 4", "## Fig 7", "## Fig 10b", "## Fig 12",
                     "## Table 5", "## Fig 14", "## Several apps per server", "## Scale", "## Leaderboard",
                     "## What the simple rules read"):
@@ -97,6 +102,14 @@ def test_reproduce_writes_the_results_page_and_the_verdicts(tmp_path, monkeypatc
 
 _cluster_runs, _fig10b, _fig12, _table5, _power = ex.cluster_runs, ex.fig10b, ex.fig12, ex.table5, ex.table5_power_terms
 _fig14, _mixes, _large_n, _board, _gap = ex.fig14, ex.node_mixes, ex.large_n, ex.leaderboard, ex.rules_gap
+
+
+def test_privileged_rows_are_the_profiled_rules():
+    """A table row's privileged mark follows the registry: the -profiled rules read per-job sizes, the same rules on
+    app means and every paper scheduler do not."""
+    assert ex.privileged("drain-time-profiled") and ex.privileged("least-loaded-profiled")
+    assert not any(ex.privileged(label) for label in ("drain-time-sized", "least-loaded", "drain-time", "qin",
+                                                      ex.QIN_OTHER_RULE, *ex.PAPER_BASELINES))
 
 
 def test_small_figures_smoke():
@@ -127,7 +140,7 @@ def test_simple_rules_gap_mechanisms():
     qin, qin_smt1 = gap.loc["qin"], gap.loc["qin, smt_yield 1"]
     assert qin.minus_drain_time_s - qin.ci95_s > 0  # drain-time ahead of Qin, paired 95 % CI above 0
     assert abs(qin_smt1.minus_drain_time_s) < qin_smt1.ci95_s  # no difference on physical cores
-    sized = gap.loc["drain-time-sized (privileged)"]
+    sized = gap.loc["drain-time-profiled (privileged)"]
     assert sized.minus_drain_time_s + sized.ci95_s < 0  # sizes help ...
     blind_sizes = gap.loc["drain-time-sized, app-mean sizes"]
     assert blind_sizes.minus_drain_time_s > sized.minus_drain_time_s  # ... and only the per-job ones much

@@ -151,11 +151,23 @@ def supernet_variant(view: DreamView, i: int, rule: str = "slack") -> int:
 
 # ================================================================================================ tuning
 _TUNED: BoundedCache[tuple[float, float]] = BoundedCache(512)
+# the metrics of each tuning episode: (tuning simulator's signature, variant, settings, key, pair) -> metrics
+_TUNING_RUNS: BoundedCache[dict[str, Any]] = BoundedCache(8192)
 
 
 def forget_tuning() -> None:
-    """Empty the cache of tuned (alpha, beta) pairs (benchmarks time the search cold)."""
+    """Empty the caches of tuned (alpha, beta) pairs and of tuning episodes (benchmarks time the search cold)."""
     _TUNED.clear()
+    _TUNING_RUNS.clear()
+
+
+def _keep_run(base: tuple, variant: str, metrics: dict[str, Any]) -> None:
+    """Keep a tuning episode's ``metrics`` under ``base + (variant,)``, and under DREAM-MapScore's key as well when
+    it is a smart-drop episode that dropped nothing: smart drop only adds drops to MapScore (§4.2.1, Table 4), so
+    such an episode is the one MapScore plays at the same (alpha, beta) (:meth:`DreamPolicy.alike_keys`)."""
+    _TUNING_RUNS.put((*base, variant), metrics)
+    if variant == "smartdrop" and not metrics["drops"]:
+        _TUNING_RUNS.put((*base, "mapscore"), metrics)
 
 
 @dataclass
@@ -173,31 +185,46 @@ def episode_evaluator(sim: Any, variant: str = "mapscore", key: int | Sequence[i
     with episode key ``key`` (the mean over several keys) under DREAM-``variant`` at the fixed pair, run by
     :func:`joulegym.core.inner.run_inner` (offline mode; common random numbers, so every pair sees the same
     workload), returning ``metric`` (``"uxcost"``; Fig. 13 optimises the DLV or energy sums instead).
-    ``horizon_s``: a shorter tuning episode. Results are memoised per pair."""
+    ``horizon_s``: a shorter tuning episode. Results are memoised per pair, and each episode's metrics are kept in
+    this process per tuning configuration, variant and pair (:func:`_keep_run`: a later search that asks for the
+    same episode, or for the MapScore episode a smart-drop episode without drops was, does not run it again)."""
     keys = (int(key),) if isinstance(key, int | np.integer) else tuple(int(x) for x in key)
     if not keys:
         raise ValueError("key must be an int or a non-empty sequence of ints")
     runner = sim.spawn(keys[0], record_timeline=False, horizon_s=horizon_s)
     memo: dict[tuple[float, float], float] = {}
+    settings = tuple(sorted(kwargs.items()))
+
+    def run_key(pair: tuple[float, float], k: int) -> tuple:
+        """The cache key of the episode with key ``k`` at ``pair``, less the variant (:func:`_keep_run`)."""
+        return (runner.signature(), settings, k, pair)
 
     def evaluate(p: tuple[float, float]) -> float:
         pair = (round(float(p[0]), 12), round(float(p[1]), 12))
         if pair not in memo:
-            policy = DreamPolicy(variant, "fixed", pair[0], pair[1], **kwargs)
-            values = [run_inner(runner, policy, 0, instance=k)[metric] for k in keys]
+            values = []
+            for k in keys:
+                metrics = _TUNING_RUNS.get((*run_key(pair, k), variant))
+                if metrics is None:
+                    metrics = run_inner(runner, DreamPolicy(variant, "fixed", pair[0], pair[1], **kwargs), 0,
+                                        instance=k)
+                    _keep_run(run_key(pair, k), variant, metrics)
+                values.append(metrics[metric])
             memo[pair] = float(np.mean(values))
         return memo[pair]
 
     def evaluate_many(pairs: Sequence[tuple[float, float]]) -> list[float]:
-        """:func:`evaluate` of several pairs (one search step), their episodes run together by :func:`run_shared`
-        (the same values; DREAM at ``assignment="table"`` runs them one by one)."""
+        """:func:`evaluate` of several pairs (one search step), their episodes not yet kept run together by
+        :func:`run_shared` (the same values; DREAM at ``assignment="table"`` runs them one by one)."""
         todo = list(dict.fromkeys((round(float(p[0]), 12), round(float(p[1]), 12)) for p in pairs))
         todo = [pair for pair in todo if pair not in memo]
-        if len(todo) > 1 and kwargs.get("assignment", "idle") == "idle":
-            policies = [DreamPolicy(variant, "fixed", a, b, **kwargs) for a, b in todo]
-            per_key = [run_shared(runner, policies, k) for k in keys]
-            for j, pair in enumerate(todo):
-                memo[pair] = float(np.mean([m[j][metric] for m in per_key]))
+        if kwargs.get("assignment", "idle") == "idle":
+            for k in keys:
+                run = [pair for pair in todo if (*run_key(pair, k), variant) not in _TUNING_RUNS]
+                if len(run) > 1:
+                    shared = run_shared(runner, [DreamPolicy(variant, "fixed", a, b, **kwargs) for a, b in run], k)
+                    for pair, metrics in zip(run, shared, strict=True):
+                        _keep_run(run_key(pair, k), variant, metrics)
         return [evaluate(p) for p in pairs]
 
     evaluate.memo = memo  # type: ignore[attr-defined]
@@ -300,13 +327,34 @@ class DreamPolicy:
 
     def decisions_key(self, sim: Any) -> tuple | None:
         """A key equal for two DREAM policies that take the same decisions on every episode of ``sim`` (the suite
-        then plays such an episode once, :func:`joulegym.core.rollout.rollout_inner`): every setting a decision
-        reads, the variant as :meth:`tuning_variant` (DREAM-Full is DREAM-SmartDrop without a Supernet), the name
-        aside; ``None`` for online tuning (its engine draws from the name's random stream)."""
+        then plays such an episode once, :func:`joulegym.core.rollout.rollout_inner`): the variant as
+        :meth:`tuning_variant` (DREAM-Full is DREAM-SmartDrop without a Supernet), the (alpha, beta) it decides with
+        (:meth:`decision_pair`: offline tuning locked at a pair decides as that pair fixed) and every other setting
+        a decision reads, the name aside; ``None`` for online tuning (its engine draws from the name's random
+        stream)."""
         if self.tuning == "online":
             return None
-        return (type(self).__name__, self.tuning_variant(sim), self.tuning, self.alpha0, self.beta0, self.tune_key,
-                self.tune_horizon_s, self.tune_episodes, tuple(sorted(self._tuning_settings().items())))
+        return self._key_of(self.tuning_variant(sim), self.decision_pair(sim))
+
+    def alike_keys(self, sim: Any) -> tuple[tuple, ...]:
+        """After an episode on ``sim``: the :meth:`decisions_key` of other policies that, it turns out, decided as
+        this one on it. Smart drop only adds drops to MapScore (§4.2.1, Table 4): a DREAM-SmartDrop episode (or
+        DREAM-Full's, without a Supernet) that dropped no frame is the one DREAM-MapScore plays at the same (alpha,
+        beta) and settings."""
+        if self.tuning == "online" or sim.drops or self.tuning_variant(sim) != "smartdrop":
+            return ()
+        return (self._key_of("mapscore", self.decision_pair(sim)),)
+
+    def decision_pair(self, sim: Any) -> tuple[float, float]:
+        """The (alpha, beta) this policy decides with on ``sim``'s episodes (not online): the offline search's
+        locked pair as :meth:`reset` sets it, or the fixed pair."""
+        if self.tuning == "offline":
+            alpha, beta = self.offline_params(sim)
+            return min(max(float(alpha), PARAM_LO), PARAM_HI), min(max(float(beta), PARAM_LO), PARAM_HI)
+        return self.alpha0, self.beta0
+
+    def _key_of(self, variant: str, pair: tuple[float, float]) -> tuple:
+        return type(self).__name__, variant, pair, tuple(sorted(self._tuning_settings().items()))
 
     def offline_params(self, sim: Any) -> tuple[float, float]:
         """Locked (alpha, beta) for ``sim``'s configuration: the §3.6 search from (alpha0, beta0) where each

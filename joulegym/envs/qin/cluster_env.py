@@ -318,7 +318,6 @@ class QinClusterEnv(JoulegymEnv):
         self._predictor = None  # built on first reset (the prediction module caches the offline CF fit)
         valid = np.zeros(self.n_max, dtype=bool)
         valid[: self.N] = True
-        self.server_mask = valid
         self._mask_server = valid.astype(np.float32)
         self.action_mask_now = np.repeat(valid, self.L) if c["action_mode"] == "server_vf" else valid.copy()
         # Table 2's cores (logical processors, what the OS and Kubernetes report): the observation's and the

@@ -197,7 +197,7 @@ class QinNodeEnv(JoulegymEnv):
         self.num_cores = int(self.server_type.physical_cores)  # the simulator's cores are physical (A22)
         if self.num_cores > self.C:
             raise ValueError(f"max_cores must be >= the server's cores ({self.num_cores}), got {self.C}")
-        self.L = self.L_server = int(self.server_type.n_levels)
+        self.L = int(self.server_type.n_levels)
         self.sim_config = QinSimConfig(node_policy=AgentNodeLevel(), control_period_s=self.dt, profile_latency_s=0.0,
                                        decision_latency_s=0.0,
                                        power_terms="dynamic_only" if c["power_model"] == "paper_dynamic_only"

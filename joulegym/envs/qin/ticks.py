@@ -31,7 +31,7 @@ class TickContext:
     (a 100-job episode at 10 ms has ~200k periods and a handful of mapping changes per second)."""
 
     __slots__ = ("act", "all_cores", "all_occupied", "all_servers", "busy_all", "busy_core", "by_core", "core_starts",
-                 "cores", "dram_idle", "dvfs", "flat_core", "idle_term", "job_weights", "jobs", "jobs2", "loss",
+                 "cores", "dram_idle", "dvfs", "idle_term", "job_weights", "jobs", "jobs2", "loss",
                  "occupied", "power_bins", "power_in", "power_table", "rate", "rate_index", "rate_max", "rate_table",
                  "rem_floor", "rem_floor_t", "row_base", "servers", "share", "share_app", "share_period", "soc",
                  "srv", "starts", "tc", "th", "thr_cycles", "thr_mem", "thr_weight", "traffic_term", "uncore")
@@ -53,7 +53,6 @@ class TickContext:
         self.busy_core = sim.core_threads[self.cores] > 0
         # the same over every core of the cluster (False outside these servers): a whole-array update adds 0 there
         self.busy_all = sim.core_threads > 0
-        self.flat_core = sim._flat_base[self.cores]
         self.act = sim._core_act[self.cores]
         self.traffic_term = sim._core_beta[self.cores] * sim._traffic_w[self.cores]
         self.idle_term = (~self.busy_core) * sim.cores.idle_w[self.cores]

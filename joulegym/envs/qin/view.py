@@ -9,13 +9,15 @@ nothing else.
 ``pending_threads``       its thread count (the pod's spec)
 ``t_server``, ``c_server``  per server, the min tolerated and summed caused *predicted* scores of its assigned
                           unfinished jobs (eq. 14-15, A5)
-``load_instr``            L_i (paper §5.2): each server's assigned unfinished work, the jobs' size estimates
-                          (alpha_hat, within 5 % of each job's true instruction count, docs §2.1) less the
-                          instructions they retired (hardware counters). **Size-informed**: a deployed scheduler
-                          does not know a new job's instruction count (the paper's algorithms never read alpha_m),
-                          so a policy whose decision depends on it is ``privileged``
+``load_instr``            L_i (paper §5.2): each server's assigned unfinished work, the jobs' size estimates less
+                          the instructions they retired (hardware counters). The estimates follow the env's
+                          ``size_estimate`` (docs §2.1): each app's mean size by default (``"app-mean"``, what a
+                          deployed scheduler knows from the app's history); under ``"profiled"`` they are per-job
+                          sizes within 5 % of the truth (the paper's algorithms never read alpha_m), and a policy
+                          whose decision depends on them is ``privileged``
 ``server_rate``           instructions per second each server's threads run at now (hardware counters)
-``drain_s``               per server, ``load_instr / server_rate`` (0 for an idle server; size-informed too)
+``drain_s``               per server, ``load_instr / server_rate`` (0 for an idle server; privileged under
+                          ``"profiled"`` as ``load_instr`` is)
 ``jobs_drain_s``          per server, assigned unfinished jobs over ``server_rate`` (0 for an idle server): the drain
                           time if every job were of one size, what a scheduler that does not know sizes can compute
 ``jobs_on``, ``runnable_threads``  pods and threads per server
