@@ -11,7 +11,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym.baselines.emrf import (
@@ -61,6 +60,7 @@ def test_checkers(env_id):
     gym_check_env(gym.make(env_id, render_mode="ansi").unwrapped, skip_render_check=False)
     if env_id.count("-") == 1:  # rgb_array through the checker on each kind's base id (test_render: all kinds)
         gym_check_env(gym.make(env_id, render_mode="rgb_array").unwrapped, skip_render_check=False)
+    sb3_check_env = pytest.importorskip("stable_baselines3.common.env_checker").check_env  # the train extra
     sb3_check_env(gym.make(env_id).unwrapped, warn=False)
 
 

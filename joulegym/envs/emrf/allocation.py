@@ -69,6 +69,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from joulegym.core.summation import sequential_sum
+
 TIE_BREAKS = ("lexmaxmin", "vertex")
 SOLVERS = ("highs", "closed-form")  # emrf_allocate default first; the env uses closed-form
 XI_GROUP_TOL = 1e-9  # users with |xi_i - xi_j| < 1e-9 share constraint (17) (equal rho, docs §2)
@@ -160,10 +162,10 @@ def _scaled_key(capacities, xi_cpu, weights) -> tuple[float, tuple[float, float,
 def basics(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float, ...]):
     """``(m, S, F^max, D, W)`` for a validated instance (Eqs. (3), (5), (8)); tuples of floats."""
     m = tuple(max(x / c_cpu, (1.0 - x) / c_gpu) for x in xi)
-    total_w = sum(w)
+    total_w = sequential_sum(w)
     share = tuple(wi / (total_w * mi) for wi, mi in zip(w, m))
-    d_cpu = sum(wi * (x / c_cpu) / mi for wi, x, mi in zip(w, xi, m))
-    d_gpu = sum(wi * ((1.0 - x) / c_gpu) / mi for wi, x, mi in zip(w, xi, m))
+    d_cpu = sequential_sum(wi * (x / c_cpu) / mi for wi, x, mi in zip(w, xi, m))
+    d_gpu = sequential_sum(wi * ((1.0 - x) / c_gpu) / mi for wi, x, mi in zip(w, xi, m))
     d = max(d_cpu, d_gpu)
     fmax = tuple(wi / (d * mi) for wi, mi in zip(w, m))
     return m, share, fmax, d, total_w
@@ -209,8 +211,8 @@ def _closed_form_group_levels(a: float, b: float, gxi: list[float], gs: list[flo
     if hi < r:  # every group is GPU-bound first: all of C'_gpu to the least GPU-hungry group (unique)
         z[-1] = (b / (1.0 - hi)) / gs[-1]
         return z
-    s_tot = sum(gs)
-    imbalance = sum(s * (x - r) for s, x in zip(gs, gxi))
+    s_tot = sequential_sum(gs)
+    imbalance = sequential_sum(s * (x - r) for s, x in zip(gs, gxi))
     if imbalance > 0.0:
         e_min = lo - r
         level = -e_min * total / (imbalance - e_min * s_tot)
@@ -329,7 +331,7 @@ def emrf_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float,
     a, b = residual_core(c_cpu, c_gpu, xi, fmax, eta)
     groups = _groups(xi)
     gxi = [xi[g[0]] for g in groups]
-    gs = [sum(share[i] for i in g) for g in groups]
+    gs = [sequential_sum(share[i] for i in g) for g in groups]
     if tie_break == "vertex" or solver == "highs":
         levels = _highs_normalised(_highs_vertex_levels if tie_break == "vertex" else _highs_lexmaxmin_levels,
                                    a, b, gxi, gs)
@@ -401,8 +403,8 @@ def drf_progressive_core(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: t
     used_cpu = used_gpu = 0.0
     growing = list(range(len(xi)))
     while growing:
-        rate_cpu = sum(speed[i] * xi[i] for i in growing)
-        rate_gpu = sum(speed[i] * (1.0 - xi[i]) for i in growing)
+        rate_cpu = sequential_sum(speed[i] * xi[i] for i in growing)
+        rate_gpu = sequential_sum(speed[i] * (1.0 - xi[i]) for i in growing)
         steps = []
         if rate_cpu > 0:
             steps.append((c_cpu - used_cpu) / rate_cpu)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from joulegym.core.cache import BoundedCache
+from joulegym.core.summation import sequential_sum
 from joulegym.envs.emrf.allocation import (
     basics,
     delta_bound_from_residual,
@@ -204,7 +205,7 @@ class Derived:
         self._solve = (env.max_users, env.eta_target, env.config["tie_break"], env.config["lp_solver"])
         self.m, self.share, self.fmax, _, self.total_w = basics(*inst)
         w = inst[3]
-        self.norm = sum(w) / min(w)
+        self.norm = sequential_sum(w) / min(w)
         xi = inst[2]
         c_res_cpu, c_res_gpu = residual_core(inst[0], inst[1], xi, self.fmax, env.eta_target)  # as emrf_core's
         self.bound = delta_bound_from_residual(xi, w, self.m, self.total_w, c_res_cpu, c_res_gpu)
@@ -237,8 +238,8 @@ class Derived:
             xi, w = inst[2], inst[3]
 
             def saturating(omega) -> list[float]:  # omega scaled until the first device saturates (weights mode)
-                t = saturating_level(sum(o * x for o, x in zip(omega, xi)),
-                                     sum(o * (1.0 - x) for o, x in zip(omega, xi)), inst[0], inst[1], max)
+                t = saturating_level(sequential_sum(o * x for o, x in zip(omega, xi)),
+                                     sequential_sum(o * (1.0 - x) for o, x in zip(omega, xi)), inst[0], inst[1], max)
                 return [o * t for o in omega]
 
             emrf = emrf_core(*inst, eta, tie_break, solver)[0]

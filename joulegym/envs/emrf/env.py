@@ -98,6 +98,7 @@ from joulegym.core.cache import BoundedCache
 from joulegym.core.env import JoulegymEnv, row_names
 from joulegym.core.plotting import legend_outside, new_figure
 from joulegym.core.rewards import RewardPart, RewardSpec
+from joulegym.core.summation import sequential_sum
 from joulegym.envs.emrf.allocation import (
     algorithm1_fill_core,
     basics,
@@ -427,8 +428,8 @@ class EMRFEnv(JoulegymEnv):
                 return out
             xi = self.sim.xi_hat
             w = normalised([omega[i] for i in active])
-            t = saturating_level(sum(wk * xi[i] for wk, i in zip(w, active)),
-                                 sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)), c_cpu, c_gpu, max)
+            t = saturating_level(sequential_sum(wk * xi[i] for wk, i in zip(w, active)),
+                                 sequential_sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)), c_cpu, c_gpu, max)
             for wk, i in zip(w, active):
                 out[i] = wk * t
             return out
@@ -445,8 +446,8 @@ class EMRFEnv(JoulegymEnv):
             a, b = residual_core(inst[0], inst[1], inst[2], fmax, eta)
             xi = inst[2]
             w = normalised([omega[i] for i in active])
-            t = residual_level(sum(wk * x for wk, x in zip(w, xi)), sum(wk * (1.0 - x) for wk, x in zip(w, xi)), a, b,
-                               scalar_where)
+            t = residual_level(sequential_sum(wk * x for wk, x in zip(w, xi)),
+                               sequential_sum(wk * (1.0 - x) for wk, x in zip(w, xi)), a, b, scalar_where)
             for k, i in enumerate(active):
                 out[i] = eta * fmax[k] + w[k] * t
             return out
@@ -543,7 +544,7 @@ class EMRFEnv(JoulegymEnv):
         sim.advance()
         result = sim.last_window
         e, v, delta = self._window_measures(result)
-        self._record_window(e, v, delta, si, ef, bound, planned, sum(sim.last_rates), rule.eta)
+        self._record_window(e, v, delta, si, ef, bound, planned, sequential_sum(sim.last_rates), rule.eta)
         joined = sum(1 for _, _, ok in result.arrivals if ok)
         self._last_arrivals = (joined, len(result.arrivals) - joined, len(result.readmitted))
         return float(e), float(0.0 - delta / norm), float(0.0 - v)  # 0.0 - x: no -0.0 in the parts
@@ -574,11 +575,11 @@ class EMRFEnv(JoulegymEnv):
                 continue
             d = self._derived(active)
             share, fmax, m = d.share, d.fmax, d.m
-            total_e += dt * sum(rates[i] for i in active)
-            total_v += dt * sum(max(0.0, eta * fmax[k] - rates[i]) for k, i in enumerate(active))
+            total_e += dt * sequential_sum(rates[i] for i in active)
+            total_v += dt * sequential_sum(max(0.0, eta * fmax[k] - rates[i]) for k, i in enumerate(active))
             ratios = [rates[i] / share[k] for k, i in enumerate(active)]
             total_delta += dt * (max(ratios) - min(ratios))
-            self._sum_speedup += dt * sum(rates[i] * m[k] for k, i in enumerate(active))
+            self._sum_speedup += dt * sequential_sum(rates[i] * m[k] for k, i in enumerate(active))
             for k, i in enumerate(active):
                 self._ratio_time[i] += dt * ratios[k]
                 self._active_time[i] += dt

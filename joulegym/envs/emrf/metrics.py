@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from joulegym.core.summation import sequential_sum
+
 
 def episode_metrics(*, elapsed: float, capacities: tuple[float, float], steps: int, sums: Sequence[float],
                     counts: Sequence[int], ratio_time: Sequence[float], active_time: Sequence[float],
@@ -42,11 +44,11 @@ def episode_metrics(*, elapsed: float, capacities: tuple[float, float], steps: i
         "floor_violation": sum_v / steps,
         "si_violations": float(counts[0]),
         "ef_violations": float(counts[1]),
-        "jain_fairness": (sum(ratios) ** 2 / (len(ratios) * sum(x * x for x in ratios))
+        "jain_fairness": (sequential_sum(ratios) ** 2 / (len(ratios) * sequential_sum(x * x for x in ratios))
                           if ratios and any(ratios) else 1.0),  # Jain's index of mean F_i/S_i
         "weighted_speedup": sum_speedup / elapsed if elapsed > 0 else 0.0,
         "jobs_completed": float(sum(jobs_done)),
-        "job_throughput_gflops": float(sum(w / t for w, t in finished)),
+        "job_throughput_gflops": float(sequential_sum(w / t for w, t in finished)),
         "eta_target": eta_target,
         "per_user_gflops": np.array([w / elapsed if elapsed > 0 else 0.0 for w in work_done]),
         "completion_times_s": np.array([0.0 if math.isnan(t) else t for t in completion_times]),  # 0: not finished

@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from joulegym.core.simulator import Simulator
+from joulegym.core.summation import sequential_sum
 from joulegym.envs.emrf.decisions import scalar_where
 from joulegym.envs.emrf.events import ARRIVAL_EPS, SlotStreams, admit_due, arrive, complete, noise, switch_phases
 from joulegym.envs.emrf.segment import device_scale, segment_length
@@ -361,8 +362,8 @@ class EMRFSimulator(Simulator):
         self.time = end
         self.windows += 1
         self.waiting[:] = [False] * self.max_users  # the next decision sees every user with work
-        cpu_total = sum(cpu_window)
-        self.total_gflop += sum(work_window)
+        cpu_total = sequential_sum(cpu_window)
+        self.total_gflop += sequential_sum(work_window)
         self.cpu_gflop += cpu_total
         self.gpu_gflop += gpu_window
         self.last_utilisation = (cpu_total / (c_cpu * self.window_s), gpu_window / (c_gpu * self.window_s))
