@@ -1,0 +1,34 @@
+"""`joulegym.core.summation`: the sequential sum gives the left-to-right bits on this Python."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from joulegym.core.summation import left_to_right_sum, sequential_sum
+
+
+def _cancelling_rows(seed: int) -> list[list[float]]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(2000):
+        n = int(rng.integers(0, 12))
+        scale = 10.0 ** rng.integers(-8, 9, size=n)
+        rows.append(list((rng.standard_normal(n) * scale).astype(float)))
+    rows += [[1e16, 1.0, -1e16], [0.1] * 10, [-0.0], [], [1e308, 1e308, -1e308]]
+    return rows
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sequential_sum_is_the_left_to_right_sum(seed):
+    for row in _cancelling_rows(seed):
+        expected = left_to_right_sum(row)
+        got = sequential_sum(row)
+        assert repr(got) == repr(expected), row
+
+
+def test_left_to_right_sum_equals_numpy_slot_by_slot_accumulation():
+    """The batched envs add slot by slot with ``np.add.accumulate``; the single env's sum must give those bits."""
+    for row in _cancelling_rows(2):
+        if row and all(np.isfinite(row)):
+            assert left_to_right_sum(row) == np.add.accumulate(np.array(row))[-1]
