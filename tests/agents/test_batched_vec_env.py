@@ -6,9 +6,13 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from stable_baselines3.common.env_util import make_vec_env
 
 import joulegym  # noqa: F401  (registers the ids)
+
+pytest.importorskip("stable_baselines3")  # the train extra (torch, Stable-Baselines3): skipped without it
+
+from stable_baselines3.common.env_util import make_vec_env
+
 from joulegym.agents.batched_vec_env import BatchedVecEnv, has_batched_entry_point
 
 

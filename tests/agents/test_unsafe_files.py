@@ -13,13 +13,15 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-import torch
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym.agents import SB3Policy
 from joulegym.agents.algos import saved_algo
 from joulegym.evaluation import suite
 from joulegym.evaluation.cli import main
+
+torch = pytest.importorskip("torch")  # the train extra (torch, Stable-Baselines3): skipped without it
+pytest.importorskip("stable_baselines3")
 
 ZOO = Path(suite.default_zoo())
 SAC = ZOO / "etf" / "tx2-fig6-random" / "sac" / "seed0"  # a Box agent (one training seed of the shipped SAC)

@@ -7,10 +7,12 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
-import torch
 
 from joulegym.agents.algos import make_model
 from joulegym.agents.weights import TRAINING_ONLY_NETWORKS, WEIGHTS_FILE, load_weights, save_weights
+
+torch = pytest.importorskip("torch")  # the train extra (torch, Stable-Baselines3): skipped without it
+pytest.importorskip("stable_baselines3")
 
 CASES = [("sac", "Pendulum-v1"), ("td3", "Pendulum-v1"), ("dqn", "CartPole-v1"), ("ppo", "Pendulum-v1"),
          ("a2c", "CartPole-v1"), ("maskable_ppo", "CartPole-v1")]

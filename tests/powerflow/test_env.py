@@ -10,7 +10,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import joulegym  # noqa: F401  (registers the ids)
 from joulegym.baselines.powerflow import paper_env_config
@@ -86,6 +85,7 @@ def test_checkers_pass(env_id):
     # speed is measured by benchmarks/harness.py, never by a wall-clock assert in a test
     env = make_env(env_id)
     check_env(env.unwrapped, skip_render_check=True)
+    sb3_check_env = pytest.importorskip("stable_baselines3.common.env_checker").check_env  # the train extra
     sb3_check_env(env.unwrapped)
     env.close()
 
