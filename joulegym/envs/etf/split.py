@@ -14,8 +14,8 @@ with one value per row. The algorithm, its branches and the order of its operati
 object gives the few slot-wise primitives (a masked copy, a slot-order sum, a floor, the ranks of the
 remainders), each of them one comprehension on lists and one or two array operations on rows. A branch that
 depends on values is a mask (``pick``/``choose``): in one instance it is a plain choice, in a batch a ``where``.
-Sums over slots run slot by slot from slot 0 (Python's ``sum`` over a list, :func:`ordered_sum` over rows), so one
-instance and a row of a batch get the same units.
+Sums over slots run slot by slot from slot 0 (:func:`~joulegym.core.summation.sequential_sum` over a list,
+:func:`ordered_sum` over rows), so one instance and a row of a batch get the same units on every Python.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from joulegym.core.summation import sequential_sum
 
 NUDGE = 1e-9  # a quota that is whole in exact arithmetic (2.9999999999999996) is not floored down
 RENORMALISE_ABOVE = 1e300  # a scale above this ((sub)normal-tiny quotas): divide the quotas by their maximum first
@@ -47,7 +49,7 @@ class OneInstance:
 
     choose = pick  # a whole vector or another
     some = staticmethod(bool)
-    total = staticmethod(sum)  # Python's sum over a list: slot by slot
+    total = staticmethod(sequential_sum)  # slot by slot on every Python (3.12's sum() is compensated)
 
     @staticmethod
     def opened(room: list[int]) -> list[bool]:
