@@ -149,6 +149,11 @@ def supernet_variant(view: DreamView, i: int, rule: str = "slack") -> int:
     return select_variant(d_i - now, [view.remaining_mean(i, v) for v in range(n)], ahead)
 
 
+def clip_pair(alpha: float, beta: float) -> tuple[float, float]:
+    """(alpha, beta) clipped to the search range [PARAM_LO, PARAM_HI] (§5.2)."""
+    return min(max(float(alpha), PARAM_LO), PARAM_HI), min(max(float(beta), PARAM_LO), PARAM_HI)
+
+
 # ================================================================================================ tuning
 _TUNED: BoundedCache[tuple[float, float]] = BoundedCache(512)
 # the metrics of each tuning episode: (tuning simulator's signature, variant, settings, key, pair) -> metrics
@@ -302,8 +307,7 @@ class DreamPolicy:
 
     def set_params(self, alpha: float, beta: float) -> None:
         """Set (alpha, beta) (DREAMParams-v0's action; clipped to the search range)."""
-        self.alpha = min(max(float(alpha), PARAM_LO), PARAM_HI)
-        self.beta = min(max(float(beta), PARAM_LO), PARAM_HI)
+        self.alpha, self.beta = clip_pair(alpha, beta)
 
     def reset(self, sim: Any, rng: np.random.Generator) -> None:
         self.alpha, self.beta = self.alpha0, self.beta0
@@ -349,8 +353,7 @@ class DreamPolicy:
         """The (alpha, beta) this policy decides with on ``sim``'s episodes (not online): the offline search's
         locked pair as :meth:`reset` sets it, or the fixed pair."""
         if self.tuning == "offline":
-            alpha, beta = self.offline_params(sim)
-            return min(max(float(alpha), PARAM_LO), PARAM_HI), min(max(float(beta), PARAM_LO), PARAM_HI)
+            return clip_pair(*self.offline_params(sim))
         return self.alpha0, self.beta0
 
     def _key_of(self, variant: str, pair: tuple[float, float]) -> tuple:
