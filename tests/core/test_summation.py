@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from joulegym.core.summation import left_to_right_sum, sequential_sum
+from joulegym.core.summation import left_to_right_sum, row_sums, sequential_sum
 
 
 def _cancelling_rows(seed: int) -> list[list[float]]:
@@ -32,3 +32,14 @@ def test_left_to_right_sum_equals_numpy_slot_by_slot_accumulation():
     for row in _cancelling_rows(2):
         if row and all(np.isfinite(row)):
             assert left_to_right_sum(row) == np.add.accumulate(np.array(row))[-1]
+
+
+def test_row_sums_are_the_sequential_sums_of_the_rows():
+    """The batched envs' slot-order row sums give every row the single env's :func:`sequential_sum` bits (the sign of
+    a zero total included), and a row without columns sums to 0.0."""
+    rows = [row for row in _cancelling_rows(3) if row and all(np.isfinite(row))]
+    rows += [[-0.0, -0.0], [-0.0, 1.0, -1.0], [0.0, -0.0]]
+    for row in rows:
+        got = row_sums(np.array([row]))[0]
+        assert repr(got) == repr(float(sequential_sum(row))), row
+    assert row_sums(np.zeros((3, 0))).tolist() == [0.0, 0.0, 0.0]

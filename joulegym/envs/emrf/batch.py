@@ -11,7 +11,7 @@ takes no more.
 
 **Bits.** Every float is computed with the scalar simulator's operations in its order: elementwise numpy
 operations are the IEEE operations Python's floats do, and every sum over slots is accumulated slot by slot from
-0.0 (:func:`rowsum`, ``np.add.accumulate``), as ``sum()`` and ``+=`` over a list do. Where a segment ends and the
+0.0 (:func:`~joulegym.core.summation.row_sums`), as ``sum()`` and ``+=`` over a list do. Where a segment ends and the
 device scale of its rates are the simulator's own functions (:mod:`joulegym.envs.emrf.segment`, over lanes of rows:
 the slots are visited in slot order as the simulator visits them). Events (completions, arrivals,
 phase switches, noise) touch single slots and run in Python, row by row, through the simulator's own functions
@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from joulegym.core.summation import row_sums
 from joulegym.envs.emrf.events import (
     ARRIVAL_EPS,
     BatchRow,
@@ -37,19 +38,6 @@ from joulegym.envs.emrf.events import (
 )
 from joulegym.envs.emrf.segment import OVERUSE_RTOL, device_scale, segment_length
 from joulegym.envs.emrf.simulator import EPS_WORK, MAX_SEGMENTS, QUEUE_NORM, UserSpec
-
-
-def rowsum(term: np.ndarray) -> np.ndarray:
-    """Row sums of a ``(rows, n)`` term accumulated slot by slot from 0.0, as Python's ``sum()`` and ``+=`` over a
-    list do (``np.add.accumulate`` is sequential; ``np.sum`` is pairwise and may round differently). Slots left out
-    of a sum must hold 0.0 (adding +0.0 is exact). A term of values >= +0.0 has no -0.0 sum; otherwise add 0.0 to the
-    result, as ``sum()`` starting from the integer 0 does."""
-    return np.add.accumulate(term, axis=1)[:, -1]
-
-
-def sums(*terms: np.ndarray) -> list[np.ndarray]:
-    """:func:`rowsum` of each term, with ``+ 0.0`` (a -0.0 total becomes Python's 0.0)."""
-    return [np.add.accumulate(term, axis=1)[:, -1] + 0.0 for term in terms]
 
 
 def selection(rows: int, sel: Any) -> tuple[np.ndarray, int]:
@@ -229,9 +217,9 @@ class EMRFBatch:
             self.cpu_window[r] += done * xi
             gpu = done * (1.0 - xi)
             if gpu_window is None:
-                gpu_window = rowsum(gpu)
+                gpu_window = row_sums(gpu)
             else:  # added on to the window's running sum, slot by slot (as the scalar += does)
-                gpu_window[positions] = rowsum(np.concatenate([gpu_window[positions, None], gpu], axis=1))
+                gpu_window[positions] = row_sums(np.concatenate([gpu_window[positions, None], gpu], axis=1))
             now = now + dt
             self.time[r] = now
             segments += 1
@@ -246,14 +234,14 @@ class EMRFBatch:
                 break
             positions = np.arange(count)[positions][going]
             r = index[positions]
-        self._end_window(sel, index, end, gpu_window + 0.0)
+        self._end_window(sel, index, end, gpu_window)
 
     def _rates(self, alloc: np.ndarray, r: Any) -> np.ndarray:
         """The delivered rates of a planned allocation: planned with ``xi_hat``, run with the true ``xi``; every rate
         scaled by ``min_d C_d / usage_d`` where the plan over-uses a device (module docstring, "Fluid progress")."""
         c_cpu, c_gpu = self.capacities
         xi = self.xi[r]
-        use_cpu, use_gpu = rowsum(alloc * xi), rowsum(alloc * (1.0 - xi))
+        use_cpu, use_gpu = row_sums(alloc * xi), row_sums(alloc * (1.0 - xi))
         limit = 1 + OVERUSE_RTOL
         if not (np.count_nonzero(use_cpu > c_cpu * limit) or np.count_nonzero(use_gpu > c_gpu * limit)):
             return alloc  # device_scale is 1.0 on every row: alloc * 1.0 is alloc
@@ -321,8 +309,8 @@ class EMRFBatch:
         self.windows[r] += 1
         self.waiting[r] = False  # the next decision sees every user with work
         cpu_window, work_window = self.cpu_window[r], self.work_window[r]
-        cpu_total = rowsum(cpu_window) + 0.0
-        self.total_gflop[r] += rowsum(work_window)
+        cpu_total = row_sums(cpu_window)
+        self.total_gflop[r] += row_sums(work_window)
         self.cpu_gflop[r] += cpu_total
         self.gpu_gflop[r] += gpu_window
         self.util_cpu[r] = cpu_total / (c_cpu * span)

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from joulegym.envs.emrf.batch import EMRFBatch, rowsum, selection
+from joulegym.core.summation import row_sums
+from joulegym.envs.emrf.batch import EMRFBatch, selection
 from joulegym.envs.emrf.decisions import SLOT_FEATURES, global_features, identity_features
 from joulegym.envs.emrf.metrics import episode_metrics
 from joulegym.envs.emrf.rules import RowRule, derived
@@ -143,11 +144,11 @@ class EMRFEpisodes:
         spread = (np.maximum.reduce(np.where(active, ratios, -math.inf), axis=1)
                   - np.minimum.reduce(np.where(active, ratios, math.inf), axis=1))
         sums = self._window_sums[:, positions]
-        sums[0] += dt * rowsum(rates)
-        sums[1] += dt * rowsum(gap)
+        sums[0] += dt * row_sums(rates)
+        sums[1] += dt * row_sums(gap)
         sums[2] += np.where(spread > -math.inf, dt * spread, 0.0)  # -inf: no user in the segment
         self._window_sums[:, positions] = sums
-        self.sum_speedup[sel] += dt * rowsum(rates * m)
+        self.sum_speedup[sel] += dt * row_sums(rates * m)
         self.ratio_time[sel] += dt[:, None] * ratios
         self.active_time[sel] += dt[:, None] * active
 
