@@ -40,6 +40,6 @@ def test_row_sums_are_the_sequential_sums_of_the_rows():
     rows = [row for row in _cancelling_rows(3) if row and all(np.isfinite(row))]
     rows += [[-0.0, -0.0], [-0.0, 1.0, -1.0], [0.0, -0.0]]
     for row in rows:
-        got = row_sums(np.array([row]))[0]
+        got = row_sums(np.array([row])).tolist()[0]
         assert repr(got) == repr(float(sequential_sum(row))), row
     assert row_sums(np.zeros((3, 0))).tolist() == [0.0, 0.0, 0.0]
