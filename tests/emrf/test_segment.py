@@ -10,7 +10,7 @@ import numpy as np
 
 from joulegym.envs.emrf.batch import EMRFBatch
 from joulegym.envs.emrf.decisions import scalar_where
-from joulegym.envs.emrf.segment import device_scale, segment_length
+from joulegym.envs.emrf.segment import device_scale, progress, segment_length
 from joulegym.envs.emrf.simulator import EMRFSimulator, UserSpec
 
 CAPS = (20.0, 20.0)
@@ -105,3 +105,25 @@ def test_device_scale_is_the_same_on_numbers_and_arrays():
     single = [device_scale(c, g, *CAPS, scalar_where) for c, g in zip(use_cpu.tolist(), use_gpu.tolist())]
     assert batched.tolist() == single
     assert (batched < 1.0).any() and (batched == 1.0).any()
+
+
+def test_progress_gives_every_row_the_bits_of_one_instance():
+    """The fluid work of a segment, on Python numbers slot by slot (the single simulator) and on column lanes of rows
+    (the batch), a slot that a row does not run included (rate 0: exact no-ops)."""
+    rng = np.random.default_rng(3)
+    rows, n = 64, 5
+    rates = np.where(rng.random((rows, n)) < 0.3, 0.0, rng.uniform(0.0, 30.0, (rows, n)))
+    xi = rng.uniform(0.0, 1.0, (rows, n))
+    dt = rng.uniform(0.0, 1.0, rows)
+    state = [rng.uniform(0.0, 100.0, (rows, n)) for _ in range(4)]
+    gpu = rng.uniform(0.0, 10.0, rows)
+    expected_state, expected_gpu = [], []
+    for r in range(rows):
+        lanes = [lane[r].tolist() for lane in state]
+        active = [i for i in range(n) if rates[r, i] > 0.0]
+        expected_gpu.append(progress(active, dt[r].item(), rates[r].tolist(), xi[r].tolist(), *lanes, gpu[r].item()))
+        expected_state.append(lanes)
+    got = progress(range(n), dt, list(rates.T), list(xi.T), *(list(lane.T) for lane in state), gpu.copy())
+    assert got.tolist() == expected_gpu
+    for k, lane in enumerate(state):
+        assert lane.tolist() == [row[k] for row in expected_state]

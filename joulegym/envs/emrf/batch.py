@@ -11,11 +11,13 @@ takes no more.
 
 **Bits.** Every float is computed with the scalar simulator's operations in its order: elementwise numpy
 operations are the IEEE operations Python's floats do, and every sum over slots is accumulated slot by slot from
-0.0 (:func:`~joulegym.core.summation.row_sums`), as ``sum()`` and ``+=`` over a list do. Where a segment ends and the
-device scale of its rates are the simulator's own functions (:mod:`joulegym.envs.emrf.segment`, over lanes of rows:
-the slots are visited in slot order as the simulator visits them). Events (completions, arrivals,
-phase switches, noise) touch single slots and run in Python, row by row, through the simulator's own functions
-(:mod:`joulegym.envs.emrf.events` on a :class:`~joulegym.envs.emrf.events.BatchRow` of numpy views).
+0.0 (:func:`~joulegym.core.summation.row_sums`), as ``sum()`` and ``+=`` over a list do. Where a segment ends, the
+device scale of its rates and the work its slots do in it (the fluid progress) are the simulator's own functions
+(:mod:`joulegym.envs.emrf.segment`, over lanes of rows: the slots some row runs are visited in slot order as the
+simulator visits its active slots; a row that does not run a visited slot gets exact no-ops there). Events
+(completions, arrivals, phase switches, noise) touch single slots and run in Python, row by row, through the
+simulator's own functions (:mod:`joulegym.envs.emrf.events` on a :class:`~joulegym.envs.emrf.events.BatchRow` of
+numpy views).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from joulegym.envs.emrf.events import (
     noise,
     switch_phases,
 )
-from joulegym.envs.emrf.segment import OVERUSE_RTOL, device_scale, segment_length
+from joulegym.envs.emrf.segment import OVERUSE_RTOL, device_scale, progress, segment_length
 from joulegym.envs.emrf.simulator import EPS_WORK, MAX_SEGMENTS, QUEUE_NORM, UserSpec
 
 
@@ -191,7 +193,7 @@ class EMRFBatch:
             planned = np.zeros((count, self.max_users))
         else:
             planned_for, planned = plan
-        gpu_window = None
+        gpu_window = np.zeros(count)  # the GPU GFLOP of the window, added on slot by slot (as the scalar += does)
         segments = 0
         positions: Any = slice(None)  # the selected rows still inside their window
         r: Any = sel
@@ -205,21 +207,13 @@ class EMRFBatch:
                     planned[at] = rule.plan(self, index[at], active[stale])
                     planned_for[at] = active[stale]
             rates = self._rates(planned[positions], r)
+            slots = np.flatnonzero(active.any(axis=0)).tolist()  # the lanes some row runs (module docstring)
+            rate_lanes = list(rates.T)
             remaining = self.remaining[r]
             dt = self._segment_length(now, end[positions] - now,
                                       math.inf if arrival_at is None else arrival_at[positions] - now,
-                                      active, rates, remaining, r if phased else None)
-            done = rates * dt[:, None]
-            xi = self.xi[r]
-            self.remaining[r] = remaining - done
-            self.work_done[r] += done
-            self.work_window[r] += done
-            self.cpu_window[r] += done * xi
-            gpu = done * (1.0 - xi)
-            if gpu_window is None:
-                gpu_window = row_sums(gpu)
-            else:  # added on to the window's running sum, slot by slot (as the scalar += does)
-                gpu_window[positions] = row_sums(np.concatenate([gpu_window[positions, None], gpu], axis=1))
+                                      active, slots, rate_lanes, remaining, r if phased else None)
+            gpu_window[positions] = self._progress(r, slots, dt, rate_lanes, remaining, gpu_window[positions])
             now = now + dt
             self.time[r] = now
             segments += 1
@@ -248,16 +242,28 @@ class EMRFBatch:
         return alloc * device_scale(use_cpu, use_gpu, c_cpu, c_gpu, np.where)[:, None]
 
     def _segment_length(self, now: np.ndarray, until_end: np.ndarray, until_arrival: Any, active: np.ndarray,
-                        rates: np.ndarray, remaining: np.ndarray, phased_rows: Any) -> np.ndarray:
+                        slots: list[int], rate_lanes: list[np.ndarray], remaining: np.ndarray,
+                        phased_rows: Any) -> np.ndarray:
         """:func:`~joulegym.envs.emrf.segment.segment_length` of the rows: slot lanes are columns, visited where
-        some row runs the slot (elsewhere the rate is 0 and the switch masked to inf: the lane changes nothing);
-        ``phased_rows`` are the rows' indices when a slot may switch phases."""
-        slots = np.flatnonzero(active.any(axis=0)).tolist()
+        some row runs the slot (``slots``; elsewhere the rate is 0 and the switch masked to inf: the lane changes
+        nothing); ``phased_rows`` are the rows' indices when a slot may switch phases."""
         switches = None
         if phased_rows is not None:
             switches = list(np.where(active, self.next_switch[phased_rows], math.inf).T)
-        return segment_length(until_end, until_arrival, now, slots, list(rates.T), list(remaining.T), switches,
-                              np.where)
+        return segment_length(until_end, until_arrival, now, slots, rate_lanes, list(remaining.T), switches, np.where)
+
+    def _progress(self, r: Any, slots: list[int], dt: np.ndarray, rate_lanes: list[np.ndarray], remaining: np.ndarray,
+                  gpu_window: np.ndarray) -> np.ndarray:
+        """:func:`~joulegym.envs.emrf.segment.progress` of the rows ``r`` (``remaining`` is ``self.remaining[r]``):
+        slot lanes are columns, visited where some row runs the slot (``slots``; elsewhere the rate is 0: the work
+        is +0.0, an exact no-op). The lanes are views of the state when ``r`` is a slice, else copies written back.
+        Returns ``gpu_window`` with the segment's GPU GFLOP added on."""
+        state = [remaining, self.work_done[r], self.work_window[r], self.cpu_window[r]]
+        gpu_window = progress(slots, dt, rate_lanes, list(self.xi[r].T), *(list(lane.T) for lane in state),
+                              gpu_window)
+        if not isinstance(r, slice):
+            self.remaining[r], self.work_done[r], self.work_window[r], self.cpu_window[r] = state
+        return gpu_window
 
     def _events(self, index: np.ndarray, positions: Any, now: np.ndarray, end: np.ndarray, active: np.ndarray,
                 in_window: np.ndarray, arrival_at: np.ndarray | None, phased: bool, rule: Any) -> None:
