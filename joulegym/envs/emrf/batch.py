@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from joulegym.core.summation import row_sums
+from joulegym.envs.emrf.allocation import device_loads
 from joulegym.envs.emrf.events import (
     ARRIVAL_EPS,
     BatchRow,
@@ -206,8 +207,8 @@ class EMRFBatch:
                     at = np.arange(count)[positions][stale]
                     planned[at] = rule.plan(self, index[at], active[stale])
                     planned_for[at] = active[stale]
-            rates = self._rates(planned[positions], r)
             slots = np.flatnonzero(active.any(axis=0)).tolist()  # the lanes some row runs (module docstring)
+            rates = self._rates(planned[positions], r, slots)
             rate_lanes = list(rates.T)
             remaining = self.remaining[r]
             dt = self._segment_length(now, end[positions] - now,
@@ -230,12 +231,12 @@ class EMRFBatch:
             r = index[positions]
         self._end_window(sel, index, end, gpu_window)
 
-    def _rates(self, alloc: np.ndarray, r: Any) -> np.ndarray:
+    def _rates(self, alloc: np.ndarray, r: Any, slots: list[int]) -> np.ndarray:
         """The delivered rates of a planned allocation: planned with ``xi_hat``, run with the true ``xi``; every rate
         scaled by ``min_d C_d / usage_d`` where the plan over-uses a device (module docstring, "Fluid progress")."""
         c_cpu, c_gpu = self.capacities
         xi = self.xi[r]
-        use_cpu, use_gpu = row_sums(alloc * xi), row_sums(alloc * (1.0 - xi))
+        use_cpu, use_gpu = device_loads(slots, list(alloc.T), list(xi.T), np.zeros(alloc.shape[0]))  # 0.0 off slots
         limit = 1 + OVERUSE_RTOL
         if not (np.count_nonzero(use_cpu > c_cpu * limit) or np.count_nonzero(use_gpu > c_gpu * limit)):
             return alloc  # device_scale is 1.0 on every row: alloc * 1.0 is alloc

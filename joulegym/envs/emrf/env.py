@@ -102,6 +102,7 @@ from joulegym.core.summation import sequential_sum
 from joulegym.envs.emrf.allocation import (
     algorithm1_fill_core,
     basics,
+    device_loads,
     emrf_core,
     residual_core,
 )
@@ -428,8 +429,8 @@ class EMRFEnv(JoulegymEnv):
                 return out
             xi = self.sim.xi_hat
             w = normalised([omega[i] for i in active])
-            t = saturating_level(sequential_sum(wk * xi[i] for wk, i in zip(w, active)),
-                                 sequential_sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)), c_cpu, c_gpu, max)
+            need_cpu, need_gpu = device_loads(range(len(w)), w, [xi[i] for i in active])
+            t = saturating_level(need_cpu, need_gpu, c_cpu, c_gpu, max)
             for wk, i in zip(w, active):
                 out[i] = wk * t
             return out
@@ -446,8 +447,7 @@ class EMRFEnv(JoulegymEnv):
             a, b = residual_core(inst[0], inst[1], inst[2], fmax, eta)
             xi = inst[2]
             w = normalised([omega[i] for i in active])
-            t = residual_level(sequential_sum(wk * x for wk, x in zip(w, xi)),
-                               sequential_sum(wk * (1.0 - x) for wk, x in zip(w, xi)), a, b, scalar_where)
+            t = residual_level(*device_loads(range(len(w)), w, xi), a, b, scalar_where)
             for k, i in enumerate(active):
                 out[i] = eta * fmax[k] + w[k] * t
             return out

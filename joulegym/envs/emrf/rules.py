@@ -34,10 +34,19 @@ from joulegym.envs.emrf.allocation import (
     XI_GROUP_TOL,
     EMRFSolverError,
     algorithm1_fill_core,
+    device_loads,
     emrf_core,
 )
 from joulegym.envs.emrf.batch import EMRFBatch, selection
 from joulegym.envs.emrf.decisions import TINY_WEIGHT, residual_level, saturating_level
+
+
+def row_loads(amounts: np.ndarray, xi: np.ndarray, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~joulegym.envs.emrf.allocation.device_loads` of every row (the single env's sums, slot by slot): the
+    slot lanes are columns, visited where some row has the slot in its active set ``act`` (``amounts`` must be 0.0
+    elsewhere: those rows add +0.0)."""
+    slots = np.flatnonzero(act.any(axis=0)).tolist()
+    return device_loads(slots, list(amounts.T), list(xi.T), np.zeros(act.shape[0]))
 
 
 def derived(xi_hat: np.ndarray, w: np.ndarray, act: np.ndarray, eta: np.ndarray, c_cpu: float,
@@ -75,8 +84,7 @@ def basics_rows(xi: np.ndarray, w: np.ndarray, act: np.ndarray, c_cpu: float,
 def residual(fmax: np.ndarray, xi_hat: np.ndarray, act: np.ndarray, eta: np.ndarray, c_cpu: float,
              c_gpu: float) -> tuple[np.ndarray, np.ndarray]:
     """C' = C - η sum_k F_k^max xi_k per device (clamped at 0), per row (``residual_core``'s operations)."""
-    fmax_on = np.where(act, fmax, 0.0)
-    used_cpu, used_gpu = row_sums(fmax_on * xi_hat), row_sums(fmax_on * (1.0 - xi_hat))
+    used_cpu, used_gpu = row_loads(np.where(act, fmax, 0.0), xi_hat, act)
     res_cpu = c_cpu - eta * used_cpu
     res_gpu = c_gpu - eta * used_gpu
     return (np.where(res_cpu <= RESIDUAL_ZERO_RTOL * c_cpu, 0.0, res_cpu),
@@ -129,7 +137,7 @@ class WeightsRule(RowRule):
         c_cpu, c_gpu = batch.capacities
         w = normalised(self._param(self.omega, sel), act)
         xi = batch.xi_hat[sel]
-        need_cpu, need_gpu = row_sums(w * xi), row_sums(w * (1.0 - xi))  # w is 0.0 on inactive slots
+        need_cpu, need_gpu = row_loads(w, xi, act)  # w is 0.0 on inactive slots
         t = saturating_level(need_cpu, need_gpu, c_cpu, c_gpu, np.maximum)  # a row without active slots: masked below
         return np.where(act, w * t[:, None], 0.0)
 
@@ -145,7 +153,7 @@ class ResidualRule(WeightsRule):
         fmax = derived(xi, batch.w[sel], act, eta, c_cpu, c_gpu)[2]
         room_cpu, room_gpu = residual(fmax, xi, act, eta, c_cpu, c_gpu)
         w = normalised(self._param(self.omega, sel), act)
-        t = residual_level(row_sums(w * xi), row_sums(w * (1.0 - xi)), room_cpu, room_gpu, np.where)
+        t = residual_level(*row_loads(w, xi, act), room_cpu, room_gpu, np.where)
         return np.where(act, eta[:, None] * fmax + w * t[:, None], 0.0)
 
 

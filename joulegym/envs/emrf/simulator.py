@@ -72,6 +72,7 @@ import numpy as np
 
 from joulegym.core.simulator import Simulator
 from joulegym.core.summation import sequential_sum
+from joulegym.envs.emrf.allocation import device_loads
 from joulegym.envs.emrf.decisions import scalar_where
 from joulegym.envs.emrf.events import ARRIVAL_EPS, SlotStreams, admit_due, arrive, complete, noise, switch_phases
 from joulegym.envs.emrf.segment import device_scale, progress, segment_length
@@ -306,10 +307,7 @@ class EMRFSimulator(Simulator):
             alloc = planned.get(active)
             if alloc is None:
                 alloc = planned[active] = rule(active)
-            use_cpu = use_gpu = 0.0
-            for i in active:
-                use_cpu += alloc[i] * xi[i]
-                use_gpu += alloc[i] * (1.0 - xi[i])
+            use_cpu, use_gpu = device_loads(active, alloc, xi)  # the plan run with the true xi
             scale = device_scale(use_cpu, use_gpu, c_cpu, c_gpu, scalar_where)
             rates = [0.0] * n
             for i in active:
