@@ -124,7 +124,7 @@ from joulegym.envs.emrf.decisions import (
     scalar_where,
     spread,
 )
-from joulegym.envs.emrf.metrics import episode_metrics
+from joulegym.envs.emrf.metrics import episode_metrics, segment_measures
 from joulegym.envs.emrf.simulator import EMRFSimulator
 from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX
 
@@ -574,12 +574,12 @@ class EMRFEnv(JoulegymEnv):
             if not active or dt <= 0:
                 continue
             d = self._derived(active)
-            share, fmax, m = d.share, d.fmax, d.m
-            total_e += dt * sequential_sum(rates[i] for i in active)
-            total_v += dt * sequential_sum(max(0.0, eta * fmax[k] - rates[i]) for k, i in enumerate(active))
-            ratios = [rates[i] / share[k] for k, i in enumerate(active)]
-            total_delta += dt * (max(ratios) - min(ratios))
-            self._sum_speedup += dt * sequential_sum(rates[i] * m[k] for k, i in enumerate(active))
+            e, v, speedup, gap, ratios = segment_measures(enumerate(active), dt, eta, rates, d.share, d.fmax, d.m,
+                                                          max, min)
+            total_e += e
+            total_v += v
+            total_delta += dt * gap
+            self._sum_speedup += speedup
             for k, i in enumerate(active):
                 self._ratio_time[i] += dt * ratios[k]
                 self._active_time[i] += dt
