@@ -574,11 +574,11 @@ class EMRFEnv(JoulegymEnv):
             if not active or dt <= 0:
                 continue
             d = self._derived(active)
-            e, v, speedup, gap, ratios = segment_measures(enumerate(active), dt, eta, rates, d.share, d.fmax, d.m,
-                                                          max, min)
+            e, v, speedup, ratio_spread, ratios = segment_measures(enumerate(active), dt, eta, rates, d.share,
+                                                                   d.fmax, d.m, max, min)
             total_e += e
             total_v += v
-            total_delta += dt * gap
+            total_delta += dt * ratio_spread
             self._sum_speedup += speedup
             for k, i in enumerate(active):
                 self._ratio_time[i] += dt * ratios[k]
