@@ -29,13 +29,11 @@ sequential_sum = sum if sys.version_info < (3, 12) else left_to_right_sum
 
 
 def row_sums(values: np.ndarray) -> np.ndarray:
-    """The :func:`sequential_sum` of every row of a ``(rows, n)`` float array: ``((0.0 + x0) + x1) + ...`` column by
-    column (``np.add.accumulate`` is sequential; ``np.sum`` is pairwise and may round differently).
-
-    The accumulation starts from ``x0`` rather than ``0.0 + x0``; the two differ only in the sign of a zero total
-    (a sum from +0.0 is never -0.0), which the final ``+ 0.0`` settles as ``sum()`` from the integer 0 does. A row
-    without columns sums to 0.0. Columns left out of a sum must hold 0.0 (adding +0.0 to a sum from +0.0 is exact).
-    """
-    if values.shape[1] == 0:
-        return np.zeros(values.shape[0], dtype=values.dtype if values.dtype.kind == "f" else np.float64)
-    return np.add.accumulate(values, axis=1)[:, -1] + 0.0
+    """The :func:`sequential_sum` of every row of a ``(rows, n)`` array: ``((0.0 + x0) + x1) + ...`` column by column
+    (``np.sum`` is pairwise and may round differently; ``np.add.accumulate`` along the rows gives the same bits but
+    walks a strided axis). A sum from +0.0 is never -0.0, as ``sum()`` from the integer 0; a row without columns
+    sums to 0.0; integer columns sum as float64. Columns left out of a sum must hold 0.0 (adding +0.0 is exact)."""
+    total = np.zeros(values.shape[0], dtype=values.dtype if values.dtype.kind == "f" else np.float64)
+    for column in values.T:
+        total = total + column
+    return total

@@ -28,7 +28,7 @@ def test_sequential_sum_is_the_left_to_right_sum(seed):
 
 
 def test_left_to_right_sum_equals_numpy_slot_by_slot_accumulation():
-    """The batched envs add slot by slot with ``np.add.accumulate``; the single env's sum must give those bits."""
+    """Slot-by-slot accumulation in numpy (``np.add.accumulate``) gives the left-to-right bits too."""
     for row in _cancelling_rows(2):
         if row and all(np.isfinite(row)):
             assert left_to_right_sum(row) == np.add.accumulate(np.array(row))[-1]
