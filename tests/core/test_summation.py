@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from joulegym.core.summation import left_to_right_sum, sequential_sum
+from joulegym.core.summation import left_to_right_sum, row_sums, sequential_sum
 
 
 def _cancelling_rows(seed: int) -> list[list[float]]:
@@ -28,7 +28,18 @@ def test_sequential_sum_is_the_left_to_right_sum(seed):
 
 
 def test_left_to_right_sum_equals_numpy_slot_by_slot_accumulation():
-    """The batched envs add slot by slot with ``np.add.accumulate``; the single env's sum must give those bits."""
+    """Slot-by-slot accumulation in numpy (``np.add.accumulate``) gives the left-to-right bits too."""
     for row in _cancelling_rows(2):
         if row and all(np.isfinite(row)):
             assert left_to_right_sum(row) == np.add.accumulate(np.array(row))[-1]
+
+
+def test_row_sums_are_the_sequential_sums_of_the_rows():
+    """The batched envs' slot-order row sums give every row the single env's :func:`sequential_sum` bits (the sign of
+    a zero total included), and a row without columns sums to 0.0."""
+    rows = [row for row in _cancelling_rows(3) if row and all(np.isfinite(row))]
+    rows += [[-0.0, -0.0], [-0.0, 1.0, -1.0], [0.0, -0.0]]
+    for row in rows:
+        got = row_sums(np.array([row])).tolist()[0]
+        assert repr(got) == repr(float(sequential_sum(row))), row
+    assert row_sums(np.zeros((3, 0))).tolist() == [0.0, 0.0, 0.0]

@@ -1,6 +1,7 @@
-"""The segment arithmetic written once (joulegym.envs.emrf.segment; docs/architecture.md, "Batched envs"): the single
-simulator and the batched one end a segment at the same instant, also at near-ties where two ways of writing the
-rule round differently."""
+"""The segment arithmetic written once (joulegym.envs.emrf.segment, allocation.device_loads, metrics.segment_measures;
+docs/architecture.md, "Batched envs"; docs/families/emrf.md §11): the single simulator and the batched one end a
+segment at the same instant, also at near-ties where two ways of writing the rule round differently, and every row of
+the lanes gets the bits of one instance."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import math
 
 import numpy as np
 
+from joulegym.envs.emrf.allocation import device_loads
 from joulegym.envs.emrf.batch import EMRFBatch
 from joulegym.envs.emrf.decisions import scalar_where
-from joulegym.envs.emrf.segment import device_scale, segment_length
+from joulegym.envs.emrf.metrics import segment_measures
+from joulegym.envs.emrf.segment import device_scale, progress, segment_length
 from joulegym.envs.emrf.simulator import EMRFSimulator, UserSpec
 
 CAPS = (20.0, 20.0)
@@ -105,3 +108,65 @@ def test_device_scale_is_the_same_on_numbers_and_arrays():
     single = [device_scale(c, g, *CAPS, scalar_where) for c, g in zip(use_cpu.tolist(), use_gpu.tolist())]
     assert batched.tolist() == single
     assert (batched < 1.0).any() and (batched == 1.0).any()
+
+
+def test_progress_gives_every_row_the_bits_of_one_instance():
+    """The fluid work of a segment, on Python numbers slot by slot (the single simulator) and on column lanes of rows
+    (the batch), a slot that a row does not run included (rate 0: exact no-ops)."""
+    rng = np.random.default_rng(3)
+    rows, n = 64, 5
+    rates = np.where(rng.random((rows, n)) < 0.3, 0.0, rng.uniform(0.0, 30.0, (rows, n)))
+    xi = rng.uniform(0.0, 1.0, (rows, n))
+    dt = rng.uniform(0.0, 1.0, rows)
+    state = [rng.uniform(0.0, 100.0, (rows, n)) for _ in range(4)]
+    gpu = rng.uniform(0.0, 10.0, rows)
+    expected_state, expected_gpu = [], []
+    for r in range(rows):
+        lanes = [lane[r].tolist() for lane in state]
+        active = [i for i in range(n) if rates[r, i] > 0.0]
+        expected_gpu.append(progress(active, dt[r].item(), rates[r].tolist(), xi[r].tolist(), *lanes, gpu[r].item()))
+        expected_state.append(lanes)
+    got = progress(range(n), dt, list(rates.T), list(xi.T), *(list(lane.T) for lane in state), gpu.copy())
+    assert got.tolist() == expected_gpu
+    for k, lane in enumerate(state):
+        assert lane.tolist() == [row[k] for row in expected_state]
+
+
+def random_rows(seed: int, rows: int = 64, n: int = 5) -> tuple[np.ndarray, ...]:
+    """Active sets (some rows without users), rates 0.0 off them, xi in [0, 1] and positive derived quantities."""
+    rng = np.random.default_rng(seed)
+    act = rng.random((rows, n)) < 0.6
+    act[:4] = False
+    rates = np.where(act, rng.uniform(0.0, 30.0, (rows, n)), 0.0)
+    return act, rates, rng.uniform(0.0, 1.0, (rows, n)), rng.uniform(0.1, 10.0, (rows, n)), rng.uniform(0.0, 1.0, rows)
+
+
+def test_device_loads_gives_every_row_the_bits_of_one_instance():
+    act, rates, xi, _, _ = random_rows(4)
+    expected = [device_loads([i for i in range(act.shape[1]) if on[i]], row, x)
+                for on, row, x in zip(act.tolist(), rates.tolist(), xi.tolist())]
+    slots = np.flatnonzero(act.any(axis=0)).tolist()
+    cpu, gpu = device_loads(slots, list(rates.T), list(xi.T), np.zeros(act.shape[0]))
+    assert list(zip(cpu.tolist(), gpu.tolist())) == expected
+    assert expected[0] == (0.0, 0.0)
+
+
+def test_segment_measures_give_every_row_the_bits_of_one_instance():
+    """The single env's call (its active users, derived quantities by position) against the batched episodes' (the
+    slots some row runs; S NaN and F^max 0.0 where a row does not run the slot)."""
+    act, rates, _, derived, eta = random_rows(5)
+    share, fmax, m = derived, derived[::-1] * 3.0, 1.0 / derived
+    dt = np.random.default_rng(6).uniform(0.0, 1.0, act.shape[0])
+    expected = []
+    for r, on in enumerate(act.tolist()):
+        active = [i for i in range(act.shape[1]) if on[i]]
+        got = segment_measures(enumerate(active), dt[r].item(), eta[r].item(), rates[r].tolist(),
+                               [share[r, i].item() for i in active], [fmax[r, i].item() for i in active],
+                               [m[r, i].item() for i in active], max, min)
+        expected.append(got[:4])
+    lanes = [(i, i) for i in np.flatnonzero(act.any(axis=0)).tolist()]
+    e, v, speedup, spread, _ = segment_measures(
+        lanes, dt, eta, list(rates.T), list(np.where(act, share, math.nan).T), list(np.where(act, fmax, 0.0).T),
+        list(m.T), np.fmax, np.fmin, np.zeros(act.shape[0]))
+    assert list(zip(e.tolist(), v.tolist(), speedup.tolist(), spread.tolist())) == expected
+    assert expected[0][3] == -math.inf  # no user: no spread

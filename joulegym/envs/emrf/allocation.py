@@ -63,9 +63,10 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -171,12 +172,28 @@ def basics(c_cpu: float, c_gpu: float, xi: tuple[float, ...], w: tuple[float, ..
     return m, share, fmax, d, total_w
 
 
+def device_loads(slots: Iterable[int], amounts: Sequence[Any], xi: Sequence[Any], zero: Any = 0.0) -> tuple[Any, Any]:
+    """``(sum_i a_i xi_i, sum_i a_i (1 - xi_i))`` over ``slots`` in their order, from ``zero`` (0.0, or zeros with
+    one value per row, the sums of no slot): what per-user amounts
+    ``a`` (GFLOPS, or weights per unit of a level) ask of the CPU and of the GPU under the split xi (§II-B).
+
+    Written once for one instance and for rows of them (docs/families/emrf.md §11): ``amounts[i]`` and ``xi[i]`` are
+    Python numbers in the single env and the rules of :mod:`joulegym.envs.emrf.env`, and columns (one value per row)
+    in the batch (:mod:`joulegym.envs.emrf.rules`, :mod:`joulegym.envs.emrf.batch`), where a row whose amount is 0.0
+    in a visited slot adds +0.0 (exact). Slot by slot from 0.0 is ``sequential_sum``'s order, so the bits are those of
+    ``sum()`` over the slots on Python <= 3.11, on every Python (and of ``row_sums`` over the rows).
+    """
+    cpu = gpu = zero
+    for i in slots:
+        a, x = amounts[i], xi[i]
+        cpu = cpu + a * x  # not +=: zeros of rows are shared by both sums
+        gpu = gpu + a * (1.0 - x)
+    return cpu, gpu
+
+
 def residual_core(c_cpu: float, c_gpu: float, xi, fmax, eta: float) -> tuple[float, float]:
     """C' = C - eta sum_k F_k^max xi_k (clamped at 0) for a validated instance."""
-    used_cpu = used_gpu = 0.0
-    for f, x in zip(fmax, xi):
-        used_cpu += f * x
-        used_gpu += f * (1.0 - x)
+    used_cpu, used_gpu = device_loads(range(len(xi)), fmax, xi)
     a = c_cpu - eta * used_cpu
     b = c_gpu - eta * used_gpu
     a = 0.0 if a <= RESIDUAL_ZERO_RTOL * c_cpu else a

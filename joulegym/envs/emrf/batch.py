@@ -11,11 +11,13 @@ takes no more.
 
 **Bits.** Every float is computed with the scalar simulator's operations in its order: elementwise numpy
 operations are the IEEE operations Python's floats do, and every sum over slots is accumulated slot by slot from
-0.0 (:func:`rowsum`, ``np.add.accumulate``), as ``sum()`` and ``+=`` over a list do. Where a segment ends and the
-device scale of its rates are the simulator's own functions (:mod:`joulegym.envs.emrf.segment`, over lanes of rows:
-the slots are visited in slot order as the simulator visits them). Events (completions, arrivals,
-phase switches, noise) touch single slots and run in Python, row by row, through the simulator's own functions
-(:mod:`joulegym.envs.emrf.events` on a :class:`~joulegym.envs.emrf.events.BatchRow` of numpy views).
+0.0 (:func:`~joulegym.core.summation.row_sums`), as ``sum()`` and ``+=`` over a list do. Where a segment ends, the
+device scale of its rates and the work its slots do in it (the fluid progress) are the simulator's own functions
+(:mod:`joulegym.envs.emrf.segment`, over lanes of rows: the slots some row runs are visited in slot order as the
+simulator visits its active slots; a row that does not run a visited slot gets exact no-ops there). Events
+(completions, arrivals, phase switches, noise) touch single slots and run in Python, row by row, through the
+simulator's own functions (:mod:`joulegym.envs.emrf.events` on a :class:`~joulegym.envs.emrf.events.BatchRow` of
+numpy views).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from joulegym.core.summation import row_sums
+from joulegym.envs.emrf.allocation import device_loads
 from joulegym.envs.emrf.events import (
     ARRIVAL_EPS,
     BatchRow,
@@ -35,21 +39,8 @@ from joulegym.envs.emrf.events import (
     noise,
     switch_phases,
 )
-from joulegym.envs.emrf.segment import OVERUSE_RTOL, device_scale, segment_length
+from joulegym.envs.emrf.segment import OVERUSE_RTOL, device_scale, progress, segment_length
 from joulegym.envs.emrf.simulator import EPS_WORK, MAX_SEGMENTS, QUEUE_NORM, UserSpec
-
-
-def rowsum(term: np.ndarray) -> np.ndarray:
-    """Row sums of a ``(rows, n)`` term accumulated slot by slot from 0.0, as Python's ``sum()`` and ``+=`` over a
-    list do (``np.add.accumulate`` is sequential; ``np.sum`` is pairwise and may round differently). Slots left out
-    of a sum must hold 0.0 (adding +0.0 is exact). A term of values >= +0.0 has no -0.0 sum; otherwise add 0.0 to the
-    result, as ``sum()`` starting from the integer 0 does."""
-    return np.add.accumulate(term, axis=1)[:, -1]
-
-
-def sums(*terms: np.ndarray) -> list[np.ndarray]:
-    """:func:`rowsum` of each term, with ``+ 0.0`` (a -0.0 total becomes Python's 0.0)."""
-    return [np.add.accumulate(term, axis=1)[:, -1] + 0.0 for term in terms]
 
 
 def selection(rows: int, sel: Any) -> tuple[np.ndarray, int]:
@@ -203,7 +194,7 @@ class EMRFBatch:
             planned = np.zeros((count, self.max_users))
         else:
             planned_for, planned = plan
-        gpu_window = None
+        gpu_window = np.zeros(count)  # the GPU GFLOP of the window, added on slot by slot (as the scalar += does)
         segments = 0
         positions: Any = slice(None)  # the selected rows still inside their window
         r: Any = sel
@@ -216,22 +207,14 @@ class EMRFBatch:
                     at = np.arange(count)[positions][stale]
                     planned[at] = rule.plan(self, index[at], active[stale])
                     planned_for[at] = active[stale]
-            rates = self._rates(planned[positions], r)
+            slots = np.flatnonzero(active.any(axis=0)).tolist()  # the lanes some row runs (module docstring)
+            rates = self._rates(planned[positions], r, slots)
+            rate_lanes = list(rates.T)
             remaining = self.remaining[r]
             dt = self._segment_length(now, end[positions] - now,
                                       math.inf if arrival_at is None else arrival_at[positions] - now,
-                                      active, rates, remaining, r if phased else None)
-            done = rates * dt[:, None]
-            xi = self.xi[r]
-            self.remaining[r] = remaining - done
-            self.work_done[r] += done
-            self.work_window[r] += done
-            self.cpu_window[r] += done * xi
-            gpu = done * (1.0 - xi)
-            if gpu_window is None:
-                gpu_window = rowsum(gpu)
-            else:  # added on to the window's running sum, slot by slot (as the scalar += does)
-                gpu_window[positions] = rowsum(np.concatenate([gpu_window[positions, None], gpu], axis=1))
+                                      active, slots, rate_lanes, remaining, r if phased else None)
+            gpu_window[positions] = self._progress(r, slots, dt, rate_lanes, remaining, gpu_window[positions])
             now = now + dt
             self.time[r] = now
             segments += 1
@@ -246,30 +229,42 @@ class EMRFBatch:
                 break
             positions = np.arange(count)[positions][going]
             r = index[positions]
-        self._end_window(sel, index, end, gpu_window + 0.0)
+        self._end_window(sel, index, end, gpu_window)
 
-    def _rates(self, alloc: np.ndarray, r: Any) -> np.ndarray:
+    def _rates(self, alloc: np.ndarray, r: Any, slots: list[int]) -> np.ndarray:
         """The delivered rates of a planned allocation: planned with ``xi_hat``, run with the true ``xi``; every rate
         scaled by ``min_d C_d / usage_d`` where the plan over-uses a device (module docstring, "Fluid progress")."""
         c_cpu, c_gpu = self.capacities
         xi = self.xi[r]
-        use_cpu, use_gpu = rowsum(alloc * xi), rowsum(alloc * (1.0 - xi))
+        use_cpu, use_gpu = device_loads(slots, list(alloc.T), list(xi.T), np.zeros(alloc.shape[0]))  # 0.0 off slots
         limit = 1 + OVERUSE_RTOL
         if not (np.count_nonzero(use_cpu > c_cpu * limit) or np.count_nonzero(use_gpu > c_gpu * limit)):
             return alloc  # device_scale is 1.0 on every row: alloc * 1.0 is alloc
         return alloc * device_scale(use_cpu, use_gpu, c_cpu, c_gpu, np.where)[:, None]
 
     def _segment_length(self, now: np.ndarray, until_end: np.ndarray, until_arrival: Any, active: np.ndarray,
-                        rates: np.ndarray, remaining: np.ndarray, phased_rows: Any) -> np.ndarray:
+                        slots: list[int], rate_lanes: list[np.ndarray], remaining: np.ndarray,
+                        phased_rows: Any) -> np.ndarray:
         """:func:`~joulegym.envs.emrf.segment.segment_length` of the rows: slot lanes are columns, visited where
-        some row runs the slot (elsewhere the rate is 0 and the switch masked to inf: the lane changes nothing);
-        ``phased_rows`` are the rows' indices when a slot may switch phases."""
-        slots = np.flatnonzero(active.any(axis=0)).tolist()
+        some row runs the slot (``slots``; elsewhere the rate is 0 and the switch masked to inf: the lane changes
+        nothing); ``phased_rows`` are the rows' indices when a slot may switch phases."""
         switches = None
         if phased_rows is not None:
             switches = list(np.where(active, self.next_switch[phased_rows], math.inf).T)
-        return segment_length(until_end, until_arrival, now, slots, list(rates.T), list(remaining.T), switches,
-                              np.where)
+        return segment_length(until_end, until_arrival, now, slots, rate_lanes, list(remaining.T), switches, np.where)
+
+    def _progress(self, r: Any, slots: list[int], dt: np.ndarray, rate_lanes: list[np.ndarray], remaining: np.ndarray,
+                  gpu_window: np.ndarray) -> np.ndarray:
+        """:func:`~joulegym.envs.emrf.segment.progress` of the rows ``r`` (``remaining`` is ``self.remaining[r]``):
+        slot lanes are columns, visited where some row runs the slot (``slots``; elsewhere the rate is 0: the work
+        is +0.0, an exact no-op). The lanes are views of the state when ``r`` is a slice, else copies written back.
+        Returns ``gpu_window`` with the segment's GPU GFLOP added on."""
+        state = [remaining, self.work_done[r], self.work_window[r], self.cpu_window[r]]
+        gpu_window = progress(slots, dt, rate_lanes, list(self.xi[r].T), *(list(lane.T) for lane in state),
+                              gpu_window)
+        if not isinstance(r, slice):
+            self.remaining[r], self.work_done[r], self.work_window[r], self.cpu_window[r] = state
+        return gpu_window
 
     def _events(self, index: np.ndarray, positions: Any, now: np.ndarray, end: np.ndarray, active: np.ndarray,
                 in_window: np.ndarray, arrival_at: np.ndarray | None, phased: bool, rule: Any) -> None:
@@ -321,8 +316,8 @@ class EMRFBatch:
         self.windows[r] += 1
         self.waiting[r] = False  # the next decision sees every user with work
         cpu_window, work_window = self.cpu_window[r], self.work_window[r]
-        cpu_total = rowsum(cpu_window) + 0.0
-        self.total_gflop[r] += rowsum(work_window)
+        cpu_total = row_sums(cpu_window)
+        self.total_gflop[r] += row_sums(work_window)
         self.cpu_gflop[r] += cpu_total
         self.gpu_gflop[r] += gpu_window
         self.util_cpu[r] = cpu_total / (c_cpu * span)

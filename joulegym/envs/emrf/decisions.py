@@ -21,6 +21,7 @@ from joulegym.core.summation import sequential_sum
 from joulegym.envs.emrf.allocation import (
     basics,
     delta_bound_from_residual,
+    device_loads,
     drf_progressive_core,
     emrf_core,
     residual_core,
@@ -238,8 +239,7 @@ class Derived:
             xi, w = inst[2], inst[3]
 
             def saturating(omega) -> list[float]:  # omega scaled until the first device saturates (weights mode)
-                t = saturating_level(sequential_sum(o * x for o, x in zip(omega, xi)),
-                                     sequential_sum(o * (1.0 - x) for o, x in zip(omega, xi)), inst[0], inst[1], max)
+                t = saturating_level(*device_loads(range(len(xi)), omega, xi), inst[0], inst[1], max)
                 return [o * t for o in omega]
 
             emrf = emrf_core(*inst, eta, tie_break, solver)[0]

@@ -102,6 +102,7 @@ from joulegym.core.summation import sequential_sum
 from joulegym.envs.emrf.allocation import (
     algorithm1_fill_core,
     basics,
+    device_loads,
     emrf_core,
     residual_core,
 )
@@ -123,7 +124,7 @@ from joulegym.envs.emrf.decisions import (
     scalar_where,
     spread,
 )
-from joulegym.envs.emrf.metrics import episode_metrics
+from joulegym.envs.emrf.metrics import episode_metrics, segment_measures
 from joulegym.envs.emrf.simulator import EMRFSimulator
 from joulegym.workloads.rodinia import DEFAULT_SOLO_SECONDS, MIXES, RANDOM_MIX
 
@@ -428,8 +429,8 @@ class EMRFEnv(JoulegymEnv):
                 return out
             xi = self.sim.xi_hat
             w = normalised([omega[i] for i in active])
-            t = saturating_level(sequential_sum(wk * xi[i] for wk, i in zip(w, active)),
-                                 sequential_sum(wk * (1.0 - xi[i]) for wk, i in zip(w, active)), c_cpu, c_gpu, max)
+            need_cpu, need_gpu = device_loads(range(len(w)), w, [xi[i] for i in active])
+            t = saturating_level(need_cpu, need_gpu, c_cpu, c_gpu, max)
             for wk, i in zip(w, active):
                 out[i] = wk * t
             return out
@@ -446,8 +447,7 @@ class EMRFEnv(JoulegymEnv):
             a, b = residual_core(inst[0], inst[1], inst[2], fmax, eta)
             xi = inst[2]
             w = normalised([omega[i] for i in active])
-            t = residual_level(sequential_sum(wk * x for wk, x in zip(w, xi)),
-                               sequential_sum(wk * (1.0 - x) for wk, x in zip(w, xi)), a, b, scalar_where)
+            t = residual_level(*device_loads(range(len(w)), w, xi), a, b, scalar_where)
             for k, i in enumerate(active):
                 out[i] = eta * fmax[k] + w[k] * t
             return out
@@ -574,12 +574,12 @@ class EMRFEnv(JoulegymEnv):
             if not active or dt <= 0:
                 continue
             d = self._derived(active)
-            share, fmax, m = d.share, d.fmax, d.m
-            total_e += dt * sequential_sum(rates[i] for i in active)
-            total_v += dt * sequential_sum(max(0.0, eta * fmax[k] - rates[i]) for k, i in enumerate(active))
-            ratios = [rates[i] / share[k] for k, i in enumerate(active)]
-            total_delta += dt * (max(ratios) - min(ratios))
-            self._sum_speedup += dt * sequential_sum(rates[i] * m[k] for k, i in enumerate(active))
+            e, v, speedup, ratio_spread, ratios = segment_measures(enumerate(active), dt, eta, rates, d.share,
+                                                                   d.fmax, d.m, max, min)
+            total_e += e
+            total_v += v
+            total_delta += dt * ratio_spread
+            self._sum_speedup += speedup
             for k, i in enumerate(active):
                 self._ratio_time[i] += dt * ratios[k]
                 self._active_time[i] += dt

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from joulegym.envs.emrf.batch import EMRFBatch, rowsum, selection
+from joulegym.envs.emrf.batch import EMRFBatch, selection
 from joulegym.envs.emrf.decisions import SLOT_FEATURES, global_features, identity_features
-from joulegym.envs.emrf.metrics import episode_metrics
+from joulegym.envs.emrf.metrics import episode_metrics, segment_measures
 from joulegym.envs.emrf.rules import RowRule, derived
 
 DIAGNOSTIC_RTOL = 1e-9  # SI and envy count against round-off (allocation.CHECK_RTOL)
@@ -138,16 +138,16 @@ class EMRFEpisodes:
             m[moved], share[moved], fmax[moved], norm[moved] = d[0], d[1], d[2], d[5]
         ratios = rates / share  # 0 off the active slots (share > 0 there)
         self.last_ratio[sel] = ratios / norm[:, None]
-        gap = self.eta_target[sel][:, None] * fmax - rates
-        gap = np.where(active & (gap > 0.0), gap, 0.0)
-        spread = (np.maximum.reduce(np.where(active, ratios, -math.inf), axis=1)
-                  - np.minimum.reduce(np.where(active, ratios, math.inf), axis=1))
+        lanes = [(i, i) for i in np.flatnonzero(active.any(axis=0)).tolist()]  # the slots some row runs, in order
+        e, v, speedup, spread, _ = segment_measures(
+            lanes, dt, self.eta_target[sel], list(rates.T), list(np.where(active, share, math.nan).T),
+            list(np.where(active, fmax, 0.0).T), list(m.T), np.fmax, np.fmin, np.zeros(dt.shape[0]))
         sums = self._window_sums[:, positions]
-        sums[0] += dt * rowsum(rates)
-        sums[1] += dt * rowsum(gap)
+        sums[0] += e
+        sums[1] += v
         sums[2] += np.where(spread > -math.inf, dt * spread, 0.0)  # -inf: no user in the segment
         self._window_sums[:, positions] = sums
-        self.sum_speedup[sel] += dt * rowsum(rates * m)
+        self.sum_speedup[sel] += speedup
         self.ratio_time[sel] += dt[:, None] * ratios
         self.active_time[sel] += dt[:, None] * active
 

@@ -1,15 +1,48 @@
-"""The paper's metrics of an EMRF episode (EMRF paper §VI; docs/families/emrf.md §2 "Metrics"), written once for the
-single env and for a row of the batched env: both pass their running totals as Python numbers and lists."""
+"""The paper's metrics of an EMRF episode (EMRF paper §VI; docs/families/emrf.md §2 "Metrics") and the measures of
+one segment of a window they and the reward parts integrate (§III Eqs. (9), (15); docs/families/emrf.md §7), each
+written once for the single env and for the batched env.
+
+:func:`episode_metrics`: both pass their running totals as Python numbers and lists (a row of the batch at a time).
+:func:`segment_measures`: over per-slot *lanes*, as :mod:`joulegym.envs.emrf.segment` does for the fluid dynamics:
+slot ``i``'s value is a Python number in the single env and a numpy array with one value per row in the batch, and
+the slots are visited in the single env's order, so each row of the batch gets the single env's floats.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from joulegym.core.summation import sequential_sum
+
+
+def segment_measures(lanes: Iterable[tuple[int, int]], dt: Any, eta: Any, rates: Sequence[Any], share: Sequence[Any],
+                     fmax: Sequence[Any], m: Sequence[Any], larger: Any, smaller: Any,
+                     zero: Any = 0.0) -> tuple[Any, Any, Any, Any, list[Any]]:
+    """The measures of one segment of length ``dt`` over its users, lane by lane: ``(dt sum F_i, dt sum max(0, η
+    F_i^max - F_i), dt sum F_i m_i, max F/S - min F/S, [F_i / S_i per lane])``, each sum slot by slot from ``zero``
+    (``sequential_sum``'s order). ``lanes`` are ``(k, i)`` pairs in slot order: ``k`` indexes the decision's derived
+    quantities (``share`` S, ``fmax`` F^max, ``m``), ``i`` the delivered ``rates``; ``eta`` is η_target.
+
+    ``larger`` / ``smaller`` are ``max`` / ``min`` on numbers, ``np.fmax`` / ``np.fmin`` on rows, where a row that
+    does not run a visited slot holds rate 0.0, F^max 0.0 (its terms are +0.0) and S NaN (its F/S is NaN, which
+    ``np.fmax`` and ``np.fmin`` pass over). Without users the spread is ``-inf``.
+    """
+    e = v = speedup = zero
+    top, bottom = -math.inf, math.inf
+    ratios = []
+    for k, i in lanes:
+        rate = rates[i]
+        ratio = rate / share[k]
+        e = e + rate
+        v = v + larger(0.0, eta * fmax[k] - rate)
+        speedup = speedup + rate * m[k]
+        top, bottom = larger(top, ratio), smaller(bottom, ratio)
+        ratios.append(ratio)
+    return dt * e, dt * v, dt * speedup, top - bottom, ratios
 
 
 def episode_metrics(*, elapsed: float, capacities: tuple[float, float], steps: int, sums: Sequence[float],

@@ -17,8 +17,8 @@ rule                              F over the active users
 :class:`SlicedRule`               another rule's F fed to Alg. 1's discrete scheduler (``task_gflop``)
 ================================  ======================================================================
 
-Every float is computed with the scalar formulas' operations in their order (:func:`~.batch.sums` for the sums),
-so a row gets the bits of the same rule applied to that row alone.
+Every float is computed with the scalar formulas' operations in their order (:func:`~joulegym.core.summation.row_sums`
+for the sums), so a row gets the bits of the same rule applied to that row alone.
 """
 
 from __future__ import annotations
@@ -28,15 +28,25 @@ from typing import Any
 
 import numpy as np
 
+from joulegym.core.summation import row_sums
 from joulegym.envs.emrf.allocation import (
     RESIDUAL_ZERO_RTOL,
     XI_GROUP_TOL,
     EMRFSolverError,
     algorithm1_fill_core,
+    device_loads,
     emrf_core,
 )
-from joulegym.envs.emrf.batch import EMRFBatch, rowsum, selection
+from joulegym.envs.emrf.batch import EMRFBatch, selection
 from joulegym.envs.emrf.decisions import TINY_WEIGHT, residual_level, saturating_level
+
+
+def row_loads(amounts: np.ndarray, xi: np.ndarray, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~joulegym.envs.emrf.allocation.device_loads` of every row (the single env's sums, slot by slot): the
+    slot lanes are columns, visited where some row has the slot in its active set ``act`` (``amounts`` must be 0.0
+    elsewhere: those rows add +0.0)."""
+    slots = np.flatnonzero(act.any(axis=0)).tolist()
+    return device_loads(slots, list(amounts.T), list(xi.T), np.zeros(act.shape[0]))
 
 
 def derived(xi_hat: np.ndarray, w: np.ndarray, act: np.ndarray, eta: np.ndarray, c_cpu: float,
@@ -66,7 +76,7 @@ def basics_rows(xi: np.ndarray, w: np.ndarray, act: np.ndarray, c_cpu: float,
     gpu_frac = 1.0 - xi
     m = np.maximum(xi / c_cpu, gpu_frac / c_gpu)
     w_on = np.where(act, w, 0.0)
-    total_w, d_cpu, d_gpu = rowsum(w_on), rowsum(w_on * (xi / c_cpu) / m), rowsum(w_on * (gpu_frac / c_gpu) / m)
+    total_w, d_cpu, d_gpu = row_sums(w_on), row_sums(w_on * (xi / c_cpu) / m), row_sums(w_on * (gpu_frac / c_gpu) / m)
     d = np.where(d_gpu > d_cpu, d_gpu, d_cpu)
     return m, w / (total_w[:, None] * m), w / (d[:, None] * m), total_w
 
@@ -74,8 +84,7 @@ def basics_rows(xi: np.ndarray, w: np.ndarray, act: np.ndarray, c_cpu: float,
 def residual(fmax: np.ndarray, xi_hat: np.ndarray, act: np.ndarray, eta: np.ndarray, c_cpu: float,
              c_gpu: float) -> tuple[np.ndarray, np.ndarray]:
     """C' = C - η sum_k F_k^max xi_k per device (clamped at 0), per row (``residual_core``'s operations)."""
-    fmax_on = np.where(act, fmax, 0.0)
-    used_cpu, used_gpu = rowsum(fmax_on * xi_hat), rowsum(fmax_on * (1.0 - xi_hat))
+    used_cpu, used_gpu = row_loads(np.where(act, fmax, 0.0), xi_hat, act)
     res_cpu = c_cpu - eta * used_cpu
     res_gpu = c_gpu - eta * used_gpu
     return (np.where(res_cpu <= RESIDUAL_ZERO_RTOL * c_cpu, 0.0, res_cpu),
@@ -128,7 +137,7 @@ class WeightsRule(RowRule):
         c_cpu, c_gpu = batch.capacities
         w = normalised(self._param(self.omega, sel), act)
         xi = batch.xi_hat[sel]
-        need_cpu, need_gpu = rowsum(w * xi), rowsum(w * (1.0 - xi))  # w is 0.0 on inactive slots
+        need_cpu, need_gpu = row_loads(w, xi, act)  # w is 0.0 on inactive slots
         t = saturating_level(need_cpu, need_gpu, c_cpu, c_gpu, np.maximum)  # a row without active slots: masked below
         return np.where(act, w * t[:, None], 0.0)
 
@@ -144,7 +153,7 @@ class ResidualRule(WeightsRule):
         fmax = derived(xi, batch.w[sel], act, eta, c_cpu, c_gpu)[2]
         room_cpu, room_gpu = residual(fmax, xi, act, eta, c_cpu, c_gpu)
         w = normalised(self._param(self.omega, sel), act)
-        t = residual_level(rowsum(w * xi), rowsum(w * (1.0 - xi)), room_cpu, room_gpu, np.where)
+        t = residual_level(*row_loads(w, xi, act), room_cpu, room_gpu, np.where)
         return np.where(act, eta[:, None] * fmax + w * t[:, None], 0.0)
 
 
@@ -197,8 +206,8 @@ def _group_levels(a: np.ndarray, b: np.ndarray, gxi: np.ndarray, gs: np.ndarray,
     total = a + b
     r = a / np.where(total > 0.0, total, 1.0)
     lo, hi = gxi[:, 0], gxi[every, last]
-    s_tot = rowsum(np.where(in_group, gs, 0.0)) + 0.0
-    imbalance = rowsum(np.where(in_group, gs * (gxi - r[:, None]), 0.0)) + 0.0
+    s_tot = row_sums(np.where(in_group, gs, 0.0))
+    imbalance = row_sums(np.where(in_group, gs * (gxi - r[:, None]), 0.0))
     e_min, e_max = lo - r, hi - r
     up = -e_min * total / (imbalance - e_min * s_tot)  # imbalance > 0: the lowest-xi group absorbs
     down = e_max * total / (e_max * s_tot - imbalance)  # imbalance < 0: the highest-xi group absorbs

@@ -15,6 +15,9 @@ the single simulator's operations in its order and gets its floats.
   completion or a phase switch of a running user. Slots are visited in slot order and each one can only shorten
   the segment, with the test ``remaining < rate * dt`` (then ``dt = remaining / rate``), exactly as the single
   simulator has always done it (its trajectories are pinned).
+- :func:`progress`: the fluid work of the segment at the delivered rates: each running slot's job advances by
+  ``rate * dt`` GFLOP, its CPU and GPU parts in lockstep (xi and 1 - xi of it), the GPU part added on to the
+  window's running total slot by slot.
 """
 
 from __future__ import annotations
@@ -51,3 +54,19 @@ def segment_length(until_end: Any, until_arrival: Any, now: Any, slots: Iterable
             gap = switches[i] - now
             dt = where(gap < dt, gap, dt)
     return where(0.0 > dt, 0.0, dt)
+
+
+def progress(slots: Iterable[int], dt: Any, rates: Sequence[Any], xi: Sequence[Any], remaining: Any, work_done: Any,
+             work_window: Any, cpu_window: Any, gpu_window: Any) -> Any:
+    """The fluid work of a segment of length ``dt``, slot by slot in the order of ``slots``: ``rates[i] * dt`` GFLOP
+    off ``remaining[i]`` and onto ``work_done[i]`` and ``work_window[i]``, its CPU part (``xi[i]`` of it) onto
+    ``cpu_window[i]``; the lanes are updated in place (``lane[i] -= x``: a list item, or a numpy view in place).
+    Returns ``gpu_window`` with the segment's GPU parts added on, in slot order."""
+    for i in slots:
+        done = rates[i] * dt
+        remaining[i] -= done
+        work_done[i] += done
+        work_window[i] += done
+        cpu_window[i] += done * xi[i]
+        gpu_window += done * (1.0 - xi[i])
+    return gpu_window

@@ -5,9 +5,9 @@ users)`` (a list of :class:`UserSpec`; ``None``: the same users again), ``apply(
 rule), ``advance()`` (run the window), ``view()`` (a read-only :class:`APUView`), ``metrics()``, ``done``,
 ``truncated``; :meth:`EMRFSimulator.window` runs one window directly. The events of a window (arrivals, job starts
 and completions, xi phase switches, measurement noise) are :mod:`joulegym.envs.emrf.events` and where a segment of
-the window ends (and the device scale of its rates) is :mod:`joulegym.envs.emrf.segment`, both shared with the
-batched vector env, which runs the rest of the window for N instances as arrays (:mod:`joulegym.envs.emrf.batch`; a
-test per kind proves the bits equal).
+the window ends, the device scale of its rates and the work its slots do in it are :mod:`joulegym.envs.emrf.segment`,
+both shared with the batched vector env, which runs the rest of the window for N instances as arrays
+(:mod:`joulegym.envs.emrf.batch`; a test per kind proves the bits equal).
 
 ``max_users`` user slots share an APU of capacities ``(C_cpu, C_gpu)`` GFLOPS. Each occupied slot
 is a user with an app split ``xi`` (true) and ``xi_hat`` (what the scheduler measured over the last
@@ -72,9 +72,10 @@ import numpy as np
 
 from joulegym.core.simulator import Simulator
 from joulegym.core.summation import sequential_sum
+from joulegym.envs.emrf.allocation import device_loads
 from joulegym.envs.emrf.decisions import scalar_where
 from joulegym.envs.emrf.events import ARRIVAL_EPS, SlotStreams, admit_due, arrive, complete, noise, switch_phases
-from joulegym.envs.emrf.segment import device_scale, segment_length
+from joulegym.envs.emrf.segment import device_scale, progress, segment_length
 
 EPS_WORK = 1e-9  # relative remaining work below which a job counts as finished (fp round-off)
 MAX_SEGMENTS = 100_000  # events in one window: beyond this the window would run for seconds; raise instead of hanging
@@ -306,23 +307,14 @@ class EMRFSimulator(Simulator):
             alloc = planned.get(active)
             if alloc is None:
                 alloc = planned[active] = rule(active)
-            use_cpu = use_gpu = 0.0
-            for i in active:
-                use_cpu += alloc[i] * xi[i]
-                use_gpu += alloc[i] * (1.0 - xi[i])
+            use_cpu, use_gpu = device_loads(active, alloc, xi)  # the plan run with the true xi
             scale = device_scale(use_cpu, use_gpu, c_cpu, c_gpu, scalar_where)
             rates = [0.0] * n
             for i in active:
                 rates[i] = alloc[i] * scale
             dt = segment_length(end - now, arrival_at - now, now, active, rates, remaining,
                                 next_switch if phased else None, scalar_where)
-            for i in active:
-                done = rates[i] * dt
-                remaining[i] -= done
-                work_done[i] += done
-                work_window[i] += done
-                cpu_window[i] += done * xi[i]
-                gpu_window += done * (1.0 - xi[i])
+            gpu_window = progress(active, dt, rates, xi, remaining, work_done, work_window, cpu_window, gpu_window)
             self.time = now = now + dt
             result.segments.append((dt, active, rates))
             if len(result.segments) > MAX_SEGMENTS:

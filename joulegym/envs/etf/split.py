@@ -15,7 +15,8 @@ object gives the few slot-wise primitives (a masked copy, a slot-order sum, a fl
 remainders), each of them one comprehension on lists and one or two array operations on rows. A branch that
 depends on values is a mask (``pick``/``choose``): in one instance it is a plain choice, in a batch a ``where``.
 Sums over slots run slot by slot from slot 0 (:func:`~joulegym.core.summation.sequential_sum` over a list,
-:func:`ordered_sum` over rows), so one instance and a row of a batch get the same units on every Python.
+:func:`~joulegym.core.summation.row_sums` over rows), so one instance and a row of a batch get the same units on every
+Python.
 """
 
 from __future__ import annotations
@@ -26,18 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from joulegym.core.summation import sequential_sum
+from joulegym.core.summation import row_sums, sequential_sum
 
 NUDGE = 1e-9  # a quota that is whole in exact arithmetic (2.9999999999999996) is not floored down
 RENORMALISE_ABOVE = 1e300  # a scale above this ((sub)normal-tiny quotas): divide the quotas by their maximum first
-
-
-def ordered_sum(values: np.ndarray) -> np.ndarray:
-    """Row sums of a ``(rows, slots)`` array, slot by slot from 0.0: the bits of Python's ``sum`` over a list."""
-    total = np.zeros(values.shape[0], dtype=values.dtype if values.dtype.kind == "f" else np.float64)
-    for column in range(values.shape[1]):
-        total = total + values[:, column]
-    return total
 
 
 class OneInstance:
@@ -154,7 +147,7 @@ class Rows:
     @staticmethod
     def total(values: np.ndarray) -> np.ndarray:
         """Slot-order row sums (whole units: exact in any order)."""
-        return values.sum(axis=1) if values.dtype.kind == "i" else ordered_sum(values)
+        return values.sum(axis=1) if values.dtype.kind == "i" else row_sums(values)
 
     @staticmethod
     def choose(condition: np.ndarray, value: np.ndarray, other: np.ndarray) -> np.ndarray:
