@@ -72,6 +72,7 @@ product with no energy spent; the simulator and every reference policy's episode
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -82,6 +83,7 @@ from joulegym.core.config import check_bool, check_choice, check_int, check_numb
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.core.slots import SlotRows, SlotTable
+from joulegym.core.summation import sequential_sum
 from joulegym.envs.dream.mapscore import SUPERNET_RULES, supernet_variant
 from joulegym.envs.dream.observation import (
     OBS_BOUND,
@@ -444,7 +446,8 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._mask_at = -1
         self._membership = (-1, -1)
         self._models_at: tuple = ()
-        self._model_counts: list[tuple] = [()] * self.M  # per model: the counters its row was written from
+        self._overflow_at = -1  # the overflow count the global feature was written from
+        self._forget_model_rows()
         self._dlv_at: tuple = ()  # the counters the reward's X and Y were last summed at (_dlv_sums, _energy_sums)
         self._energy_at: tuple = ()
         self._resident = [-1] * self.n_acc
@@ -485,19 +488,22 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._resident = list(view.acc_resident)
         self._mask_at = -1
         self._models_at = ()
-        self._model_counts = [()] * self.M
+        self._overflow_at = -1
+        self._forget_model_rows()
 
     def dispatch_decision(self, task: int, acc: int, variant: int = 0) -> Any:
         """The simulator decision of an agent's "dispatch the next unit of ``task`` on ``acc``": at a Supernet's
         switch point the sub-net of ``supernet`` (``"dream_rule"``: §4.5.1's rule; ``"agent"``: ``variant``)."""
         view = self.view
+        if view.f_locked[task]:  # no sub-net left to pick (past the switch point, or not a Supernet)
+            return Dispatch(task, acc)
         if self.n_variants > 1:
             return Dispatch(task, acc, 1, variant) if view.at_switch_point(task) else Dispatch(task, acc)
         if self.config["supernet"] == "dream_rule" and view.at_switch_point(task):
             return Dispatch(task, acc, 1, supernet_variant(view, task, self.config["supernet_rule"]))
         return Dispatch(task, acc)
 
-    def _sync(self, moved: tuple[int, ...] = ()) -> None:
+    def _sync(self, moved: Sequence[int] = ()) -> None:
         """After the simulator reached a decision point: seat new frames (release order), free finished ones, and
         rewrite the rows of the frames that ``moved`` (dispatched, or their span ended). Off the observation
         (``observing`` False: the simulator path), only the slot table and the counters."""
@@ -558,14 +564,12 @@ class DreamEnv(SlotRows, DreamEnvBase):
         no dispatch is valid (the paper's schedulers dispatch whenever an accelerator is idle and a frame ready)."""
         if self._mask_at != self.decision_index:
             obs = self._obs
-            mask = obs.build_mask(self.view.acc_running)
+            mask = obs.build_mask(self.view.acc_running, drops=not self.work_conserving)
             if self.work_conserving:
                 drops, items, doomed = obs.mask_drop, self.slots.items, self.view.doomed
-                candidates = obs.maybe_doomed(self.sim.now)
-                drops[:] = False
-                for k in candidates:
+                for k in obs.maybe_doomed(self.sim.now):
                     drops[k] = doomed(items[k])
-                mask[-1] = not obs.mask_dispatch.any()
+                mask[-1] = not obs.can_dispatch
             self._mask_at = self.decision_index
         return self._obs.mask
 
@@ -573,10 +577,12 @@ class DreamEnv(SlotRows, DreamEnvBase):
         sim = self.sim
         sim.apply(decision)
         if self.observing:
-            running = list(sim.acc_running)  # the dispatched frame included
+            running = [*sim.acc_running]  # the dispatched frame included
             self._more = sim.advance()
-            self._sync(tuple(t for a, t in enumerate(running) if t >= 0 and sim.acc_running[a] != t)
-                       + ((decision.task,) if type(decision) is Dispatch else ()))
+            moved = [task for task, now in zip(running, sim.acc_running) if task >= 0 and task != now]
+            if type(decision) is Dispatch:
+                moved.append(decision.task)
+            self._sync(moved)
         else:
             self._more = sim.advance()
             self._sync_slots()
@@ -614,14 +620,18 @@ class DreamEnv(SlotRows, DreamEnvBase):
         if version == self._energy_at:
             return y0, 0.0
         self._energy_at = version
-        y = energy_proxy = 0.0
-        last_energy, per_horizon, worst_frame = self._last_energy, self.frames_per_horizon, self.worst_per_frame
-        for m, (frames, spent, worst) in enumerate(zip(sim.acc_frames, sim.acc_energy, sim.acc_worst)):
-            if frames > 0:
-                y += spent / worst if worst > 0 else 0.0
-            if spent != last_energy[m]:
-                energy_proxy -= (spent - last_energy[m]) / (per_horizon[m] * worst_frame[m])
-                last_energy[m] = spent
+        spent = sim.acc_energy
+        y = float(sequential_sum([e / worst if worst > 0 else 0.0
+                                  for frames, e, worst in zip(sim.acc_frames, spent, sim.acc_worst) if frames > 0]))
+        last = self._last_energy
+        if spent == last:
+            return y, 0.0
+        energy_proxy = 0.0
+        per_horizon, worst_frame = self.frames_per_horizon, self.worst_per_frame
+        for m, (e, before) in enumerate(zip(spent, last)):
+            if e != before:
+                energy_proxy -= (e - before) / (per_horizon[m] * worst_frame[m])
+        self._last_energy = [*spent]
         return y, energy_proxy
 
     def _observe(self) -> np.ndarray:
@@ -635,20 +645,35 @@ class DreamEnv(SlotRows, DreamEnvBase):
             self._model_rows()
         glob = obs.glob
         glob[0] = now / self.horizon_s
-        glob[2] = min(math.log1p(self.slots.overflow), OBS_BOUND)
+        overflow = self.slots.overflow
+        if overflow != self._overflow_at:
+            self._overflow_at = overflow
+            glob[2] = min(math.log1p(overflow), OBS_BOUND)
         return obs.buf.copy()
 
+    def _forget_model_rows(self) -> None:
+        """Have the next :meth:`_model_rows` rewrite every model row."""
+        self._model_counters: tuple[list, ...] | None = None  # copies of the counters the rows were written from
+        self._model_energy: list[float] = []
+
     def _model_rows(self) -> None:
-        """Rewrite the model rows whose counters changed since they were written (a dispatch moves one model's)."""
-        sim, models, seen = self.sim, self._obs.models, self._model_counts
-        for m, counts in enumerate(zip(sim.acc_frames, sim.acc_violated, sim.acc_energy, sim.acc_worst,
-                                       sim.recent_drops, sim.out_counts)):
-            if counts == seen[m]:
-                continue
-            seen[m] = counts
-            frames, viol, spent, worst, drops, out = counts
-            models[m, 1:] = (viol / frames if frames else 0.0, drops / 2.0, min(out / 4.0, OBS_BOUND),
-                             spent / worst if worst else 0.0)  # NormEnergy <= 1 (docs §3 #3)
+        """Rewrite the model rows whose counters changed since they were written. A dispatch (most steps) moves only
+        the energy of the frames it charges, so the other counters are compared as whole lists first."""
+        sim = self.sim
+        counters = (sim.acc_frames, sim.acc_violated, sim.acc_worst, sim.recent_drops, sim.out_counts)
+        energy = sim.acc_energy
+        if counters == self._model_counters:
+            changed: Any = [m for m, (spent, seen) in enumerate(zip(energy, self._model_energy)) if spent != seen]
+        else:
+            self._model_counters = tuple([*counter] for counter in counters)
+            changed = range(len(energy))
+        self._model_energy = [*energy]
+        models = self._obs.models
+        frames, violated, worst, drops, out = counters
+        for m in changed:
+            n, top = frames[m], worst[m]
+            models[m, 1:] = (violated[m] / n if n else 0.0, drops[m] / 2.0, min(out[m] / 4.0, OBS_BOUND),
+                             energy[m] / top if top else 0.0)  # NormEnergy <= 1 (docs §3 #3)
 
     def _truncated(self) -> bool:
         return not self._more
