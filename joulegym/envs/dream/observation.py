@@ -67,7 +67,7 @@ class DispatchObservation:
     accelerators, ``V`` sub-net choices per dispatch)."""
 
     _VIEWS = ("slots", "accs", "models", "glob", "mask_dispatch", "mask_drop", "_dispatch_2d", "_ready_col",
-              "_dyn_view", "_slack", "_togo", "_min_togo", "_urgency")
+              "_dyn_view", "_slack", "_togo", "_urgency", "_late", "_features")
 
     def __init__(self, K: int, M: int, A: int, V: int) -> None:
         self.K, self.M, self.A, self.V = K, M, A, V
@@ -93,12 +93,13 @@ class DispatchObservation:
         self._ready_flags = [False] * K  # the same, as a list (build_mask's any-ready test, without numpy)
         self.drop_ok = np.zeros(K, dtype=bool)  # smart-drop conditions 3 and 4 of the slot's frame
         self.model = np.zeros(K, dtype=np.int64)
-        self.base = np.zeros((K, 6))  # per slot: the 6 features at time 0 ...
-        self.slope = np.zeros((K, 6))  # ... and their rates (two contiguous arrays: dynamic() reads them whole)
+        # per slot: the 6 features, then minimum_to_go - slack (maybe_doomed's screen), at time 0 ...
+        self.base = np.zeros((K, 7))
+        self.slope = np.zeros((K, 7))  # ... and their rates (two contiguous arrays: dynamic() reads them whole)
         self._slack_floor = np.zeros(K)
         self.var_ok = np.zeros((K, V), dtype=bool)  # sub-nets a dispatch may pick (V > 1)
-        self._dyn = np.zeros((K, 6))
-        self._late = np.zeros(K)  # minimum_to_go - slack per period (maybe_doomed's screen)
+        self._dyn = np.zeros((K, 7))
+        self._screen_at = np.full(K, np.inf)  # maybe_doomed's threshold: -DOOMED_SCREEN where drop_ok, else inf
         self._screen = np.zeros(K, dtype=bool)
         self.can_dispatch = False  # whether the last build_mask offered a dispatch
         self._dyn_now: float | None = None  # the time the time-dependent features were computed at (None: stale)
@@ -122,7 +123,8 @@ class DispatchObservation:
         self._ready_col = self.ready[:, None]
         self._dyn_view = self.slots[:, self.c_dyn]
         dyn = self._dyn  # its columns, viewed once (dynamic() runs at every decision)
-        self._slack, self._togo, self._min_togo, self._urgency = dyn[:, 1], dyn[:, 2], dyn[:, 3], dyn[:, 4]
+        self._slack, self._togo, self._urgency, self._late = dyn[:, 1], dyn[:, 2], dyn[:, 4], dyn[:, 6]
+        self._features = dyn[:, :6]
 
     def __getstate__(self) -> dict[str, Any]:  # the unit rows are keyed by object ids: a copy starts afresh
         return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS and k != "_unit_rows"}
@@ -142,6 +144,7 @@ class DispatchObservation:
         self.valid[:] = self.ready[:] = self.var_ok[:] = self.drop_ok[:] = False
         self._ready_flags = [False] * self.K
         self.base[:] = self.slope[:] = 0.0
+        self._screen_at[:] = np.inf
         self._onehot = [tuple(float(j == m) for j in range(self.M)) for m in range(self.M)]
         # (variant, position or -1 - position while running, model, locked) -> what a move writes (_unit)
         self._unit_rows: dict[tuple[int, int, int, bool], Unit] = {}
@@ -151,6 +154,7 @@ class DispatchObservation:
         self.slots[k] = 0.0
         self.valid[k] = self.ready[k] = self.var_ok[k] = self.drop_ok[k] = self._ready_flags[k] = False
         self.base[k] = self.slope[k] = 0.0
+        self._screen_at[k] = np.inf
 
     def seat(self, k: int, view: Any, task: int, leaf: list[bool], period: list[float], allowed: np.ndarray) -> None:
         """Write slot ``k``'s row for a frame just released into it."""
@@ -161,7 +165,8 @@ class DispatchObservation:
                                                       *self._pad)
         self.valid[k] = True
         self.model[k] = m
-        self.drop_ok[k] = allowed[m]
+        self.drop_ok[k] = drop = allowed[m]
+        self._screen_at[k] = -DOOMED_SCREEN if drop else np.inf
         self.move(k, view, task, period)
 
     def move(self, k: int, view: Any, task: int, period: list[float]) -> None:
@@ -187,7 +192,7 @@ class DispatchObservation:
             togo, min_togo = view.remaining_after_span(task)
             run_end = view.acc_busy_until[running]
             togo, min_togo = (togo + run_end) * inv, (min_togo + run_end) * inv
-        self.base[k] = (self.drop_ok[k], deadline, togo, min_togo, 0.0, tcmpl)
+        self.base[k] = (self.drop_ok[k], deadline, togo, min_togo, 0.0, tcmpl, min_togo - deadline)
         if self.V > 1:
             self.var_ok[k] = False
             self.var_ok[k, 0] = True
@@ -202,9 +207,9 @@ class DispatchObservation:
         flags = np.array((pos > 0, running >= 0), dtype=np.float32)
         if running >= 0:
             return (self._unit_row(tables, pos, running, inv), flags,
-                    np.array((0.0, -inv, -inv, -inv, 0.0, inv)), 0.0, 0.0, inv)
+                    np.array((0.0, -inv, -inv, -inv, 0.0, inv, 0.0)), 0.0, 0.0, inv)
         togo, min_togo = view.remaining_after_span(task)
-        return (self._unit_row(tables, pos, running, inv), flags, np.array((0.0, -inv, 0.0, 0.0, 0.0, inv)),
+        return (self._unit_row(tables, pos, running, inv), flags, np.array((0.0, -inv, 0.0, 0.0, 0.0, inv, inv)),
                 togo * inv, min_togo * inv, inv)
 
     def _unit_row(self, tables: Any, pos: int, running: int, inv: float) -> np.ndarray:
@@ -237,6 +242,7 @@ class DispatchObservation:
         """Every occupied slot's "drop allowed" after ``allowed[m]`` changed."""
         np.logical_and(allowed[self.model], self.valid, out=self.drop_ok)
         self.base[:, 0] = self.drop_ok
+        self._screen_at[:] = np.where(self.drop_ok, -DOOMED_SCREEN, np.inf)
         self._dyn_now = None
 
     def dynamic(self, now: float) -> None:
@@ -245,13 +251,12 @@ class DispatchObservation:
         if now == self._dyn_now:  # no slot changed since the last decision at this very time
             return
         self._dyn_now = now
-        dyn, slack = self._dyn, self._slack
-        np.multiply(self.slope, now, out=dyn)
-        np.add(dyn, self.base, out=dyn)
-        np.subtract(self._min_togo, slack, out=self._late)  # minimum_to_go - slack, before the clipping below
-        floor = np.maximum(slack, TINY_SLACK, out=self._slack_floor)  # a passed deadline: a huge ratio, clipped below
-        np.divide(self._togo, floor, out=self._urgency)  # the period cancels; an empty slot's is 0 / TINY_SLACK
-        _clip(dyn, -OBS_BOUND, OBS_BOUND, out=self._dyn_view)  # into the slot rows of the buffer
+        dyn = self._dyn  # output arrays passed positionally where numpy allows: cheaper than out= for arrays this small
+        np.multiply(self.slope, now, dyn)
+        np.add(dyn, self.base, dyn)
+        floor = np.maximum(self._slack, TINY_SLACK, out=self._slack_floor)  # a passed deadline: a huge ratio, clipped
+        np.divide(self._togo, floor, self._urgency)  # the period cancels; an empty slot's is 0 / TINY_SLACK
+        _clip(self._features, -OBS_BOUND, OBS_BOUND, self._dyn_view)  # into the slot rows of the buffer
 
     def accelerators(self, running: list[int], busy: list[float], now: float) -> None:
         """Idle flags and busy time left (ms) of the accelerators."""
@@ -271,10 +276,7 @@ class DispatchObservation:
         best-case completion (minimum_to_go minus slack, per period) is not clearly short of the deadline: a cheap
         screen the env confirms with the exact test of smart drop's condition 1 (``DreamView.doomed``)."""
         self.dynamic(now)
-        screen = self._screen
-        np.greater(self._late, -DOOMED_SCREEN, out=screen)
-        np.logical_and(screen, self.drop_ok, out=screen)
-        return screen.nonzero()[0]
+        return np.greater(self._late, self._screen_at, self._screen).nonzero()[0]
 
     def build_mask(self, running: list[int], drops: bool = True) -> np.ndarray:
         """The valid actions: dispatch a ready slot's frame on an idle accelerator (with an open sub-net), drop a
@@ -286,7 +288,7 @@ class DispatchObservation:
         if drops:
             self.mask_drop[:] = self.drop_ok
         else:
-            self.mask_drop[:] = False
+            self.mask_drop.fill(False)
         self.mask[-1] = True
         if self.V == 1:
             np.logical_and(self._ready_col, self._idle, out=self._dispatch_2d)
