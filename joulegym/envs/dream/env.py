@@ -685,6 +685,16 @@ class DreamEnv(SlotRows, DreamEnvBase):
     def _extra_info(self) -> dict[str, Any]:
         return {"overflow": int(self.slots.overflow), "t_s": float(self.sim.now)}
 
+    def _info(self, final: bool, mask: bool = True) -> dict[str, Any]:
+        """The template's info (:meth:`JoulegymEnv._info`): on a lean, mid-episode step with a mask (every step of an
+        agent's episode) built directly, the same keys in the same order (``tests/dream/test_env.py`` compares the
+        two); otherwise the template's."""
+        if final or not mask or self._full_info or self._every_step_metrics:
+            return super()._info(final, mask)
+        return {"overflow": int(self.slots.overflow), "t_s": float(self.sim.now),
+                "reward_parts": dict(zip(self.reward_spec.names, self.last_reward_parts)),
+                "repaired": bool(self.action_type.repaired), "action_mask": self.current_mask().view(np.int8).copy()}
+
     def _diagnostic_info(self) -> dict[str, Any]:
         return {**super()._diagnostic_info(), "overflow_steps": self.slots.overflow_steps}
 
