@@ -83,7 +83,6 @@ from joulegym.core.config import check_bool, check_choice, check_int, check_numb
 from joulegym.core.env import JoulegymEnv
 from joulegym.core.rewards import RewardPart, RewardSpec
 from joulegym.core.slots import SlotRows, SlotTable
-from joulegym.core.summation import sequential_sum
 from joulegym.envs.dream.mapscore import SUPERNET_RULES, supernet_variant
 from joulegym.envs.dream.observation import (
     OBS_BOUND,
@@ -620,18 +619,14 @@ class DreamEnv(SlotRows, DreamEnvBase):
         if version == self._energy_at:
             return y0, 0.0
         self._energy_at = version
-        spent = sim.acc_energy
-        y = float(sequential_sum([e / worst if worst > 0 else 0.0
-                                  for frames, e, worst in zip(sim.acc_frames, spent, sim.acc_worst) if frames > 0]))
-        last = self._last_energy
-        if spent == last:
-            return y, 0.0
-        energy_proxy = 0.0
-        per_horizon, worst_frame = self.frames_per_horizon, self.worst_per_frame
-        for m, (e, before) in enumerate(zip(spent, last)):
-            if e != before:
-                energy_proxy -= (e - before) / (per_horizon[m] * worst_frame[m])
-        self._last_energy = [*spent]
+        y = energy_proxy = 0.0
+        last_energy, per_horizon, worst_frame = self._last_energy, self.frames_per_horizon, self.worst_per_frame
+        for m, (frames, spent, worst) in enumerate(zip(sim.acc_frames, sim.acc_energy, sim.acc_worst)):
+            if frames > 0:
+                y += spent / worst if worst > 0 else 0.0
+            if spent != last_energy[m]:
+                energy_proxy -= (spent - last_energy[m]) / (per_horizon[m] * worst_frame[m])
+                last_energy[m] = spent
         return y, energy_proxy
 
     def _observe(self) -> np.ndarray:
@@ -653,27 +648,19 @@ class DreamEnv(SlotRows, DreamEnvBase):
 
     def _forget_model_rows(self) -> None:
         """Have the next :meth:`_model_rows` rewrite every model row."""
-        self._model_counters: tuple[list, ...] | None = None  # copies of the counters the rows were written from
-        self._model_energy: list[float] = []
+        self._model_counts: list[tuple] = [()] * self.M  # per model: the counters its row was written from
 
     def _model_rows(self) -> None:
-        """Rewrite the model rows whose counters changed since they were written. A dispatch (most steps) moves only
-        the energy of the frames it charges, so the other counters are compared as whole lists first."""
-        sim = self.sim
-        counters = (sim.acc_frames, sim.acc_violated, sim.acc_worst, sim.recent_drops, sim.out_counts)
-        energy = sim.acc_energy
-        if counters == self._model_counters:
-            changed: Any = [m for m, (spent, seen) in enumerate(zip(energy, self._model_energy)) if spent != seen]
-        else:
-            self._model_counters = tuple([*counter] for counter in counters)
-            changed = range(len(energy))
-        self._model_energy = [*energy]
-        models = self._obs.models
-        frames, violated, worst, drops, out = counters
-        for m in changed:
-            n, top = frames[m], worst[m]
-            models[m, 1:] = (violated[m] / n if n else 0.0, drops[m] / 2.0, min(out[m] / 4.0, OBS_BOUND),
-                             energy[m] / top if top else 0.0)  # NormEnergy <= 1 (docs §3 #3)
+        """Rewrite the model rows whose counters changed since they were written (a dispatch moves one model's)."""
+        sim, models, seen = self.sim, self._obs.models, self._model_counts
+        for m, counts in enumerate(zip(sim.acc_frames, sim.acc_violated, sim.acc_energy, sim.acc_worst,
+                                       sim.recent_drops, sim.out_counts)):
+            if counts == seen[m]:
+                continue
+            seen[m] = counts
+            frames, viol, spent, worst, drops, out = counts
+            models[m, 1:] = (viol / frames if frames else 0.0, drops / 2.0, min(out / 4.0, OBS_BOUND),
+                             spent / worst if worst else 0.0)  # NormEnergy <= 1 (docs §3 #3)
 
     def _truncated(self) -> bool:
         return not self._more
