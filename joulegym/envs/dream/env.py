@@ -579,7 +579,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
             running = [*sim.acc_running]  # the dispatched frame included
             self._more = sim.advance()
             moved = [task for task, now in zip(running, sim.acc_running) if task >= 0 and task != now]
-            if type(decision) is Dispatch:
+            if type(decision) is Dispatch and decision.task not in moved:  # its span may have ended already
                 moved.append(decision.task)
             self._sync(moved)
         else:
