@@ -103,7 +103,6 @@ class DispatchObservation:
         self._screen = np.zeros(K, dtype=bool)
         self.can_dispatch = False  # whether the last build_mask offered a dispatch
         self._dyn_now: float | None = None  # the time the time-dependent features were computed at (None: stale)
-        self._accs_at: tuple = ()
         self._bind()
 
     def _bind(self) -> None:
@@ -139,7 +138,7 @@ class DispatchObservation:
         self._zeros, self._pad = (0.0,) * n_acc, (0.0,) * (self.A - n_acc)
         self.mask_dispatch[:] = self.mask_drop[:] = False
         self._idle[:] = False  # a smaller SoC than the last episode's: its missing accelerators are never idle
-        self._dyn_now, self._accs_at = None, ()
+        self._dyn_now = None
         self.buf[:] = 0.0
         self.valid[:] = self.ready[:] = self.var_ok[:] = self.drop_ok[:] = False
         self._ready_flags = [False] * self.K
@@ -260,11 +259,7 @@ class DispatchObservation:
 
     def accelerators(self, running: list[int], busy: list[float], now: float) -> None:
         """Idle flags and busy time left (ms) of the accelerators."""
-        at = (now, *running)
-        if at == self._accs_at:
-            return
-        self._accs_at = at
-        accs = self.accs
+        accs = self.accs  # rewritten at every call: the time moved, or a dispatch or an end changed them
         for a, task in enumerate(running):  # scalar writes: cheaper than a nested list converted by numpy
             if task < 0:
                 accs[a, 1], accs[a, 2] = 1.0, 0.0
