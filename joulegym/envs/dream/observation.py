@@ -286,7 +286,7 @@ class DispatchObservation:
             self.mask_drop.fill(False)
         self.mask[-1] = True
         if self.V == 1:
-            np.logical_and(self._ready_col, self._idle, out=self._dispatch_2d)
+            np.logical_and(self._ready_col, self._idle, self._dispatch_2d)
         else:
             np.logical_and((self._ready_col & self._idle)[:, :, None], self.var_ok[:, None, :],
                            out=self.mask_dispatch)
