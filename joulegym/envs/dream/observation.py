@@ -138,6 +138,9 @@ class DispatchObservation:
         self._zeros, self._pad = (0.0,) * n_acc, (0.0,) * (self.A - n_acc)
         self.mask_dispatch[:] = self.mask_drop[:] = False
         self._idle[:] = False  # a smaller SoC than the last episode's: its missing accelerators are never idle
+        self._accs_running = [0] * self.A  # the running frames the accelerator rows were written for (0: none yet)
+        self._mask_idle: list[bool] = []  # the idle flags and ready slots the dispatches were built from
+        self._mask_ready: list[bool] = []
         self._dyn_now = None
         self.buf[:] = 0.0
         self.valid[:] = self.ready[:] = self.var_ok[:] = self.drop_ok[:] = False
@@ -259,12 +262,14 @@ class DispatchObservation:
 
     def accelerators(self, running: list[int], busy: list[float], now: float) -> None:
         """Idle flags and busy time left (ms) of the accelerators."""
-        accs = self.accs  # rewritten at every call: the time moved, or a dispatch or an end changed them
+        accs, written = self.accs, self._accs_running
         for a, task in enumerate(running):  # scalar writes: cheaper than a nested list converted by numpy
             if task < 0:
-                accs[a, 1], accs[a, 2] = 1.0, 0.0
-            else:
+                if written[a] >= 0:  # (an idle accelerator's row is written once)
+                    accs[a, 1], accs[a, 2] = 1.0, 0.0
+            else:  # a busy one's time left moves with the time
                 accs[a, 1], accs[a, 2] = 0.0, min((busy[a] - now) * 1e3, OBS_BOUND)
+        self._accs_running = [*running]
 
     def maybe_doomed(self, now: float) -> np.ndarray:
         """Slots that are drop candidates now (smart-drop conditions 3 and 4: :attr:`drop_ok`) and whose affine
@@ -279,17 +284,21 @@ class DispatchObservation:
         sets them), wait. :attr:`can_dispatch` says whether any dispatch is valid. The env narrows the drops and
         the wait further under ``work_conserving`` (``DreamEnv.current_mask``)."""
         idle_now = [task < 0 for task in running]
-        self._idle[: len(running)] = idle_now
         if drops:
             self.mask_drop[:] = self.drop_ok
         else:
             self.mask_drop.fill(False)
         self.mask[-1] = True
-        if self.V == 1:
-            np.logical_and(self._ready_col, self._idle, self._dispatch_2d)
-        else:
-            np.logical_and((self._ready_col & self._idle)[:, :, None], self.var_ok[:, None, :],
-                           out=self.mask_dispatch)
+        # the dispatches change with the ready slots and the idle accelerators (and the open sub-nets, V > 1); a frame
+        # dispatched and done by the next decision point (most steps) leaves both as they were
+        if self.V > 1 or idle_now != self._mask_idle or self._ready_flags != self._mask_ready:
+            self._mask_idle, self._mask_ready = idle_now, [*self._ready_flags]
+            self._idle[: len(running)] = idle_now
+            if self.V == 1:
+                np.logical_and(self._ready_col, self._idle, self._dispatch_2d)
+            else:
+                np.logical_and((self._ready_col & self._idle)[:, :, None], self.var_ok[:, None, :],
+                               out=self.mask_dispatch)
         # a ready slot's sub-net 0 is always open (move), so a ready slot and an idle accelerator make a dispatch
         self.can_dispatch = True in idle_now and True in self._ready_flags
         return self.mask
