@@ -145,6 +145,11 @@ class DispatchObservation:
         self.buf[:] = 0.0
         self.valid[:] = self.ready[:] = self.var_ok[:] = self.drop_ok[:] = False
         self._ready_flags = [False] * self.K
+        # the flags and slopes last written per slot, shared by every unit with the same values (_shared): a move
+        # that leaves them as they were (a frame dispatched and done by the next decision point) skips the write
+        self._flags_at: list[np.ndarray | None] = [None] * self.K
+        self._slope_at: list[np.ndarray | None] = [None] * self.K
+        self._shared: dict[tuple, np.ndarray] = {}
         self.base[:] = self.slope[:] = 0.0
         self._screen_at[:] = np.inf
         self._onehot = [tuple(float(j == m) for j in range(self.M)) for m in range(self.M)]
@@ -155,6 +160,7 @@ class DispatchObservation:
         self._dyn_now = None
         self.slots[k] = 0.0
         self.valid[k] = self.ready[k] = self.var_ok[k] = self.drop_ok[k] = self._ready_flags[k] = False
+        self._flags_at[k] = self._slope_at[k] = None
         self.base[k] = self.slope[k] = 0.0
         self._screen_at[k] = np.inf
 
@@ -186,9 +192,15 @@ class DispatchObservation:
         row, flags, slope, togo, min_togo, inv = unit
         slots = self.slots
         slots[k, self.c_done: self.c_res] = row
-        slots[k, self.c_started:] = flags
-        self.ready[k] = self._ready_flags[k] = running < 0
-        self.slope[k] = slope
+        if flags is not self._flags_at[k]:
+            self._flags_at[k] = flags
+            slots[k, self.c_started:] = flags
+        ready = running < 0
+        if ready != self._ready_flags[k]:
+            self.ready[k] = self._ready_flags[k] = ready
+        if slope is not self._slope_at[k]:
+            self._slope_at[k] = slope
+            self.slope[k] = slope
         deadline, tcmpl = view.f_deadline[task] * inv, -view.f_tcmpl[task] * inv
         if running >= 0:  # a running span ends at run_end: its rest shrinks with time until then
             togo, min_togo = view.remaining_after_span(task)
@@ -206,13 +218,22 @@ class DispatchObservation:
         running flags, the slopes of the time-dependent features (per second) and, while it waits, its ToGo and
         minimum_to_go per period (a running frame's depend on its span: :meth:`move` reads them)."""
         pos, running = view.f_pos[task], view.f_running[task]
-        flags = np.array((pos > 0, running >= 0), dtype=np.float32)
+        flags = self._shared_row((pos > 0, running >= 0), np.float32)
         if running >= 0:
             return (self._unit_row(tables, pos, running, inv), flags,
-                    np.array((0.0, -inv, -inv, -inv, 0.0, inv, 0.0)), 0.0, 0.0, inv)
+                    self._shared_row((0.0, -inv, -inv, -inv, 0.0, inv, 0.0), np.float64), 0.0, 0.0, inv)
         togo, min_togo = view.remaining_after_span(task)
-        return (self._unit_row(tables, pos, running, inv), flags, np.array((0.0, -inv, 0.0, 0.0, 0.0, inv, inv)),
-                togo * inv, min_togo * inv, inv)
+        return (self._unit_row(tables, pos, running, inv), flags,
+                self._shared_row((0.0, -inv, 0.0, 0.0, 0.0, inv, inv), np.float64), togo * inv, min_togo * inv, inv)
+
+    def _shared_row(self, values: tuple, dtype: Any) -> np.ndarray:
+        """One array per distinct ``values`` (and dtype) this episode, so that :meth:`move` can tell by identity that
+        a slot already holds it."""
+        key = (*values, dtype)
+        row = self._shared.get(key)
+        if row is None:
+            row = self._shared[key] = np.array(values, dtype=dtype)
+        return row
 
     def _unit_row(self, tables: Any, pos: int, running: int, inv: float) -> np.ndarray:
         """Fraction done, then the next unit's latency (per period) and energy (per its maximum) per accelerator
@@ -268,7 +289,9 @@ class DispatchObservation:
                 if written[a] >= 0:  # (an idle accelerator's row is written once)
                     accs[a, 1], accs[a, 2] = 1.0, 0.0
             else:  # a busy one's time left moves with the time
-                accs[a, 1], accs[a, 2] = 0.0, min((busy[a] - now) * 1e3, OBS_BOUND)
+                if written[a] < 0:
+                    accs[a, 1] = 0.0
+                accs[a, 2] = min((busy[a] - now) * 1e3, OBS_BOUND)
         self._accs_running = [*running]
 
     def maybe_doomed(self, now: float) -> np.ndarray:
