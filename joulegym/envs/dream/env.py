@@ -627,6 +627,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
             if spent != last_energy[m]:
                 energy_proxy -= (spent - last_energy[m]) / (per_horizon[m] * worst_frame[m])
                 last_energy[m] = spent
+                self._energy_moved.add(m)
         return y, energy_proxy
 
     def _observe(self) -> np.ndarray:
@@ -634,10 +635,13 @@ class DreamEnv(SlotRows, DreamEnvBase):
         now = sim.now
         obs.dynamic(now)
         obs.accelerators(sim.acc_running, sim.acc_busy_until, now)
-        version = (sim.dispatches, self._membership, sum(sim.acc_violated))
-        if version != self._models_at:  # the per-model rows change with a dispatch, a release, an end or a miss
+        version = (self._membership, sum(sim.acc_violated))
+        if version != self._models_at:  # a release, an end or a miss: any counter of any model may have moved
             self._models_at = version
             self._model_rows()
+            self._energy_moved.clear()
+        elif self._energy_moved:  # else only dispatches happened: the energy of the models they charged moved
+            self._energy_rows()
         glob = obs.glob
         glob[0] = now / self.horizon_s
         overflow = self.slots.overflow
@@ -649,6 +653,15 @@ class DreamEnv(SlotRows, DreamEnvBase):
     def _forget_model_rows(self) -> None:
         """Have the next :meth:`_model_rows` rewrite every model row."""
         self._model_counts: list[tuple] = [()] * self.M  # per model: the counters its row was written from
+        self._energy_moved: set[int] = set()  # models whose energy moved since their row was written
+
+    def _energy_rows(self) -> None:
+        """Rewrite the energy feature of the models in :attr:`_energy_moved` (as :meth:`_model_rows` writes it)."""
+        models, spent, worst = self._obs.models, self.sim.acc_energy, self.sim.acc_worst
+        for m in self._energy_moved:
+            top = worst[m]
+            models[m, 4] = spent[m] / top if top else 0.0  # NormEnergy <= 1 (docs §3 #3)
+        self._energy_moved.clear()
 
     def _model_rows(self) -> None:
         """Rewrite the model rows whose counters changed since they were written (a dispatch moves one model's)."""
