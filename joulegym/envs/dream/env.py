@@ -591,7 +591,9 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._ux = (x, y)
         terminal = -x * y if not self._more else 0.0
         invalid = -INVALID_PENALTY if self.action_type.repaired else 0.0
-        return -(x - x0) * y0, -x * (y - y0), terminal, min(violations, 0.0), min(energy_proxy, 0.0), invalid
+        # min(v, 0.0) without the call: v unless 0.0 < v (so -0.0 and 0.0 stay as they are)
+        return (-(x - x0) * y0, -x * (y - y0), terminal, 0.0 if 0.0 < violations else violations,
+                0.0 if 0.0 < energy_proxy else energy_proxy, invalid)
 
     def _dlv_sums(self, sim: Any, x0: float) -> tuple[float, float]:
         """Alg. 2's X over the frames counted so far (the uxcost() sum, model order) and the ``violations`` part.

@@ -139,6 +139,8 @@ class DispatchObservation:
         self.mask_dispatch[:] = self.mask_drop[:] = False
         self._idle[:] = False  # a smaller SoC than the last episode's: its missing accelerators are never idle
         self._accs_running = [0] * self.A  # the running frames the accelerator rows were written for (0: none yet)
+        self._mask_running: list[int] = []  # the running frames the idle flags were derived from
+        self._idle_now: list[bool] = []
         self._mask_idle: list[bool] = []  # the idle flags and ready slots the dispatches were built from
         self._mask_ready: list[bool] = []
         self._dyn_now = None
@@ -306,7 +308,10 @@ class DispatchObservation:
         frame of a model whose drop is allowed (kept up to date as slots change; ``drops`` False: none, the env
         sets them), wait. :attr:`can_dispatch` says whether any dispatch is valid. The env narrows the drops and
         the wait further under ``work_conserving`` (``DreamEnv.current_mask``)."""
-        idle_now = [task < 0 for task in running]
+        if running != self._mask_running:  # (a frame dispatched and done by now leaves them as they were)
+            self._mask_running = [*running]
+            self._idle_now = [task < 0 for task in running]
+        idle_now = self._idle_now
         if drops:
             self.mask_drop[:] = self.drop_ok
         else:
