@@ -329,7 +329,8 @@ def test_spaces_are_sized_by_the_configuration_24_models_6_accelerators():
 
 @pytest.mark.parametrize("kwargs", [{"workload": "vr-gaming"}, {"workload": "ar-social", "supernet": "agent"},
                                     {"scenario": "vr-gaming-to-ar-social", "switch_at_s": 0.1},
-                                    {"workload": "drone-indoor", "max_slots": 4, "granularity": "chunk:3"}])
+                                    {"workload": "drone-indoor", "max_slots": 4, "granularity": "chunk:3"},
+                                    {"workload": "drone-outdoor", "work_conserving": False}])
 def test_incremental_observation_and_mask_equal_a_rebuild_from_scratch(kwargs):
     """DREAM-v0 updates only the slot rows that changed; rebuilding every row from the simulator gives the same
     observation and mask, bit for bit, all along a random episode."""
@@ -345,6 +346,64 @@ def test_incremental_observation_and_mask_equal_a_rebuild_from_scratch(kwargs):
             assert np.array_equal(base.action_masks(), mask), step
         valid = np.flatnonzero(info["action_mask"])
         obs, _, _, truncated, info = env.step(int(rng.choice(valid)))
+        if truncated:
+            break
+
+
+@pytest.mark.parametrize("kwargs", [{"workload": "vr-gaming"}, {"workload": "ar-social", "supernet": "agent"},
+                                    {"scenario": "vr-gaming-to-ar-social", "switch_at_s": 0.1},
+                                    {"workload": "drone-indoor", "outstanding_cap": None, "max_slots": 4}])
+def test_mask_equals_the_rule_applied_to_every_slot(kwargs):
+    """The work-conserving mask, built from per-slot state and a screen of the drop candidates, equals the rule of
+    the module docstring applied to every slot from the simulator's state alone: dispatch a ready frame on an idle
+    accelerator, drop a doomed frame of a leaf model with fewer than 2 drops in its last 10 frames (smart drop's
+    conditions 1, 3 and 4, §4.2.1 of the DREAM paper), wait only when no dispatch is valid."""
+    env = gym.make("joulegym/DREAM-v0", **{"horizon_s": 0.25, **kwargs})
+    base = env.unwrapped
+    _, info = env.reset(seed=5)
+    rng = np.random.default_rng(1)
+    K, A, V = base.K, base.A, base.n_variants
+    for step in range(3000):
+        view, sim = base.view, base.sim
+        expected = np.zeros(env.action_space.n, dtype=bool)
+        for k, task in enumerate(base.slots.items):
+            if task < 0:
+                continue
+            m = view.f_model[task]
+            if view.is_leaf(m) and sim.recent_drops[m] < 2 and view.doomed(task):
+                expected[K * A * V + k] = True
+            if view.f_running[task] >= 0:
+                continue
+            subnets = min(V, view.supernet_options(task)) if view.at_switch_point(task) else 1
+            for a in range(base.n_acc):
+                if view.acc_running[a] < 0:
+                    expected[(k * A + a) * V: (k * A + a) * V + subnets] = True
+        expected[-1] = not expected[: K * A * V].any()
+        assert np.array_equal(info["action_mask"].astype(bool), expected), step
+        valid = np.flatnonzero(info["action_mask"])
+        *_, truncated, info = env.step(int(rng.choice(valid)))
+        if truncated:
+            break
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"work_conserving": False, "workload": "ar-call"}])
+def test_the_lean_step_info_equals_the_templates(kwargs):
+    """DreamEnv builds a mid-episode step's info itself (the common step, without the template's generic hops): the
+    same keys, order and values as the template's JoulegymEnv._info."""
+    from joulegym.core.env import JoulegymEnv
+
+    env = gym.make("joulegym/DREAM-v0", horizon_s=0.1, **kwargs)
+    base = env.unwrapped
+    _, info = env.reset(seed=0)
+    rng = np.random.default_rng(2)
+    for _ in range(400):
+        for final in (False, True):
+            lean, template = base._info(final=final), JoulegymEnv._info(base, final=final)
+            assert list(lean) == list(template)
+            assert lean["action_mask"].dtype == template["action_mask"].dtype == np.int8
+            assert np.array_equal(lean.pop("action_mask"), template.pop("action_mask"))
+            assert lean == template
+        *_, truncated, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
         if truncated:
             break
 

@@ -72,6 +72,7 @@ product with no energy spent; the simulator and every reference policy's episode
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -444,7 +445,8 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._mask_at = -1
         self._membership = (-1, -1)
         self._models_at: tuple = ()
-        self._model_counts: list[tuple] = [()] * self.M  # per model: the counters its row was written from
+        self._overflow_at = -1  # the overflow count the global feature was written from
+        self._forget_model_rows()
         self._dlv_at: tuple = ()  # the counters the reward's X and Y were last summed at (_dlv_sums, _energy_sums)
         self._energy_at: tuple = ()
         self._resident = [-1] * self.n_acc
@@ -485,19 +487,22 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._resident = list(view.acc_resident)
         self._mask_at = -1
         self._models_at = ()
-        self._model_counts = [()] * self.M
+        self._overflow_at = -1
+        self._forget_model_rows()
 
     def dispatch_decision(self, task: int, acc: int, variant: int = 0) -> Any:
         """The simulator decision of an agent's "dispatch the next unit of ``task`` on ``acc``": at a Supernet's
         switch point the sub-net of ``supernet`` (``"dream_rule"``: §4.5.1's rule; ``"agent"``: ``variant``)."""
         view = self.view
+        if view.f_locked[task]:  # no sub-net left to pick (past the switch point, or not a Supernet)
+            return Dispatch(task, acc)
         if self.n_variants > 1:
             return Dispatch(task, acc, 1, variant) if view.at_switch_point(task) else Dispatch(task, acc)
         if self.config["supernet"] == "dream_rule" and view.at_switch_point(task):
             return Dispatch(task, acc, 1, supernet_variant(view, task, self.config["supernet_rule"]))
         return Dispatch(task, acc)
 
-    def _sync(self, moved: tuple[int, ...] = ()) -> None:
+    def _sync(self, moved: Sequence[int] = ()) -> None:
         """After the simulator reached a decision point: seat new frames (release order), free finished ones, and
         rewrite the rows of the frames that ``moved`` (dispatched, or their span ended). Off the observation
         (``observing`` False: the simulator path), only the slot table and the counters."""
@@ -558,14 +563,12 @@ class DreamEnv(SlotRows, DreamEnvBase):
         no dispatch is valid (the paper's schedulers dispatch whenever an accelerator is idle and a frame ready)."""
         if self._mask_at != self.decision_index:
             obs = self._obs
-            mask = obs.build_mask(self.view.acc_running)
+            mask = obs.build_mask(self.view.acc_running, drops=not self.work_conserving)
             if self.work_conserving:
                 drops, items, doomed = obs.mask_drop, self.slots.items, self.view.doomed
-                candidates = obs.maybe_doomed(self.sim.now)
-                drops[:] = False
-                for k in candidates:
+                for k in obs.maybe_doomed(self.sim.now):
                     drops[k] = doomed(items[k])
-                mask[-1] = not obs.mask_dispatch.any()
+                mask[-1] = not obs.can_dispatch
             self._mask_at = self.decision_index
         return self._obs.mask
 
@@ -573,10 +576,12 @@ class DreamEnv(SlotRows, DreamEnvBase):
         sim = self.sim
         sim.apply(decision)
         if self.observing:
-            running = list(sim.acc_running)  # the dispatched frame included
+            running = [*sim.acc_running]  # the dispatched frame included
             self._more = sim.advance()
-            self._sync(tuple(t for a, t in enumerate(running) if t >= 0 and sim.acc_running[a] != t)
-                       + ((decision.task,) if type(decision) is Dispatch else ()))
+            moved = [task for task, now in zip(running, sim.acc_running) if task >= 0 and task != now]
+            if type(decision) is Dispatch and decision.task not in moved:  # its span may have ended already
+                moved.append(decision.task)
+            self._sync(moved)
         else:
             self._more = sim.advance()
             self._sync_slots()
@@ -586,7 +591,9 @@ class DreamEnv(SlotRows, DreamEnvBase):
         self._ux = (x, y)
         terminal = -x * y if not self._more else 0.0
         invalid = -INVALID_PENALTY if self.action_type.repaired else 0.0
-        return -(x - x0) * y0, -x * (y - y0), terminal, min(violations, 0.0), min(energy_proxy, 0.0), invalid
+        # min(v, 0.0) without the call: v unless 0.0 < v (so -0.0 and 0.0 stay as they are)
+        return (-(x - x0) * y0, -x * (y - y0), terminal, 0.0 if 0.0 < violations else violations,
+                0.0 if 0.0 < energy_proxy else energy_proxy, invalid)
 
     def _dlv_sums(self, sim: Any, x0: float) -> tuple[float, float]:
         """Alg. 2's X over the frames counted so far (the uxcost() sum, model order) and the ``violations`` part.
@@ -622,6 +629,7 @@ class DreamEnv(SlotRows, DreamEnvBase):
             if spent != last_energy[m]:
                 energy_proxy -= (spent - last_energy[m]) / (per_horizon[m] * worst_frame[m])
                 last_energy[m] = spent
+                self._energy_moved.add(m)
         return y, energy_proxy
 
     def _observe(self) -> np.ndarray:
@@ -629,14 +637,33 @@ class DreamEnv(SlotRows, DreamEnvBase):
         now = sim.now
         obs.dynamic(now)
         obs.accelerators(sim.acc_running, sim.acc_busy_until, now)
-        version = (sim.dispatches, self._membership, sum(sim.acc_violated))
-        if version != self._models_at:  # the per-model rows change with a dispatch, a release, an end or a miss
+        version = (self._membership, sum(sim.acc_violated))
+        if version != self._models_at:  # a release, an end or a miss: any counter of any model may have moved
             self._models_at = version
             self._model_rows()
+            self._energy_moved.clear()
+        elif self._energy_moved:  # else only dispatches happened: the energy of the models they charged moved
+            self._energy_rows()
         glob = obs.glob
         glob[0] = now / self.horizon_s
-        glob[2] = min(math.log1p(self.slots.overflow), OBS_BOUND)
+        overflow = self.slots.overflow
+        if overflow != self._overflow_at:
+            self._overflow_at = overflow
+            glob[2] = min(math.log1p(overflow), OBS_BOUND)
         return obs.buf.copy()
+
+    def _forget_model_rows(self) -> None:
+        """Have the next :meth:`_model_rows` rewrite every model row."""
+        self._model_counts: list[tuple] = [()] * self.M  # per model: the counters its row was written from
+        self._energy_moved: set[int] = set()  # models whose energy moved since their row was written
+
+    def _energy_rows(self) -> None:
+        """Rewrite the energy feature of the models in :attr:`_energy_moved` (as :meth:`_model_rows` writes it)."""
+        models, spent, worst = self._obs.models, self.sim.acc_energy, self.sim.acc_worst
+        for m in self._energy_moved:
+            top = worst[m]
+            models[m, 4] = spent[m] / top if top else 0.0  # NormEnergy <= 1 (docs §3 #3)
+        self._energy_moved.clear()
 
     def _model_rows(self) -> None:
         """Rewrite the model rows whose counters changed since they were written (a dispatch moves one model's)."""
@@ -659,6 +686,16 @@ class DreamEnv(SlotRows, DreamEnvBase):
 
     def _extra_info(self) -> dict[str, Any]:
         return {"overflow": int(self.slots.overflow), "t_s": float(self.sim.now)}
+
+    def _info(self, final: bool, mask: bool = True) -> dict[str, Any]:
+        """The template's info (:meth:`JoulegymEnv._info`): on a lean, mid-episode step with a mask (every step of an
+        agent's episode) built directly, the same keys in the same order (``tests/dream/test_env.py`` compares the
+        two); otherwise the template's."""
+        if final or not mask or self._full_info or self._every_step_metrics:
+            return super()._info(final, mask)
+        return {"overflow": int(self.slots.overflow), "t_s": float(self.sim.now),
+                "reward_parts": dict(zip(self.reward_spec.names, self.last_reward_parts)),
+                "repaired": bool(self.action_type.repaired), "action_mask": self.current_mask().view(np.int8).copy()}
 
     def _diagnostic_info(self) -> dict[str, Any]:
         return {**super()._diagnostic_info(), "overflow_steps": self.slots.overflow_steps}

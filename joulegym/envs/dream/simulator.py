@@ -692,7 +692,9 @@ class DreamSim(Simulator):
         if variant != -1:
             self._choose_variant(i, m, variant)
         V = self._f_vars[i][self.f_variant[i]]
-        limit = max(pos + n_layers, V.unit_end[pos])  # at chunk:N the whole chunk (docs §4 granularity)
+        limit, end = pos + n_layers, V.unit_end[pos]
+        if end > limit:  # at chunk:N the whole chunk (docs §4 granularity)
+            limit = end
         if not self.f_locked[i] and limit > self._sp[m]:
             self.f_locked[i] = True
         resident, flush, fetch = self._switch(i, a, V, pos)
