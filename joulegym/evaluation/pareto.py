@@ -46,6 +46,7 @@ from joulegym.evaluation.tradeoffs import (
     TradeOff,
     tradeoff,
 )
+from joulegym.evaluation.zoo import ZooAgent, require_agent_libraries
 
 DEFAULT_OUT = "results/fronts"
 SETS = ("heuristics", "agents", "heuristics+agents", "privileged")  # the point sets the indicators are computed on
@@ -363,6 +364,8 @@ def run_pareto(names: Sequence[str] = (), *, out: str | Path | None = None, zoo:
     result_dir = ResultDir(out_text)
     command = command_line([d.name for d in descriptors], out_text, None if zoo is None else str(zoo))
     total = sum(_count(d, zoo_path) for d in descriptors)
+    require_agent_libraries([a for d in descriptors for found in _agents(d, zoo_path).values() for a in found],
+                            zoo_path)
     progress = Progress(total, stream)
     progress.note(f"fronts: {', '.join(d.name for d in descriptors)}: {total} point runs")
     start, wall = time.process_time(), time.perf_counter()
@@ -390,7 +393,8 @@ def run_pareto(names: Sequence[str] = (), *, out: str | Path | None = None, zoo:
     return written
 
 
-def _count(descriptor: FamilyDescriptor, zoo: Path) -> int:
+def _agents(descriptor: FamilyDescriptor, zoo: Path) -> dict[str, list[ZooAgent]]:
+    """Per front scenario (id): the shipped agents that play it and the weight-conditioned agents trained on it."""
     from joulegym.evaluation.suite import assign_agents, family_agents
 
     bench = descriptor.benchmark
@@ -400,8 +404,13 @@ def _count(descriptor: FamilyDescriptor, zoo: Path) -> int:
     version = descriptor.kind(bench.kind).version
     plays, _ = assign_agents(descriptor, family_agents(zoo, descriptor), scenarios)
     ids = {s: env_id(bench.kind, s, version) for s in scenarios}
-    return sum(len(point_entries(descriptor, trade, ids[s])) + sum(len(a.runs) for a in plays.get(s, [])) +
-               sum(len(a.runs) for a in weight_agents(zoo, descriptor.name, s, ids[s])) for s in scenarios)
+    return {ids[s]: [*plays.get(s, []), *weight_agents(zoo, descriptor.name, s, ids[s])] for s in scenarios}
+
+
+def _count(descriptor: FamilyDescriptor, zoo: Path) -> int:
+    trade = tradeoff(descriptor.name)
+    return sum(len(point_entries(descriptor, trade, scenario_id)) + sum(len(a.runs) for a in agents)
+               for scenario_id, agents in _agents(descriptor, zoo).items())
 
 
 def write_tables(results: Sequence[FamilyFronts], out: Path) -> list[Path]:

@@ -58,6 +58,7 @@ from joulegym.evaluation.zoo import (  # noqa: F401  (the suite's zoo API, re-ex
     find_agents,
     git_commit,
     read_provenance,
+    require_agent_libraries,
     scenario_spaces,
     ship_run,
 )
@@ -654,14 +655,16 @@ def run_suite(names: Sequence[str] = (), *, quick: bool = False, out: str | Path
                          "<family>/<scenario>/<algo>/ (agent.json + weights.pt + provenance.json)")
     result_dir = ResultDir(out_text)  # checked before the work
     command = command_line([d.name for d in descriptors], quick, out_text, None if zoo is None else str(zoo))
-    total = 0
+    total, playing = 0, []
     for d in descriptors:
         assert d.benchmark is not None
         for scenario in d.benchmark.scenario_names(quick):
             scenario_id = env_id(d.benchmark.kind, scenario, d.kind(d.benchmark.kind).version)
             total += len(reference_entries(d, scenario_id))
         plays, _ = assign_agents(d, family_agents(zoo_path, d), d.benchmark.scenario_names(quick))
+        playing += [a for found in plays.values() for a in found]
         total += sum(len(a.runs) for found in plays.values() for a in found)
+    require_agent_libraries(playing, zoo_path)
     progress = Progress(total, stream)
     progress.note(f"suite: {', '.join(d.name for d in descriptors)}{' (quick)' if quick else ''}: {total} policy runs")
     runs = [run_family(d, quick, zoo_path, progress, evaluate_fn, record=plots) for d in descriptors]

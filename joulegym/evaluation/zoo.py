@@ -180,6 +180,27 @@ def default_zoo() -> Path:
 MO_DIR = "mo"  # <zoo>/<family>/<scenario>/mo/: the weight-conditioned agents of the trade-off fronts
 
 
+def require_agent_libraries(agents: list[ZooAgent], zoo: Path) -> None:
+    """Before any episode: the libraries the agents that will play load with (torch and the algorithm's package,
+    the ``train`` extra), so a run without them stops with one line instead of a traceback midway.
+
+    :raises ValueError: naming the zoo, the agents and the install that provides them.
+    """
+    from joulegym.agents.algos import algo_spec
+
+    if not agents:
+        return
+    try:
+        import torch  # noqa: F401
+        for algo in sorted({agent.algo for agent in agents}):
+            algo_spec(algo).load_class()
+    except ImportError as err:
+        labels = ", ".join(sorted({agent.label for agent in agents}))
+        raise ValueError(f"--zoo {str(zoo)!r}: its agents ({labels}) need the train extra ({err}); install it with "
+                         "pip install 'joulegym[train]', or pass --zoo with an empty directory to rank the reference "
+                         "policies alone") from err
+
+
 def find_agents(zoo: Path, family: str, scenario: str, expected_env_id: str) -> list[ZooAgent]:
     """The agents shipped for ``family``/``scenario`` under ``zoo`` (sorted by algorithm).
 

@@ -128,6 +128,7 @@ def _provenance(family: str, scenario: str, algo: str, seed: int, **change) -> d
 
 
 def _weights(family: str, scenario: str, algo: str, seed: int, directory: Path) -> Path:
+    pytest.importorskip("stable_baselines3", reason="needs the train extra")
     import gymnasium as gym
 
     from joulegym.agents.algos import make_model

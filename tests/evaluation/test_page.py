@@ -60,6 +60,7 @@ def _render(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
 def quick_page(tmp_path_factory) -> Path:
     """The quick page of ETF and PowerFlow (its oracle is privileged) with a zoo holding an ETF agent of two
     training runs, each with a validation curve in its provenance (untrained: the page is under test)."""
+    pytest.importorskip("stable_baselines3", reason="needs the train extra")
     import json
 
     import gymnasium as gym

@@ -103,6 +103,7 @@ def test_leaderboard_page_links_the_fronts_page():
 @pytest.fixture(scope="module")
 def etf_fronts(tmp_path_factory):
     """ETF's fronts with a zoo holding one weight-conditioned SAC agent trained for 300 steps through train.py."""
+    pytest.importorskip("stable_baselines3", reason="needs the train extra")
     from joulegym.evaluation.mo_agents import ship_weight_agent, weight_grid
     from joulegym.training import train
 

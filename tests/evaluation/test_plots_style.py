@@ -61,6 +61,7 @@ def test_fig10_error_bars_only_with_several_seeds():
 
 
 def test_learning_curve_from_monitor_logs(tmp_path):
+    pytest.importorskip("stable_baselines3", reason="needs the train extra")
     from joulegym.agents.callbacks import plot_learning_curve, read_monitor
 
     monitor = tmp_path / "monitor"

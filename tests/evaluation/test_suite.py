@@ -138,6 +138,7 @@ def _provenance(seed: int = 0, **change) -> dict:
 
 
 def _agent(directory: Path, seed: int) -> Path:
+    pytest.importorskip("stable_baselines3", reason="needs the train extra")
     import gymnasium as gym
 
     from joulegym.agents.algos import make_model
@@ -278,6 +279,7 @@ def test_shipped_agents_are_weights_only_and_small(descriptor, agent, run):
 def test_shipped_agents_reproduce_their_recorded_score(descriptor, agent, run):
     """Each run's recorded held-out metric is re-measured (and its normalised score, for format-2 runs: the first
     zoo's normalised IQM used random as the zero, a definition the suite no longer has)."""
+    pytest.importorskip("torch", reason="needs the train extra")
     from joulegym.evaluation.runner import PolicyEntry, evaluate
 
     recorded = run.provenance["score"]

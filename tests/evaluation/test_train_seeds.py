@@ -32,6 +32,7 @@ def test_train_refuses_held_out_and_negative_seeds(tmp_path, seed):
 
 
 def test_train_accepts_the_largest_training_seed(tmp_path):
+    pytest.importorskip("stable_baselines3", reason="needs the train extra")
     proc = _train("--seed", str(TRAINING_SEED_LIMIT - 1), "--out", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "run" / "agent" / "agent.json").is_file()
